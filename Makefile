@@ -1,0 +1,34 @@
+# jr2 boundary. `make test` is what CI runs (.ci/run); `make demo` shows the
+# main job on a local default.
+GO      ?= go
+BIN     := bin
+GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
+
+.PHONY: all test vet fmt-check unit plugin bench fuzz demo clean
+
+all: test
+
+test: vet fmt-check unit plugin
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# The Envoy Go filter as a c-shared object. It links only inside Envoy; the
+# build proves it links against the pinned SDK.
+plugin:
+	$(GO) build -buildmode=c-shared -o $(BIN)/custodian.so ./filter/plugin
+
+bench:
+	@echo "bench: nothing measured yet"
+
+fuzz:
+	@echo "fuzz: no targets yet"
+
+clean:
+	rm -rf $(BIN)
