@@ -11,18 +11,18 @@
 //
 // Every record is one line:
 //
-//	{"seq":N,"time":"RFC3339Nano","kind":"…","prev":"<hex sha256>",…fields}
+//		{"seq":N,"time":"RFC3339Nano","kind":"…","prev":"<hex sha256>",…fields}
 //
-//   - seq counts from 1, one per line.
-//   - prev is the hex sha256 of the previous line's bytes without its '\n';
-//     the first record's prev is Genesis, 64 zeros ("no line before").
-//   - kind is one of Kinds (spec run.md); fields are the caller's, never
-//     one of the header keys or "seal".
-//   - The last record of a cleanly ended run is the seal:
-//     {"seq":N,…,"kind":"seal","prev":…,"records":N-1,"seal":"<hex>"}, where
-//     records counts the lines before it and seal is the sha256 of the seal
-//     line itself rendered without the ,"seal":"…" member. The seal vouches
-//     for itself; every other line is vouched for by the prev of the next.
+//	  - seq counts from 1, one per line.
+//	  - prev is the hex sha256 of the previous line's bytes without its '\n';
+//	    the first record's prev is Genesis, 64 zeros ("no line before").
+//	  - kind is one of Kinds (spec run.md); fields are the caller's, never
+//	    one of the header keys or "seal".
+//	  - The last record of a cleanly ended run is the seal:
+//	    {"seq":N,…,"kind":"seal","prev":…,"records":N-1,"seal":"<hex>"}, where
+//	    records counts the lines before it and seal is the sha256 of the seal
+//	    line itself rendered without the ,"seal":"…" member. The seal vouches
+//	    for itself; every other line is vouched for by the prev of the next.
 //
 // # What Verify reports
 //
