@@ -40,6 +40,12 @@ func Format(prefix string, kv ...string) string {
 	return b.String()
 }
 
+// Event renders prefix, a bare event word (such as "ready"), then the pairs
+// as Format does.
+func Event(prefix, word string, kv ...string) string {
+	return Format(prefix+" "+token(word), kv...)
+}
+
 // token keeps the bytes of s that are printable ASCII other than space,
 // '"' and '='; every other byte becomes '_'. An empty s becomes "-".
 func token(s string) string {
@@ -82,10 +88,19 @@ func NewWriter(w io.Writer, prefix string) *Writer {
 	return &Writer{w: w, prefix: prefix}
 }
 
+// Event writes one line that starts with a bare event word, as Event.
+func (l *Writer) Event(word string, kv ...string) {
+	l.write(Event(l.prefix, word, kv...))
+}
+
 // Log writes one line. Errors of the underlying writer are dropped: a log
 // that cannot be written must not stop a decision.
 func (l *Writer) Log(kv ...string) {
-	line := Format(l.prefix, kv...) + "\n"
+	l.write(Format(l.prefix, kv...))
+}
+
+func (l *Writer) write(line string) {
+	line += "\n"
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, _ = io.WriteString(l.w, line)

@@ -1,0 +1,266 @@
+package filter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// StandInPrefix begins every stand-in: the stand-in of NAME is
+// "jr2-held-NAME".
+const StandInPrefix = "jr2-held-"
+
+// StandIn returns the public stand-in of the held secret name.
+func StandIn(name string) string { return StandInPrefix + name }
+
+// TokenName is the kit's own held secret: the Sandbox token the control
+// listener swaps in.
+const TokenName = "JR2_SANDBOX_TOKEN"
+
+// DefaultHeaders are the headers a held secret may ride when its entry
+// names none.
+var DefaultHeaders = []string{"authorization", "x-api-key", "x-goog-api-key", "api-key"}
+
+// Config is custodian.json, the engine config. controlplane render writes
+// it; both hosts read it (Envoy as the Go filter's plugin config). It holds
+// no value.
+type Config struct {
+	// Pod names the pod, for logs and errors.
+	Pod string `json:"pod"`
+	// Sandbox is the Sandbox the control listener's POST /fetch asks for;
+	// empty on the Instance Harness, where /fetch answers 404.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Orchestrator is the control listener's upstream, host:port.
+	Orchestrator string `json:"orchestrator"`
+	// ValuesDir holds one file per held secret, named as the secret. A
+	// relative path is relative to the directory of custodian.json.
+	ValuesDir string `json:"valuesDir"`
+	// Listeners are the default listen addresses.
+	Listeners Listeners `json:"listeners"`
+	// Secrets is the held table. The token (TokenName) is one of them, with
+	// no targets.
+	Secrets []SecretConfig `json:"secrets"`
+}
+
+// Listeners are the three listen addresses of a Custodian.
+type Listeners struct {
+	Control string `json:"control"`
+	Egress  string `json:"egress"`
+	Health  string `json:"health"`
+}
+
+// SecretConfig is one held secret: its name, its public stand-in, and its
+// binding — where the Custodian may put its value.
+type SecretConfig struct {
+	Name    string   `json:"name"`
+	StandIn string   `json:"standIn"`
+	Targets []string `json:"targets"`
+	Headers []string `json:"headers"`
+	Paths   []string `json:"paths,omitempty"`
+}
+
+// Default listen addresses (ADR-0059).
+const (
+	DefaultControl = "127.0.0.1:8081"
+	DefaultEgress  = "127.0.0.1:15001"
+	DefaultHealth  = "0.0.0.0:15021"
+)
+
+var (
+	nameRe   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerRe = regexp.MustCompile("^[a-z0-9!#$%&'*+.^`|~-]+$")
+)
+
+// ParseConfig reads custodian.json's bytes strictly (unknown fields are
+// refused) and checks that the table is one both hosts can run. Each error
+// names the field and says what to write instead; none carries a value.
+func ParseConfig(b []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("custodian.json: %v; render it with controlplane render", err)
+	}
+	if dec.More() {
+		return nil, errors.New("custodian.json: more than one JSON value; render it with controlplane render")
+	}
+	if err := c.check(); err != nil {
+		return nil, fmt.Errorf("custodian.json: %w", err)
+	}
+	return &c, nil
+}
+
+// LoadConfig reads and parses the file at path. A relative ValuesDir is made
+// absolute against the file's directory.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("custodian config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(c.ValuesDir) {
+		c.ValuesDir = filepath.Join(filepath.Dir(path), c.ValuesDir)
+	}
+	return c, nil
+}
+
+func (c *Config) check() error {
+	if c.Orchestrator == "" {
+		return errors.New(`orchestrator: empty; write the Orchestrator's host:port`)
+	}
+	if _, _, err := SplitTarget(c.Orchestrator); err != nil {
+		return fmt.Errorf("orchestrator: %q: %v", c.Orchestrator, err)
+	}
+	if c.Sandbox != "" && !validID(c.Sandbox) {
+		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)
+	}
+	if c.ValuesDir == "" {
+		return errors.New("valuesDir: empty; write the directory that holds one file per held secret")
+	}
+	seen := map[string]bool{}
+	headerOwner := map[string]string{} // target + " " + header -> secret
+	for i, s := range c.Secrets {
+		at := fmt.Sprintf("secrets[%d]", i)
+		if !nameRe.MatchString(s.Name) {
+			return fmt.Errorf("%s.name: %q is not a variable name; use letters, digits and _", at, s.Name)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("%s.name: %s is held twice; hold each name once", at, s.Name)
+		}
+		seen[s.Name] = true
+		if s.StandIn != StandIn(s.Name) {
+			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, StandIn(s.Name), s.Name)
+		}
+		if len(s.Headers) == 0 {
+			return fmt.Errorf("%s.headers: empty; list the headers %s may ride", at, s.Name)
+		}
+		hseen := map[string]bool{}
+		for j, h := range s.Headers {
+			if !headerRe.MatchString(h) {
+				return fmt.Errorf("%s.headers[%d]: %q is not a lowercase header name", at, j, h)
+			}
+			if hseen[h] {
+				return fmt.Errorf("%s.headers[%d]: %q is listed twice; list it once", at, j, h)
+			}
+			hseen[h] = true
+		}
+		if s.Name == TokenName {
+			if len(s.Targets) != 0 {
+				return fmt.Errorf("%s.targets: the Sandbox token is bound to the control listener only; leave targets empty", at)
+			}
+		} else if len(s.Targets) == 0 {
+			return fmt.Errorf("%s.targets: empty; bind %s to at least one host:port", at, s.Name)
+		}
+		for j, t := range s.Targets {
+			host, port, err := SplitTarget(t)
+			if err != nil {
+				return fmt.Errorf("%s.targets[%d]: %q: %v", at, j, t, err)
+			}
+			if canon := JoinTarget(host, port); canon != t {
+				return fmt.Errorf("%s.targets[%d]: %q: write it as %q", at, j, t, canon)
+			}
+			for _, h := range s.Headers {
+				k := t + " " + h
+				if other, ok := headerOwner[k]; ok {
+					return fmt.Errorf("%s.targets[%d]: %s and %s both ride %s to %s; bind one secret per header and host", at, j, other, s.Name, h, t)
+				}
+				headerOwner[k] = s.Name
+			}
+		}
+		for j, p := range s.Paths {
+			if err := checkPathPrefix(p); err != nil {
+				return fmt.Errorf("%s.paths[%d]: %q: %v", at, j, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkPathPrefix is R12: a prefix starts with "/" and holds none of "..",
+// ";", "\", "%2e", "%2f", "%5c".
+func checkPathPrefix(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return errors.New(`a path prefix starts with "/"`)
+	}
+	lp := strings.ToLower(p)
+	for _, bad := range []string{"..", ";", `\`, "%2e", "%2f", "%5c"} {
+		if strings.Contains(lp, bad) {
+			return fmt.Errorf("a path prefix may not hold %q; write the plain path", bad)
+		}
+	}
+	return nil
+}
+
+// SplitTarget reads a host:port target: the host lowercased without a
+// trailing dot, an IPv6 host in brackets, the port 1–65535.
+func SplitTarget(t string) (host string, port int, err error) {
+	h, p, err := net.SplitHostPort(t)
+	if err != nil {
+		return "", 0, errors.New("want host:port")
+	}
+	if h == "" {
+		return "", 0, errors.New("the host is empty")
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+		return "", 0, errors.New("the port must be a number from 1 to 65535")
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if !validHost(h) {
+		return "", 0, errors.New("not a host name or an IP address")
+	}
+	return h, n, nil
+}
+
+// validHost accepts an IP literal without a zone, or a DNS name: dot-
+// separated labels of 1–63 letters, digits, '-' or '_', 253 bytes at most.
+func validHost(h string) bool {
+	if strings.Contains(h, ":") {
+		a, err := netip.ParseAddr(h)
+		return err == nil && a.Zone() == ""
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// JoinTarget is the canonical spelling of a target: host:port, an IPv6 host
+// in brackets.
+func JoinTarget(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// LeafBase is where controlplane render writes a bound target's leaf, and
+// where custodian serve reads it, relative to the rendered directory:
+// LeafBase(t)+".crt" and LeafBase(t)+".key".
+func LeafBase(target string) string {
+	host, port, err := SplitTarget(target)
+	if err != nil {
+		host, port = target, 0
+	}
+	host = strings.NewReplacer(":", "_", "/", "_").Replace(host)
+	return filepath.Join("tls", host+"_"+strconv.Itoa(port))
+}

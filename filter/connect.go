@@ -1,0 +1,96 @@
+package filter
+
+import (
+	"net/netip"
+	"strings"
+
+	"jr2.dev/boundary/filter/dialguard"
+)
+
+// ConnectDecision is the egress listener's verdict on a CONNECT.
+type ConnectDecision struct {
+	// Target is the canonical host:port (lowercase, no trailing dot), or
+	// the raw authority when it is not one.
+	Target string
+	// Intercept: a held secret is bound to Target; the host ends TLS with
+	// Target's leaf and decides each request with DecideRequest.
+	Intercept bool
+	// Reply is set when the CONNECT is answered here; otherwise a target
+	// that is not intercepted is tunneled byte for byte, and the host checks
+	// every address it dials with AllowDial.
+	Reply *Reply
+
+	logTarget string // Target with any stand-in redacted
+}
+
+// LogFields returns the pairs of the decision's jr2.custodian line:
+// action=tunnel or action=refuse. An intercepted target logs per request.
+func (d ConnectDecision) LogFields() []string {
+	switch {
+	case d.Reply != nil:
+		return []string{"action", "refuse", "target", d.logTarget, "reason", d.Reply.Reason}
+	case d.Intercept:
+		return nil
+	}
+	return []string{"action", "tunnel", "target", d.logTarget}
+}
+
+// DecideConnect decides a request on the egress listener: CONNECT only; the
+// target (lowercased, no trailing dot) decides, never the SNI or a Host
+// header. A bound target is intercepted. Any other is tunneled, unless it
+// spells a guarded address or a localhost name (403, reason guard) — the
+// half of the dial guard that runs before anything is resolved.
+func (e *Engine) DecideConnect(method, authority string) ConnectDecision {
+	if method != "CONNECT" {
+		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(405, ReasonNotConnect, "this listener takes CONNECT only; use it as HTTPS_PROXY")}
+	}
+	host, port, err := SplitTarget(authority)
+	if err != nil {
+		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(400, ReasonTarget, "a CONNECT target is host:port: "+err.Error())}
+	}
+	t := JoinTarget(host, port)
+	d := ConnectDecision{Target: t, logTarget: e.logTarget(t)}
+	if len(e.byTarget[t]) > 0 {
+		d.Intercept = true
+		return d
+	}
+	if v := dialguard.Judge(host); v.Guarded {
+		d.Reply = guardReply(t, v.Why)
+	}
+	return d
+}
+
+// AllowDial is the resolved half of the dial guard: a host calls it with
+// the address it is about to dial for a tunnel (after resolution, e.g. in
+// net.Dialer.Control), and dials only when it returns nil.
+func (e *Engine) AllowDial(target string, addr netip.Addr) *Reply {
+	if g, why := dialguard.Guarded(addr); g {
+		return guardReply(target, why)
+	}
+	return nil
+}
+
+func guardReply(target, why string) *Reply {
+	return reply(403, ReasonGuard, target+" is guarded ("+why+"); a tunnel never reaches it")
+}
+
+// logTarget is t with any stand-in in it replaced by "[stand-in]": a log
+// line never carries a stand-in, even one an agent put in a CONNECT target.
+func (e *Engine) logTarget(t string) string {
+	lt := strings.ToLower(t)
+	if !strings.Contains(lt, StandInPrefix) {
+		return t
+	}
+	for _, si := range e.standIns {
+		lsi := strings.ToLower(si)
+		for {
+			i := strings.Index(lt, lsi)
+			if i < 0 {
+				break
+			}
+			t = t[:i] + "[stand-in]" + t[i+len(si):]
+			lt = lt[:i] + "[stand-in]" + lt[i+len(lsi):]
+		}
+	}
+	return t
+}

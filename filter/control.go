@@ -1,0 +1,112 @@
+package filter
+
+import (
+	"strings"
+)
+
+// DecideControl decides a request on the control listener. Four routes go
+// to the Orchestrator, and no other:
+//
+//	GET  /agents/{id}/surface         → the same path (a read)
+//	POST /agents/{id}/events          → the same path (a pick)
+//	GET  /agents/{id}/deliveries/{d}  → the same path (a read)
+//	POST /fetch                       → /sandboxes/{sandbox}/fetch (the ask)
+//
+// Anything else is 404, and POST /fetch is 404 where the pod has no
+// Sandbox. The bearer must be the token's stand-in (else 403) and becomes
+// the token; every other credential header is removed; a stand-in anywhere
+// else is 403. r is not modified.
+func (e *Engine) DecideControl(r *Request) Decision {
+	d := Decision{Target: e.cfg.Orchestrator}
+	path, query, hasQuery := splitRequestTarget(r.Path)
+	upstream, read, ok := e.route(r.Method, path)
+	if !ok {
+		if r.Method == "POST" && path == "/fetch" {
+			d.Reply = reply(404, ReasonRoute, "POST /fetch is not served here: this pod has no Sandbox")
+			return d
+		}
+		d.Reply = reply(404, ReasonRoute, "not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch")
+		return d
+	}
+	d.Method, d.Read = r.Method, read
+	d.Path = upstream
+	if hasQuery {
+		d.Path += "?" + query
+	}
+	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
+		return d
+	}
+	if e.token == nil {
+		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
+		return d
+	}
+	count, dup := e.countCredentials(r.Headers)
+	if dup != nil {
+		d.Reply = dup
+		return d
+	}
+	var bearer string
+	for _, h := range r.Headers {
+		if strings.EqualFold(h.Name, "authorization") {
+			bearer = h.Value
+		}
+	}
+	scheme, rest, _ := strings.Cut(bearer, " ")
+	if !strings.EqualFold(scheme, "bearer") || rest != e.token.standIn {
+		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+TokenName+" in authorization")
+		return d
+	}
+	swapped := map[string]bool{"authorization": true}
+	if name, place := e.standInElsewhere(path, query, r.Headers, swapped, nil); name != "" {
+		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
+		return d
+	}
+	d.Secrets = []string{TokenName}
+	d.Set = []Header{
+		{Name: "authorization", Value: scheme + " " + string(e.token.value)},
+		{Name: "accept-encoding", Value: "identity"},
+	}
+	for _, n := range sortedKeys(count) {
+		if n != "authorization" {
+			d.Remove = append(d.Remove, n)
+		}
+	}
+	return d
+}
+
+// route maps a control request to its upstream path.
+func (e *Engine) route(method, path string) (upstream string, read, ok bool) {
+	if method == "POST" && path == "/fetch" {
+		if e.cfg.Sandbox == "" {
+			return "", false, false
+		}
+		return "/sandboxes/" + e.cfg.Sandbox + "/fetch", false, true
+	}
+	segs := strings.Split(path, "/")
+	if len(segs) < 4 || segs[0] != "" || segs[1] != "agents" || !validID(segs[2]) {
+		return "", false, false
+	}
+	switch {
+	case method == "GET" && len(segs) == 4 && segs[3] == "surface":
+		return path, true, true
+	case method == "POST" && len(segs) == 4 && segs[3] == "events":
+		return path, false, true
+	case method == "GET" && len(segs) == 5 && segs[3] == "deliveries" && validID(segs[4]):
+		return path, true, true
+	}
+	return "", false, false
+}
+
+// validID accepts 1–256 characters of [A-Za-z0-9._~-], not "." or "..".
+func validID(s string) bool {
+	if s == "" || len(s) > 256 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

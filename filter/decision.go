@@ -1,0 +1,96 @@
+package filter
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Header is one header line. Names are compared without regard to case.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Request is what a host read of one request, before any rule ran.
+type Request struct {
+	// Method is the request method as sent.
+	Method string
+	// Authority is the Host header (HTTP/1.1) or :authority (HTTP/2).
+	Authority string
+	// Path is the request target as sent: the path and, if any, "?query".
+	Path string
+	// Headers are every other header, in order, repeated names kept. A host
+	// removes hop-by-hop headers (and those Connection names) first.
+	Headers []Header
+}
+
+// Reply is an answer the Custodian makes itself; nothing goes upstream.
+type Reply struct {
+	Status int
+	Body   string
+	// Reason is the one-word reason of the `action=refuse` log line.
+	Reason string
+}
+
+// Decision is the engine's verdict on one request. Either Reply is set and
+// the host answers it, or the host forwards the request with Path and the
+// header changes applied.
+type Decision struct {
+	Reply *Reply
+	// Target is the bound host:port (egress) or the Orchestrator (control).
+	Target string
+	// Path is the request target to send upstream (normalised path, query
+	// unchanged).
+	Path string
+	// Set are headers whose every value the host replaces with this one.
+	// Only a Set header may carry a value; the host puts it on the outbound
+	// request and nowhere else.
+	Set []Header
+	// Remove are lowercase header names the host removes.
+	Remove []string
+	// Secrets names the secrets swapped in, in table order.
+	Secrets []string
+	// Method is the request's method (one of the allowed seven) for the log.
+	Method string
+	// Read is set on the control listener for the routes that only read
+	// (the surface, a delivery): the host may retry them on any reset. Any
+	// other forwarded request is retried only on a reset before it was sent.
+	Read bool
+}
+
+// Forward reports whether the request goes upstream.
+func (d *Decision) Forward() bool { return d.Reply == nil }
+
+// LogFields returns the key=value pairs of the decision's jr2.custodian
+// line: action=refuse … reason=… for a reply, or action=intercept …
+// status=<status> once the host knows the answer's status.
+func (d *Decision) LogFields(status int) []string {
+	if d.Reply != nil {
+		return []string{"action", "refuse", "target", d.Target, "reason", d.Reply.Reason}
+	}
+	secret := strings.Join(d.Secrets, ",")
+	return []string{"action", "intercept", "target", d.Target, "secret", secret, "method", d.Method, "status", strconv.Itoa(status)}
+}
+
+// Refusal reasons: the words of `action=refuse reason=…`.
+const (
+	ReasonMethod     = "method"
+	ReasonUnderscore = "header-name"
+	ReasonHost       = "host"
+	ReasonEncoded    = "encoded-path"
+	ReasonPath       = "path"
+	ReasonDuplicate  = "duplicate-header"
+	ReasonNoStandIn  = "no-stand-in"
+	ReasonStandIn    = "stand-in"
+	ReasonGuard      = "guard"
+	ReasonTarget     = "target"
+	ReasonRoute      = "route"
+	ReasonEncoding   = "encoding"
+	ReasonUnreached  = "unreachable"
+	ReasonNoAnswer   = "no-answer"
+	ReasonNotConnect = "not-connect"
+)
+
+func reply(status int, reason, body string) *Reply {
+	return &Reply{Status: status, Body: "jr2 custodian: " + body, Reason: reason}
+}

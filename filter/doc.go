@@ -1,0 +1,29 @@
+// Package filter is the Custodian's engine: every credential decision of
+// both hosts (Envoy with the Go filter, and `custodian serve`) lives here,
+// once, with no knowledge of either host.
+//
+// The engine reads the engine config (custodian.json: the held table of
+// names, stand-ins, targets, headers and paths, and the value directory)
+// once into read-only structs, and the values once at start. It then decides
+// plain values that any host applies:
+//
+//   - DecideConnect: what the egress listener does with a CONNECT target —
+//     intercept a bound host:port, tunnel another after the spelled half of
+//     the dial guard, or answer.
+//   - DecideRequest: an intercepted request, by the spec's rules 1–11 in
+//     order: the headers to set and remove, the path that goes upstream, or a
+//     local reply.
+//   - DecideControl: a request on the control listener: one of the four
+//     routes with the bearer swapped, or a local reply.
+//   - DecideResponse and NewBody: a response from a bound target or the
+//     Orchestrator: scrubbed header values, the headers to drop, and a
+//     streaming body scrubber (gzip read first when the body is gzip).
+//   - AllowDial: the resolved half of the dial guard, on the address a host
+//     actually dials.
+//
+// Invariant: no value leaves this package except in a Decision's Set
+// headers, which a host puts only on the outbound request to the bound
+// target (or the Orchestrator). Replies, reasons, errors and log fields
+// carry names, targets and rule words — never a value, a stand-in, a path,
+// a query, a header value or a body.
+package filter

@@ -1,0 +1,5 @@
+package filter
+
+import "encoding/json"
+
+func jsonMarshal(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }

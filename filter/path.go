@@ -1,0 +1,122 @@
+package filter
+
+import "strings"
+
+// splitRequestTarget cuts a request target into its path and its query
+// (without the '?'); hasQuery tells an empty query from none.
+func splitRequestTarget(t string) (path, query string, hasQuery bool) {
+	if i := strings.IndexByte(t, '?'); i >= 0 {
+		return t[:i], t[i+1:], true
+	}
+	return t, "", false
+}
+
+// encodedSeparator reports whether path holds %2f, %2e or %5c in any case:
+// an encoded '/', '.' or '\' that a server behind the Custodian might read
+// as the separator the path check did not see.
+func encodedSeparator(path string) bool {
+	for i := 0; i+2 < len(path); i++ {
+		if path[i] != '%' {
+			continue
+		}
+		a, b := path[i+1], path[i+2]|0x20
+		if a == '2' && (b == 'f' || b == 'e') || a == '5' && b == 'c' {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizePath is what the path check judges and what goes upstream: every
+// '\' read as '/', a segment that is "." or ".." before a ';' (Tomcat's
+// "..;jsessionid") read as that dot segment, and dot segments removed as
+// RFC 3986 section 5.2.4 does. Empty segments are kept. path must start
+// with '/'.
+func NormalizePath(path string) string {
+	path = strings.ReplaceAll(path, `\`, "/")
+	segs := strings.Split(path[1:], "/")
+	out := make([]string, 0, len(segs))
+	trail := false
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch dotSegment(seg) {
+		case ".":
+			trail = last
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			trail = last
+		default:
+			out = append(out, seg)
+		}
+	}
+	res := "/" + strings.Join(out, "/")
+	if trail && len(out) > 0 {
+		res += "/"
+	}
+	return res
+}
+
+// dotSegment returns "." or ".." when seg is that dot segment, alone or
+// before a ';' parameter; otherwise seg.
+func dotSegment(seg string) string {
+	base := seg
+	if i := strings.IndexByte(seg, ';'); i >= 0 {
+		base = seg[:i]
+	}
+	if base == "." || base == ".." {
+		return base
+	}
+	return seg
+}
+
+// pathAllowed reports whether the normalised path is under one of the
+// prefixes. No prefixes allow every path. A prefix that ends in '/' matches
+// by string; one that does not matches itself and what follows a '/' after
+// it ("/v1" allows "/v1" and "/v1/x", never "/v1x").
+func pathAllowed(path string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p) && (strings.HasSuffix(p, "/") || path[len(p)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// percentDecode decodes every valid %XX escape of s and leaves the rest
+// as it is (a '+' stays a '+').
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if h, ok1 := unhex(s[i+1]); ok1 {
+				if l, ok2 := unhex(s[i+2]); ok2 {
+					b = append(b, h<<4|l)
+					i += 2
+					continue
+				}
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

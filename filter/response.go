@@ -1,0 +1,274 @@
+package filter
+
+import (
+	"compress/gzip"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"jr2.dev/boundary/filter/scrub"
+)
+
+// ResponseDecision is the engine's verdict on a response's headers.
+type ResponseDecision struct {
+	// Reply replaces the response when its body cannot be scrubbed (an
+	// encoding other than gzip): an unscrubbable body is never passed on.
+	Reply *Reply
+	// Set are header names whose values become exactly these (in order;
+	// several entries of one name are several values). Scrubbed values.
+	Set []Header
+	// Remove are lowercase header names to remove: content-length when a
+	// body follows (scrubbing may change its length), content-encoding when
+	// the body is read from gzip.
+	Remove []string
+	// Body is set when a body follows: the host passes every byte of it
+	// through a Body from NewBody(Gzip).
+	Body bool
+	// Gzip is set when the body arrives gzip-encoded.
+	Gzip bool
+}
+
+// DecideResponse decides a response's headers from a bound target (or the
+// Orchestrator) to a request with method. Every header value is scrubbed
+// for every value the engine holds. The body of every response that has
+// one is scrubbed, whatever its type: a value echoed in a body the
+// Custodian could not read must not reach the agent, so an encoding other
+// than gzip is answered 502 naming it.
+func (e *Engine) DecideResponse(target, method string, status int, headers []Header) ResponseDecision {
+	var d ResponseDecision
+	var encodings []string
+	byName := map[string][]string{}
+	var order []string
+	changed := map[string]bool{}
+	for _, h := range headers {
+		n := strings.ToLower(h.Name)
+		if _, ok := byName[n]; !ok {
+			order = append(order, n)
+		}
+		v := e.scrubber.String(h.Value)
+		if v != h.Value {
+			changed[n] = true
+		}
+		byName[n] = append(byName[n], v)
+		if n == "content-encoding" {
+			for _, enc := range strings.Split(h.Value, ",") {
+				if enc = strings.ToLower(strings.TrimSpace(enc)); enc != "" && enc != "identity" {
+					encodings = append(encodings, enc)
+				}
+			}
+		}
+	}
+	d.Body = method != "HEAD" && status != 204 && status != 304 && (status < 100 || status >= 200)
+	if d.Body && len(encodings) > 0 {
+		if len(encodings) == 1 && (encodings[0] == "gzip" || encodings[0] == "x-gzip") {
+			d.Gzip = true
+		} else {
+			d.Reply = reply(502, ReasonEncoding, target+" answered with content-encoding "+safeList(encodings)+", which the Custodian cannot read to scrub; the answer was not passed on")
+			return d
+		}
+	}
+	for _, n := range order {
+		if changed[n] {
+			for _, v := range byName[n] {
+				d.Set = append(d.Set, Header{Name: n, Value: v})
+			}
+		}
+	}
+	if d.Body {
+		if _, ok := byName["content-length"]; ok {
+			d.Remove = append(d.Remove, "content-length")
+		}
+		if d.Gzip {
+			d.Remove = append(d.Remove, "content-encoding")
+		}
+	}
+	return d
+}
+
+func safeList(xs []string) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = safeWord(x)
+	}
+	return strings.Join(out, ", ")
+}
+
+// ScrubHeaderValue scrubs one header (or trailer) value.
+func (e *Engine) ScrubHeaderValue(v string) string { return e.scrubber.String(v) }
+
+// Body scrubs one response body as it streams. Not safe for concurrent
+// use; one per response.
+type Body struct {
+	st  *scrub.Stream
+	gz  *gunzip
+	err error
+}
+
+// NewBody starts a body scrubber; gz is ResponseDecision.Gzip.
+func (e *Engine) NewBody(gz bool) *Body {
+	b := &Body{st: e.scrubber.NewStream()}
+	if gz {
+		b.gz = newGunzip()
+	}
+	return b
+}
+
+// Write appends to dst what can be passed on now of the chunk p.
+func (b *Body) Write(dst, p []byte) ([]byte, error) {
+	if b.err != nil {
+		return dst, b.err
+	}
+	if b.gz == nil {
+		return b.st.Write(dst, p), nil
+	}
+	plain, err := b.gz.write(p)
+	if err != nil {
+		b.err = err
+		return dst, err
+	}
+	return b.st.Write(dst, plain), nil
+}
+
+// Flush appends the rest at the end of the body. An error means the gzip
+// stream was malformed or cut short: the host must end the response as
+// broken, not complete.
+func (b *Body) Flush(dst []byte) ([]byte, error) {
+	if b.err != nil {
+		return dst, b.err
+	}
+	if b.gz != nil {
+		plain, err := b.gz.close()
+		dst = b.st.Write(dst, plain)
+		if err != nil {
+			b.err = err
+			return b.st.Flush(dst), err
+		}
+	}
+	return b.st.Flush(dst), nil
+}
+
+// Close releases the body's resources when the response ends early.
+func (b *Body) Close() {
+	if b.gz != nil {
+		b.gz.abort()
+	}
+}
+
+// ErrBadGzip reports a response body that claimed gzip and was not.
+var ErrBadGzip = errors.New("the gzip body could not be read")
+
+// gunzip decodes a gzip stream fed in chunks. compress/gzip reads from an
+// io.Reader and cannot resume after a short read, so it runs in a goroutine
+// reading from feed; write hands it a chunk and waits until it has consumed
+// all of it and asks for more, so every byte a chunk decodes to is returned
+// by the write that brought it.
+type gunzip struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	in      []byte // fed, not yet read
+	out     []byte // decoded, not yet returned
+	eof     bool   // no more input
+	waiting bool   // the decoder waits for input
+	done    bool   // the decoder returned
+	err     error
+	started bool
+}
+
+func newGunzip() *gunzip {
+	g := &gunzip{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gunzip) run() {
+	r, err := gzip.NewReader(g)
+	if err == nil {
+		buf := make([]byte, 32<<10)
+		for {
+			n, rerr := r.Read(buf)
+			g.mu.Lock()
+			g.out = append(g.out, buf[:n]...)
+			g.mu.Unlock()
+			if rerr != nil {
+				if rerr != io.EOF {
+					err = rerr
+				}
+				break
+			}
+		}
+	}
+	g.mu.Lock()
+	if err != nil && g.err == nil {
+		g.err = ErrBadGzip
+	}
+	g.done = true
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}
+
+// Read is the decoder's side: it blocks until input arrives or ends.
+func (g *gunzip) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for len(g.in) == 0 && !g.eof {
+		g.waiting = true
+		g.cond.Broadcast()
+		g.cond.Wait()
+	}
+	g.waiting = false
+	if len(g.in) == 0 {
+		return 0, io.EOF // gzip reports a member cut short itself
+	}
+	n := copy(p, g.in)
+	g.in = g.in[n:]
+	return n, nil
+}
+
+func (g *gunzip) write(p []byte) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.started {
+		g.started = true
+		go g.run()
+	}
+	g.in = append(g.in, p...)
+	g.waiting = false
+	g.cond.Broadcast()
+	for !g.done && !(g.waiting && len(g.in) == 0) {
+		g.cond.Wait()
+	}
+	out := g.out
+	g.out = nil
+	if g.done && g.err != nil {
+		return out, g.err
+	}
+	if g.done && len(g.in) > 0 {
+		return out, ErrBadGzip // bytes after the end of the gzip member
+	}
+	return out, nil
+}
+
+func (g *gunzip) close() ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.started {
+		return nil, ErrBadGzip
+	}
+	g.eof = true
+	g.cond.Broadcast()
+	for !g.done {
+		g.cond.Wait()
+	}
+	out := g.out
+	g.out = nil
+	return out, g.err
+}
+
+func (g *gunzip) abort() {
+	g.mu.Lock()
+	g.eof = true
+	g.in = nil
+	g.cond.Broadcast()
+	g.mu.Unlock()
+}

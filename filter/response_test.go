@@ -1,0 +1,155 @@
+package filter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDecideResponse(t *testing.T) {
+	e := testEngine(t)
+	cases := []struct {
+		name    string
+		method  string
+		status  int
+		headers []Header
+		reply   string
+		set     []Header
+		remove  []string
+		body    bool
+		gz      bool
+	}{
+		{"plain body", "GET", 200, hs("content-type", "application/json", "Content-Length", "42"), "", nil, []string{"content-length"}, true, false},
+		{"no content-length", "GET", 200, hs("content-type", "text/event-stream"), "", nil, nil, true, false},
+		{"echoed header scrubbed", "GET", 200, hs("x-echo", "key="+anthropicValue, "x-echo", "ok", "x-other", githubValue), "",
+			hs("x-echo", "key=[secret:ANTHROPIC_API_KEY]", "x-echo", "ok", "x-other", "[secret:GITHUB_TOKEN]"), nil, true, false},
+		{"gzip", "GET", 200, hs("Content-Encoding", "gzip", "content-length", "10"), "", nil, []string{"content-length", "content-encoding"}, true, true},
+		{"x-gzip", "POST", 201, hs("content-encoding", "x-gzip"), "", nil, []string{"content-encoding"}, true, true},
+		{"identity", "GET", 200, hs("content-encoding", "identity"), "", nil, nil, true, false},
+		{"br refused", "GET", 200, hs("content-encoding", "br"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
+		{"two encodings refused", "GET", 200, hs("content-encoding", "gzip, deflate"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding gzip, deflate, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
+		{"HEAD keeps length", "HEAD", 200, hs("content-length", "42", "content-encoding", "br"), "", nil, nil, false, false},
+		{"204", "GET", 204, hs("content-length", "0"), "", nil, nil, false, false},
+		{"304", "GET", 304, hs("content-length", "42"), "", nil, nil, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := e.DecideResponse(anth, c.method, c.status, c.headers)
+			if c.reply != "" {
+				if d.Reply == nil || d.Reply.Status != 502 || d.Reply.Body != c.reply || d.Reply.Reason != ReasonEncoding {
+					t.Fatalf("reply %+v, want 502 %q", d.Reply, c.reply)
+				}
+				return
+			}
+			if d.Reply != nil {
+				t.Fatalf("reply %+v", d.Reply)
+			}
+			if !reflect.DeepEqual(d.Set, c.set) || !reflect.DeepEqual(d.Remove, c.remove) || d.Body != c.body || d.Gzip != c.gz {
+				t.Fatalf("got set %v remove %v body %v gzip %v", d.Set, d.Remove, d.Body, d.Gzip)
+			}
+		})
+	}
+}
+
+// A body is scrubbed across every chunk border; a gzip body is read first.
+func TestBodyEveryChunkSplit(t *testing.T) {
+	e := testEngine(t)
+	plain := []byte(`{"echo":"` + anthropicValue + `","again":"` + githubValue + `"}` + "\n")
+	want := `{"echo":"[secret:ANTHROPIC_API_KEY]","again":"[secret:GITHUB_TOKEN]"}` + "\n"
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	zw.Write(plain)
+	zw.Close()
+	for _, gz := range []bool{false, true} {
+		in := plain
+		if gz {
+			in = zbuf.Bytes()
+		}
+		for i := 0; i <= len(in); i++ {
+			for j := i; j <= len(in); j += 7 {
+				b := e.NewBody(gz)
+				var out []byte
+				var err error
+				for _, chunk := range [][]byte{in[:i], in[i:j], in[j:]} {
+					if out, err = b.Write(out, chunk); err != nil {
+						t.Fatalf("gz=%v split %d,%d: %v", gz, i, j, err)
+					}
+				}
+				if out, err = b.Flush(out); err != nil {
+					t.Fatalf("gz=%v split %d,%d: flush: %v", gz, i, j, err)
+				}
+				if string(out) != want {
+					t.Fatalf("gz=%v split %d,%d:\n got %q\nwant %q", gz, i, j, out, want)
+				}
+			}
+		}
+	}
+}
+
+// Each gzip chunk's plain bytes come out of the Write that brought it when
+// the writer flushed: an SSE stream over gzip keeps its timing.
+func TestGzipBodyStreams(t *testing.T) {
+	e := testEngine(t)
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	b := e.NewBody(true)
+	var got []string
+	for _, ev := range []string{"data: one\n\n", "data: two\n\n", "data: " + anthropicValue + "\n\n"} {
+		zw.Write([]byte(ev))
+		zw.Flush()
+		chunk := append([]byte(nil), zbuf.Bytes()...)
+		zbuf.Reset()
+		out, err := b.Write(nil, chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(out))
+	}
+	zw.Close()
+	out, err := b.Write(nil, zbuf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err = b.Flush(out); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, string(out))
+	want := []string{"data: one\n\n", "data: two\n\n", "data: [secret:ANTHROPIC_API_KEY]\n\n", ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestBadGzip(t *testing.T) {
+	e := testEngine(t)
+	b := e.NewBody(true)
+	_, err := b.Write(nil, []byte("this is not gzip at all"))
+	if err == nil {
+		_, err = b.Flush(nil)
+	}
+	if err != ErrBadGzip {
+		t.Fatalf("err = %v, want ErrBadGzip", err)
+	}
+	// Cut short.
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	zw.Write([]byte(strings.Repeat("abc", 1000)))
+	zw.Close()
+	b = e.NewBody(true)
+	if _, err := b.Write(nil, zbuf.Bytes()[:zbuf.Len()-4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Flush(nil); err != ErrBadGzip {
+		t.Fatalf("truncated gzip: err = %v", err)
+	}
+	// Empty body claimed gzip.
+	if _, err := e.NewBody(true).Flush(nil); err != ErrBadGzip {
+		t.Fatalf("empty gzip: err = %v", err)
+	}
+	// Closing early does not leak the decoder goroutine into a deadlock.
+	b = e.NewBody(true)
+	b.Write(nil, zbuf.Bytes()[:5])
+	b.Close()
+}
