@@ -1,17 +1,100 @@
 // Package keep is `effector keep`: a keeper between the Effector and the
-// confiner that outlives nothing its child left behind.
+// confiner, so that nothing a credentialed command's child leaves behind
+// outlives it, and its own end is still read.
 //
-// PLACEHOLDER: being written.
+// Invariant: when the keeper reports, every process it was the parent of
+// — the child, and every descendant orphaned to it — has been killed and
+// reaped; the report is written on a descriptor the child never held, so the
+// child cannot forge its own end.
+//
+// # Mechanism
+//
+//	effector keep --report-fd 3 -- effector confine … -- ARGV
+//
+// The keeper sets PR_SET_CHILD_SUBREAPER, marks every descriptor above 2
+// close-on-exec (the report descriptor among them), starts ARGV in a new
+// process group of its own (the child's pid is its id) and waits for it
+// without reaping it, so the group id cannot be reused while the keeper
+// may still signal it. Orphans reparented to the keeper that end meanwhile
+// are reaped by pid as they end. SIGTERM, SIGINT and SIGHUP sent to the
+// keeper are forwarded to the child's group, and the keeper waits on, so a
+// child that catches SIGTERM still gives its own code. When the child ends,
+// the keeper reaps it, kills (SIGKILL) and reaps every process it is the
+// parent of until none remains — a setsid daemon, a double-forked
+// grandchild — and then writes one line on the report descriptor (see
+// [Report]) and exits with the child's code (128+signal for a signal).
+//
+// SIGKILL to the keeper ends the keeper alone; what it held is reparented
+// to the Effector, whose settle loop (package reap) ends it.
 package keep
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"strconv"
+	"strings"
 )
 
-// Main runs `effector keep` with args (the words after "keep") and returns
-// the exit code.
-func Main(args []string) int {
-	fmt.Fprintln(os.Stderr, "effector keep: not built yet")
-	return 126
+// Report is the child's own end, as the keeper writes it: one line,
+// "exited code=N", "exited signal=SIGNAME", or "failed REASON" when the
+// child could not be started.
+type Report struct {
+	Code   int    // the exit code; -1 when a signal ended the child or it did not start
+	Signal string // the signal's name (SIGTERM) when one ended the child
+	Failed string // why the child did not start
+}
+
+// String renders r as the report line, without the newline.
+func (r Report) String() string {
+	switch {
+	case r.Failed != "":
+		return "failed " + strings.NewReplacer("\n", " ", "\r", " ").Replace(r.Failed)
+	case r.Signal != "":
+		return "exited signal=" + r.Signal
+	default:
+		return "exited code=" + strconv.Itoa(r.Code)
+	}
+}
+
+// ParseReport reads a report line (one trailing newline allowed). An empty
+// line means the keeper ended without reporting (it was killed).
+func ParseReport(line string) (Report, error) {
+	line = strings.TrimSuffix(line, "\n")
+	if strings.ContainsAny(line, "\r\n") {
+		return Report{}, errors.New("keep: a report is one line")
+	}
+	if reason, ok := strings.CutPrefix(line, "failed "); ok && reason != "" {
+		return Report{Code: -1, Failed: reason}, nil
+	}
+	if v, ok := strings.CutPrefix(line, "exited code="); ok {
+		code, err := strconv.Atoi(v)
+		if err != nil || code < 0 || code > 255 || strconv.Itoa(code) != v {
+			return Report{}, fmt.Errorf("keep: report %q: the code is not 0-255", line)
+		}
+		return Report{Code: code}, nil
+	}
+	if v, ok := strings.CutPrefix(line, "exited signal="); ok {
+		if !signalName(v) {
+			return Report{}, fmt.Errorf("keep: report %q: not a signal name", line)
+		}
+		return Report{Code: -1, Signal: v}, nil
+	}
+	if line == "" {
+		return Report{}, errors.New("keep: no report: the keeper ended before its child's end was known")
+	}
+	return Report{}, fmt.Errorf("keep: report %q: want exited code=N, exited signal=NAME or failed REASON", line)
+}
+
+// signalName: "SIG" and upper-case letters or digits (SIGTERM, SIG34).
+func signalName(s string) bool {
+	rest, ok := strings.CutPrefix(s, "SIG")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,216 @@
+//go:build linux
+
+package keep
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"jr2.dev/boundary/effector/internal/reap"
+)
+
+// Main runs `effector keep` with args (the words after "keep") and returns
+// its exit code: the child's code, 128+signal when a signal ended it, 126
+// when the keeper could not start it.
+func Main(args []string) int {
+	fd, argv, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "effector keep: %v\n", err)
+		return 126
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		fmt.Fprintf(os.Stderr, "effector keep: --report-fd %d: %v; pass an open pipe\n", fd, err)
+		return 126
+	}
+	out := os.NewFile(uintptr(fd), "report")
+	r := keep(argv)
+	if r.Failed != "" {
+		fmt.Fprintf(os.Stderr, "effector keep: %s\n", r.Failed)
+	}
+	if _, err := out.WriteString(r.String() + "\n"); err != nil {
+		fmt.Fprintf(os.Stderr, "effector keep: writing the report: %v\n", err)
+	}
+	out.Close()
+	switch {
+	case r.Failed != "":
+		return 126
+	case r.Signal != "":
+		return 128 + int(unix.SignalNum(r.Signal))
+	default:
+		return r.Code
+	}
+}
+
+const usage = "usage: effector keep --report-fd N -- ARGV"
+
+func parseArgs(args []string) (fd int, argv []string, err error) {
+	fd = -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			argv = args[i+1:]
+			if len(argv) == 0 || argv[0] == "" {
+				return 0, nil, errors.New("no program after --; " + usage)
+			}
+			if fd < 0 {
+				return 0, nil, errors.New("--report-fd is required; " + usage)
+			}
+			return fd, argv, nil
+		case a == "--report-fd" || strings.HasPrefix(a, "--report-fd="):
+			v, ok := strings.CutPrefix(a, "--report-fd=")
+			if !ok {
+				if i+1 >= len(args) {
+					return 0, nil, errors.New("--report-fd needs a descriptor number; " + usage)
+				}
+				i++
+				v = args[i]
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 3 {
+				return 0, nil, fmt.Errorf("--report-fd %q: want a descriptor number of 3 or more (0-2 are the child's); %s", v, usage)
+			}
+			fd = n
+		default:
+			return 0, nil, fmt.Errorf("unknown argument %q; %s", a, usage)
+		}
+	}
+	return 0, nil, errors.New("no -- before the program; " + usage)
+}
+
+// keep starts argv, waits for its end, ends everything it left, and
+// returns its end.
+func keep(argv []string) Report {
+	fail := func(format string, args ...any) Report {
+		return Report{Code: -1, Failed: fmt.Sprintf(format, args...)}
+	}
+	if err := reap.SetChildSubreaper(); err != nil {
+		return fail("%v", err)
+	}
+	if err := cloexecAbove2(); err != nil {
+		return fail("%v", err)
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGCHLD)
+	defer signal.Stop(sigs)
+
+	path := argv[0]
+	if !strings.Contains(path, "/") {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fail("%v", err)
+		}
+		path = p
+	}
+	p, err := os.StartProcess(path, argv, &os.ProcAttr{
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		return fail("starting the child: %v", err)
+	}
+	child := p.Pid
+
+	// Wait for the child's end without reaping it: while it is a zombie its
+	// pid, the group's id, cannot be reused, so a forwarded signal cannot
+	// reach another group.
+	ended := make(chan error, 1)
+	go func() {
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, child, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			ended <- err
+			return
+		}
+	}()
+wait:
+	for {
+		select {
+		case s := <-sigs:
+			if s == unix.SIGCHLD {
+				reapOrphans(child)
+				continue
+			}
+			_ = unix.Kill(-child, s.(syscall.Signal))
+		case err := <-ended:
+			if err != nil {
+				return fail("waiting for the child: %v", err)
+			}
+			break wait
+		}
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(child, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fail("reaping the child: %v", err)
+		}
+		break
+	}
+	_ = p.Release()
+	if err := reap.KillAndReapAll(); err != nil {
+		return fail("%v", err)
+	}
+	if ws.Signaled() {
+		name := unix.SignalName(ws.Signal())
+		if name == "" {
+			name = "SIG" + strconv.Itoa(int(ws.Signal()))
+		}
+		return Report{Code: -1, Signal: name}
+	}
+	return Report{Code: ws.ExitStatus()}
+}
+
+// reapOrphans reaps, by pid, the processes reparented to the keeper that
+// have ended — never the child, whose zombie holds its group's id.
+func reapOrphans(child int) {
+	procs, err := reap.Children(os.Getpid())
+	if err != nil {
+		return
+	}
+	for _, p := range procs {
+		if p.State == 'Z' && p.PID != child {
+			_, _ = unix.Wait4(p.PID, nil, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// cloexecAbove2 marks every descriptor above 2 close-on-exec: the child
+// holds its standard streams and nothing else, the report descriptor least
+// of all.
+func cloexecAbove2() error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("listing descriptors: %w", err)
+	}
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd <= 2 {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+			return fmt.Errorf("descriptor %d: %w", fd, err)
+		}
+	}
+	return nil
+}
