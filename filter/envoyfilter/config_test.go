@@ -1,0 +1,368 @@
+package envoyfilter
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/envoyproxy/envoy/contrib/golang/common/go/api"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/refuse/*.want from what Parse answers")
+
+// refuseValues is the value directory of the refusal cases: good values
+// for the test table, and the broken ones the cases name.
+func refuseValues(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"ANTHROPIC_API_KEY": anthropicValue + "\n",
+		"SHORT":             "short\n",
+		"BINARY":            githubValue + "\x01\n",
+	}
+	for name, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestParseRefusals: each testdata/refuse/NAME.json is a plugin config
+// (custodian.json or a route config) that Parse must reject with exactly
+// the message in NAME.want; none panics, none names a value.
+func TestParseRefusals(t *testing.T) {
+	files, err := filepath.Glob("testdata/refuse/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no refusal cases: %v", err)
+	}
+	dir := refuseValues(t)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.ReplaceAll(string(b), "@VALUES@", dir))
+			cfg, err := NewParser().Parse(stringAny(t, b), nil)
+			if err == nil {
+				t.Fatalf("accepted: %#v", cfg)
+			}
+			if cfg != nil {
+				t.Errorf("a config came with the error: %#v", cfg)
+			}
+			got := strings.ReplaceAll(err.Error(), dir, "@VALUES@")
+			noSentinel(t, "the error", got)
+			wantFile := strings.TrimSuffix(f, ".json") + ".want"
+			if *update {
+				if err := os.WriteFile(wantFile, []byte(got+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(wantFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != strings.TrimSuffix(string(want), "\n") {
+				t.Errorf("error\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestParseRefusesNonString: the plugin config must be a StringValue.
+func TestParseRefusesNonString(t *testing.T) {
+	i64, err := anypb.New(wrapperspb.Int64(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		a    *anypb.Any
+		want string
+	}{
+		{"nil", nil, "jr2-custodian plugin config: empty; set the golang filter's plugin_config to a google.protobuf.StringValue"},
+		{"int64", i64, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.Int64Value": want a google.protobuf.StringValue holding custodian.json or a route config`},
+		{"garbage", &anypb.Any{TypeUrl: "type.googleapis.com/google.protobuf.StringValue", Value: []byte{0xff, 0xff, 0xff}}, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.StringValue": want a google.protobuf.StringValue holding custodian.json or a route config`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := NewParser().Parse(tc.a, nil)
+			if err == nil || cfg != nil {
+				t.Fatalf("got %#v, %v; want a refusal", cfg, err)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error\n got %s\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseShapes: custodian.json becomes a filter config holding an
+// engine, a route config a route; the ready line is logged once per engine.
+func TestParseShapes(t *testing.T) {
+	p := NewParser()
+	logs.take()
+	top, err := p.Parse(stringAny(t, writeConfig(t, testConfig())), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, ok := top.(*filterConfig)
+	if !ok || fc.engine == nil {
+		t.Fatalf("filter-level config parsed to %#v", top)
+	}
+	if got, want := logs.take(), []string{"jr2.custodian ready secrets=ANTHROPIC_API_KEY,GITHUB_TOKEN,JR2_SANDBOX_TOKEN hosts=3"}; !equal(got, want) {
+		t.Errorf("logs %q, want %q", got, want)
+	}
+	for _, rc := range []pluginconf.RouteConfig{
+		{Role: pluginconf.RoleControl},
+		{Role: pluginconf.RoleEgress},
+		{Role: pluginconf.RoleIntercept, Target: anthropic},
+	} {
+		got, err := p.Parse(stringAny(t, rc.Marshal()), nil)
+		if err != nil {
+			t.Fatalf("%+v: %v", rc, err)
+		}
+		r, ok := got.(*routeConfig)
+		if !ok || r.route != rc {
+			t.Errorf("%+v parsed to %#v", rc, got)
+		}
+	}
+	if l := logs.take(); len(l) != 0 {
+		t.Errorf("route configs logged %q", l)
+	}
+}
+
+// TestEngineCache: the same custodian.json builds one engine and reads its
+// values once (the value files can be gone by the second parse); other
+// bytes build another engine.
+func TestEngineCache(t *testing.T) {
+	p := NewParser()
+	c := testConfig()
+	b := writeConfig(t, c)
+	logs.take()
+	first, err := p.Parse(stringAny(t, b), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	{
+		parsed, err := filter.ParseConfig(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = parsed.ValuesDir
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 400; i++ {
+		again, err := p.Parse(stringAny(t, b), nil)
+		if err != nil {
+			t.Fatalf("parse %d of the same config: %v", i+2, err)
+		}
+		if again.(*filterConfig).engine != first.(*filterConfig).engine {
+			t.Fatalf("parse %d of the same config built another engine", i+2)
+		}
+	}
+	if n := len(logs.take()); n != 1 {
+		t.Errorf("%d ready lines for one config, want 1", n)
+	}
+	c.Pod = "ws-other"
+	other, err := p.Parse(stringAny(t, writeConfig(t, c)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.(*filterConfig).engine == first.(*filterConfig).engine {
+		t.Error("another config shared the first engine")
+	}
+	if n := len(logs.take()); n != 1 {
+		t.Errorf("%d ready lines for the second config, want 1", n)
+	}
+	// A refused config is not cached: fixed, it parses.
+	c.Pod = "ws-fixed"
+	c.ValuesDir = ""
+	bad := writeConfig(t, c)
+	badDir := dirOf(t, bad)
+	if err := os.Remove(filepath.Join(badDir, "GITHUB_TOKEN")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(stringAny(t, bad), nil); err == nil {
+		t.Fatal("a config with a value file missing was accepted")
+	}
+	if err := os.WriteFile(filepath.Join(badDir, "GITHUB_TOKEN"), []byte(githubValue), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(stringAny(t, bad), nil); err != nil {
+		t.Fatalf("the fixed config: %v", err)
+	}
+}
+
+func dirOf(t *testing.T, b []byte) string {
+	t.Helper()
+	c, err := filter.ParseConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ValuesDir
+}
+
+// TestParseConcurrent: listeners' configs may be parsed from several
+// threads; one engine comes of it (run with -race).
+func TestParseConcurrent(t *testing.T) {
+	p := NewParser()
+	a := stringAny(t, writeConfig(t, testConfig()))
+	var wg sync.WaitGroup
+	engines := make([]*filter.Engine, 8)
+	for i := range engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg, err := p.Parse(a, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			engines[i] = cfg.(*filterConfig).engine
+		}()
+	}
+	wg.Wait()
+	for _, e := range engines[1:] {
+		if e != engines[0] {
+			t.Fatal("concurrent parses of one config built several engines")
+		}
+	}
+	logs.take()
+}
+
+// TestMerge: a filter config (or an earlier merge) and a route config make
+// a stream config; anything else makes one that answers 500, never marks,
+// and says why.
+func TestMerge(t *testing.T) {
+	pd := newPod(t, testConfig())
+	engine := pd.top.(*filterConfig).engine
+	intercept := &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: anthropic}}
+	control := &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleControl}}
+	merged := pd.p.Merge(pd.top, control)
+	broken := pd.p.Merge(nil, control)
+	logs.take()
+
+	for _, tc := range []struct {
+		name          string
+		parent, child interface{}
+		wantRole      pluginconf.Role
+		wantWhy       string // "": merges
+		wantLog       string
+	}{
+		{name: "filter+intercept", parent: pd.top, child: intercept, wantRole: pluginconf.RoleIntercept},
+		{name: "filter+control", parent: pd.top, child: control, wantRole: pluginconf.RoleControl},
+		{name: "merged+intercept: the more specific route wins", parent: merged, child: intercept, wantRole: pluginconf.RoleIntercept},
+		{name: "broken stays broken", parent: broken, child: intercept, wantWhy: errBadParent.why},
+		{name: "nil parent", parent: nil, child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "typed nil parent", parent: (*filterConfig)(nil), child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "route as parent", parent: control, child: intercept, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "string parent", parent: "custodian.json", child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "raw Any parent", parent: &anypb.Any{}, child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "nil child", parent: pd.top, child: nil, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "typed nil child", parent: pd.top, child: (*routeConfig)(nil), wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "filter config as child", parent: pd.top, child: pd.top, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "merged as child", parent: pd.top, child: merged, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{
+			name:   "unbound intercept target",
+			parent: pd.top, child: &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: "example.org:443"}},
+			wantWhy: "the route's target example.org:443 is not bound in custodian.json",
+			wantLog: "jr2.custodian misconfigured reason=route-target",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := pd.p.Merge(tc.parent, tc.child)
+			l := logs.take()
+			sc, ok := got.(*streamConfig)
+			if !ok || sc == nil {
+				t.Fatalf("Merge returned %#v", got)
+			}
+			if tc.wantWhy == "" {
+				if sc.broken != nil || sc.engine != engine || sc.route.Role != tc.wantRole {
+					t.Fatalf("Merge returned %+v", sc)
+				}
+				if len(l) != 0 {
+					t.Errorf("a good merge logged %q", l)
+				}
+				return
+			}
+			if sc.broken == nil || sc.broken.why != tc.wantWhy {
+				t.Fatalf("Merge returned %+v, want broken: %s", sc, tc.wantWhy)
+			}
+			if tc.wantLog != "" && !equal(l, []string{tc.wantLog}) {
+				t.Errorf("logs %q, want %q", l, tc.wantLog)
+			}
+			o := exchange(t, got, headers(":method", "GET", ":authority", anthropic, ":path", "/v1/x", "x-api-key", "jr2-held-ANTHROPIC_API_KEY"), nil)
+			wantBody := "jr2 custodian: misconfigured: " + tc.wantWhy + "; the request was not passed on"
+			if o.status != 500 || o.body() != wantBody || o.cb.meta.marked() || o.upstreamReq != nil {
+				t.Errorf("a broken config answered\n%s\nwant 500 %q, unmarked", o.describe(), wantBody)
+			}
+			if want := []string{"jr2.custodian action=refuse target=- reason=misconfigured"}; !equal(o.logs, want) {
+				t.Errorf("logs %q, want %q", o.logs, want)
+			}
+		})
+	}
+}
+
+// TestFactoryWithoutRoute: a stream whose route carries no per-route
+// config gets the filter-level config; it has no role, so it refuses.
+func TestFactoryWithoutRoute(t *testing.T) {
+	pd := newPod(t, testConfig())
+	for _, tc := range []struct {
+		name string
+		cfg  interface{}
+		why  string
+	}{
+		{"filter-level config", pd.top, errNoRouteConfig.why},
+		{"nil", nil, errNoConfig.why},
+		{"typed nil", (*streamConfig)(nil), errNoConfig.why},
+		{"route config unmerged", &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleControl}}, errNoConfig.why},
+		{"raw Any", &anypb.Any{}, errNoConfig.why},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := exchange(t, tc.cfg, headers(":method", "CONNECT", ":authority", anthropic), nil)
+			want := "jr2 custodian: misconfigured: " + tc.why + "; the request was not passed on"
+			if o.status != 500 || o.body() != want || o.cb.meta.marked() {
+				t.Errorf("got\n%s\nwant 500 %q, unmarked", o.describe(), want)
+			}
+		})
+	}
+}
+
+// TestUnknownRole: a stream config with a role ParseRoute never admits
+// (a bug elsewhere) refuses rather than forwards.
+func TestUnknownRole(t *testing.T) {
+	pd := newPod(t, testConfig())
+	cfg := &streamConfig{engine: pd.top.(*filterConfig).engine, route: pluginconf.RouteConfig{Role: "health"}}
+	o := exchange(t, cfg, headers(":method", "GET", ":authority", anthropic, ":path", "/"), nil)
+	if o.status != 500 || o.body() != "jr2 custodian: misconfigured: the route's role is unknown; the request was not passed on" || o.cb.meta.marked() {
+		t.Errorf("got\n%s", o.describe())
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var _ api.StreamFilterConfigParser = NewParser()
