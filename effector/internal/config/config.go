@@ -1,0 +1,386 @@
+// Package config reads the Effector's env, effector.json, its placement key
+// and its secrets once, at start, into a read-only Config.
+//
+// Invariant: an error names the env variable or the effector.json field and
+// the fix, and never carries a secret's value, the key, or a path (the env
+// names where things are; a path is the operator's to look up). A secret
+// value leaves this package only in Config.Secrets, which the Effector's
+// kinds and scrubber read and nothing logs.
+package config
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	sj "jr2.dev/boundary/effector/internal/strictjson"
+	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/internal/effectorkey"
+)
+
+// Env names.
+const (
+	EnvPort     = "JR2_EFFECTOR_PORT"
+	EnvKey      = "JR2_EFFECTOR_KEY"
+	EnvConfig   = "JR2_EFFECTOR_CONFIG"
+	EnvSecrets  = "JR2_EFFECTOR_SECRETS"
+	EnvCAFile   = "JR2_CA_FILE"
+	EnvDrain    = "JR2_EFFECTOR_DRAIN_SECONDS"
+	EnvPodName  = "POD_NAME"
+	EnvPodIP    = "POD_IP"
+	EnvNodeName = "NODE_NAME"
+	EnvWork     = "JR2_EFFECTOR_WORK"
+	EnvScratch  = "JR2_EFFECTOR_SCRATCH"
+	EnvGit      = "JR2_EFFECTOR_GIT"
+	EnvRepos    = "JR2_EFFECTOR_REPOS"
+
+	// Test-only: they shorten waits so a test suite runs in seconds. They
+	// can only make the replica answer sooner or forget sooner.
+	EnvTestPollMs   = "JR2_EFFECTOR_TEST_POLL_MS"
+	EnvTestExpireMs = "JR2_EFFECTOR_TEST_EXPIRE_MS"
+)
+
+// Defaults.
+const (
+	DefaultPort  = 8082
+	DefaultDrain = 30 * time.Second
+	DefaultHold  = 25 * time.Second
+	// DefaultExpire is how long a settled outcome stays answerable.
+	DefaultExpire = 10 * time.Minute
+)
+
+// Target is one scheme, host and port an http effect may call, with the
+// secrets an effect toward it may name.
+type Target struct {
+	Scheme  string
+	Host    string
+	Port    int
+	Secrets []string
+}
+
+// Secret is one held value.
+type Secret struct {
+	Name  string
+	Value []byte
+}
+
+// Config is everything the Effector reads at start. It is never changed
+// after Load returns.
+type Config struct {
+	Port    int
+	Replica wire.Replica // POD_NAME and POD_IP:port
+	Node    string       // NODE_NAME, or "-"
+
+	Placement string
+	Targets   []Target
+	Commands  bool
+
+	Key     []byte   // the placement key, 32 bytes
+	Secrets []Secret // sorted by name
+
+	// Roots are the system roots plus JR2_CA_FILE's certificates.
+	Roots *x509.CertPool
+
+	Work    string // JR2_EFFECTOR_WORK, or "" (the Instance placement)
+	Scratch string
+
+	Drain  time.Duration
+	Hold   time.Duration
+	Expire time.Duration
+}
+
+// Secret returns the value held under name.
+func (c *Config) Secret(name string) ([]byte, bool) {
+	i := sort.Search(len(c.Secrets), func(i int) bool { return c.Secrets[i].Name >= name })
+	if i < len(c.Secrets) && c.Secrets[i].Name == name {
+		return c.Secrets[i].Value, true
+	}
+	return nil, false
+}
+
+// SecretNames lists the held names, sorted.
+func (c *Config) SecretNames() []string {
+	names := make([]string, len(c.Secrets))
+	for i, s := range c.Secrets {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// KeyLabel is the name the placement key is scrubbed as.
+const KeyLabel = "effector-key"
+
+// Load reads the Effector's configuration through getenv.
+func Load(getenv func(string) string) (*Config, error) {
+	c := &Config{Port: DefaultPort, Drain: DefaultDrain, Hold: DefaultHold, Expire: DefaultExpire}
+	var err error
+	if v := getenv(EnvPort); v != "" {
+		if c.Port, err = strconv.Atoi(v); err != nil || c.Port < 1 || c.Port > 65535 {
+			return nil, fmt.Errorf("%s: %s is not a port; want 1 to 65535", EnvPort, sj.Quote(v))
+		}
+	}
+	c.Replica.Name = getenv(EnvPodName)
+	if c.Replica.Name == "" {
+		return nil, fmt.Errorf("%s: not set; set it from the downward API (metadata.name)", EnvPodName)
+	}
+	ip := getenv(EnvPodIP)
+	if net.ParseIP(ip) == nil {
+		return nil, fmt.Errorf("%s: %s is not an IP address; set it from the downward API (status.podIP)", EnvPodIP, sj.Quote(ip))
+	}
+	c.Replica.Address = net.JoinHostPort(ip, strconv.Itoa(c.Port))
+	if c.Node = getenv(EnvNodeName); c.Node == "" {
+		c.Node = "-"
+	}
+	if v := getenv(EnvDrain); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%s: %s is not a number of seconds", EnvDrain, sj.Quote(v))
+		}
+		c.Drain = time.Duration(n) * time.Second
+	}
+	if c.Hold, err = testMillis(getenv, EnvTestPollMs, c.Hold); err != nil {
+		return nil, err
+	}
+	if c.Expire, err = testMillis(getenv, EnvTestExpireMs, c.Expire); err != nil {
+		return nil, err
+	}
+	if c.Key, err = loadKey(getenv(EnvKey)); err != nil {
+		return nil, err
+	}
+	if c.Secrets, err = loadSecrets(getenv(EnvSecrets)); err != nil {
+		return nil, err
+	}
+	if err := c.loadFile(getenv(EnvConfig)); err != nil {
+		return nil, err
+	}
+	if c.Roots, err = loadRoots(getenv(EnvCAFile)); err != nil {
+		return nil, err
+	}
+	if c.Work = getenv(EnvWork); c.Work != "" {
+		if st, err := os.Stat(c.Work); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("%s: not a directory; mount the worktree's read-only view there, or unset it on the Instance Effector", EnvWork)
+		}
+	}
+	c.Scratch = getenv(EnvScratch)
+	return c, nil
+}
+
+func testMillis(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s: %s is not a number of milliseconds (test-only; unset it)", name, sj.Quote(v))
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// why reduces a file error to its cause, dropping the path it names.
+func why(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	return err.Error()
+}
+
+func loadKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%s: not set; point it at the placement key file", EnvKey)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s; mount the placement key where it points", EnvKey, why(err))
+	}
+	k, err := effectorkey.ParseHexKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvKey, err)
+	}
+	return k, nil
+}
+
+// loadSecrets reads every secret file in dir. A Kubernetes Secret volume
+// holds each key as a link into a "..data" directory; names that begin with
+// "." and directories (a push's "@git") are not secrets.
+func loadSecrets(dir string) ([]Secret, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s; mount the secrets directory where it points", EnvSecrets, why(err))
+	}
+	var out []Secret
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		st, err := os.Stat(full)
+		if err != nil {
+			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), why(err))
+		}
+		if st.IsDir() {
+			continue
+		}
+		if !wire.ValidSecretName(name) || name == KeyLabel {
+			return nil, fmt.Errorf("%s: %s cannot name a secret; use 1–253 of A-Z a-z 0-9 . _ - (and not %q)", EnvSecrets, sj.Quote(name), KeyLabel)
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
+		}
+		b, err := os.ReadFile(full)
+		if err != nil {
+			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, why(err))
+		}
+		v := effectorkey.TrimNewline(b)
+		if len(v) < 8 {
+			return nil, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
+		}
+		out = append(out, Secret{Name: name, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// loadFile reads effector.json.
+func (c *Config) loadFile(path string) error {
+	if path == "" {
+		return fmt.Errorf("%s: not set; point it at effector.json", EnvConfig)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: %s; mount effector.json where it points", EnvConfig, why(err))
+	}
+	if err := c.parseFile(b); err != nil {
+		return fmt.Errorf("effector.json: %w", err)
+	}
+	return nil
+}
+
+func (c *Config) parseFile(b []byte) error {
+	raw, err := sj.Document(b)
+	if err != nil {
+		return err
+	}
+	o, err := sj.DecodeObject("", raw, "placement", "targets", "commands")
+	if err != nil {
+		return err
+	}
+	if c.Placement, _, err = o.Str("placement", true); err != nil {
+		return err
+	}
+	if c.Placement == "" {
+		return sj.Errorf("placement", "empty; name the placement (\"instance\", or the Sandbox's)")
+	}
+	if c.Commands, _, err = o.Bool("commands", false); err != nil {
+		return err
+	}
+	targets, _, err := o.Array("targets", false)
+	if err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for i, r := range targets {
+		p := sj.Index("targets", i)
+		t, err := c.parseTarget(p, r)
+		if err != nil {
+			return err
+		}
+		key := t.Scheme + "://" + net.JoinHostPort(t.Host, strconv.Itoa(t.Port))
+		if j, dup := seen[key]; dup {
+			return sj.Errorf(p, "the same scheme, host and port as targets[%d]; list each target once, with all its secrets", j)
+		}
+		seen[key] = i
+		c.Targets = append(c.Targets, t)
+	}
+	return nil
+}
+
+func (c *Config) parseTarget(p string, r []byte) (Target, error) {
+	var t Target
+	o, err := sj.DecodeObject(p, r, "scheme", "host", "port", "secrets")
+	if err != nil {
+		return t, err
+	}
+	if t.Scheme, _, err = o.Str("scheme", true); err != nil {
+		return t, err
+	}
+	if t.Scheme != "https" && t.Scheme != "http" {
+		return t, sj.Errorf(sj.Join(p, "scheme"), "%s: want https or http", sj.Quote(t.Scheme))
+	}
+	if t.Host, _, err = o.Str("host", true); err != nil {
+		return t, err
+	}
+	if err := checkHost(t.Host); err != nil {
+		return t, sj.Errorf(sj.Join(p, "host"), "%s: %v", sj.Quote(t.Host), err)
+	}
+	port, _, err := o.Int("port", true, 1, 65535)
+	if err != nil {
+		return t, err
+	}
+	t.Port = int(port)
+	if v, ok, err := o.Raw("secrets"); err != nil {
+		return t, err
+	} else if ok {
+		if t.Secrets, err = sj.Strings(sj.Join(p, "secrets"), v); err != nil {
+			return t, err
+		}
+	}
+	for j, name := range t.Secrets {
+		if _, held := c.Secret(name); !held {
+			return t, sj.Errorf(sj.Index(sj.Join(p, "secrets"), j), "%s: no such secret in %s; project it there, or take it off this target", sj.Quote(name), EnvSecrets)
+		}
+	}
+	return t, nil
+}
+
+// checkHost holds a target's host to one lowercase name or IP address.
+func checkHost(h string) error {
+	switch {
+	case h == "":
+		return errors.New("empty; name the host")
+	case strings.Contains(h, "*"):
+		return errors.New("wildcards are not allowed; list each host")
+	case strings.ContainsAny(h, "/:@?#[] ") && net.ParseIP(h) == nil:
+		return errors.New("want a host name or an IP address alone; give the scheme and port in their own fields")
+	case strings.ToLower(h) != h:
+		return errors.New("write the host in lowercase")
+	}
+	return nil
+}
+
+func loadRoots(path string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if path == "" {
+		return pool, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s; mount the instance's CA bundle where it points, or unset it", EnvCAFile, why(err))
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s: holds no PEM certificate; write the instance's CA bundle there", EnvCAFile)
+	}
+	return pool, nil
+}

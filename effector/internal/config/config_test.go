@@ -1,0 +1,229 @@
+package config
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"flag"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the want lines of testdata/refuse")
+
+// sentinel is a secret value no error may carry.
+const sentinel = "s3ntinel-VALUE-9f1c7b"
+
+// fixture is a good environment in a temp dir; tests change one thing.
+type fixture struct {
+	dir string
+	env map[string]string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{dir: dir, env: map[string]string{}}
+	key := bytes.Repeat([]byte{0xab}, 32)
+	f.write("key", hex.EncodeToString(key)+"\n")
+	if err := os.Mkdir(filepath.Join(dir, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.write("secrets/JIRA_TOKEN", sentinel+"\r\n")
+	f.write("secrets/API_KEY", "another-value-123")
+	f.write("effector.json", `{"placement":"instance","targets":[{"scheme":"https","host":"api.example.com","port":443,"secrets":["JIRA_TOKEN"]}],"commands":false}`)
+	f.env = map[string]string{
+		EnvKey: filepath.Join(dir, "key"), EnvConfig: filepath.Join(dir, "effector.json"), EnvSecrets: filepath.Join(dir, "secrets"),
+		EnvPodName: "effector-0", EnvPodIP: "10.0.0.7", EnvNodeName: "node-a",
+	}
+	return f
+}
+
+func (f *fixture) write(name, content string) {
+	if err := os.WriteFile(filepath.Join(f.dir, name), []byte(content), 0o600); err != nil {
+		panic(err)
+	}
+}
+
+func (f *fixture) load() (*Config, error) { return Load(func(k string) string { return f.env[k] }) }
+
+func TestLoad(t *testing.T) {
+	f := newFixture(t)
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 8082 || c.Replica.Address != "10.0.0.7:8082" || c.Replica.Name != "effector-0" || c.Node != "node-a" {
+		t.Errorf("identity %+v %d %s", c.Replica, c.Port, c.Node)
+	}
+	if c.Placement != "instance" || len(c.Targets) != 1 || c.Targets[0].Host != "api.example.com" || c.Commands {
+		t.Errorf("file %+v", c)
+	}
+	if v, ok := c.Secret("JIRA_TOKEN"); !ok || string(v) != sentinel {
+		t.Errorf("JIRA_TOKEN = %q (one trailing \\r\\n taken off)", v)
+	}
+	if got := strings.Join(c.SecretNames(), ","); got != "API_KEY,JIRA_TOKEN" {
+		t.Errorf("names %s", got)
+	}
+	if len(c.Key) != 32 || c.Drain != DefaultDrain || c.Hold != DefaultHold || c.Expire != DefaultExpire {
+		t.Errorf("key %d drain %v hold %v expire %v", len(c.Key), c.Drain, c.Hold, c.Expire)
+	}
+}
+
+// TestKubernetesSecretVolume: a projected volume holds each key as a link
+// into "..data"; the dot entries are not secrets, the links are, and a
+// directory (a push's @git) is skipped.
+func TestKubernetesSecretVolume(t *testing.T) {
+	f := newFixture(t)
+	sec := filepath.Join(f.dir, "k8s")
+	data := filepath.Join(sec, "..2026_01_01_00_00_00.000000001")
+	for _, d := range []string{data, filepath.Join(sec, "@git", "origin")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "TOKEN"), []byte("value-of-token\n"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(data), filepath.Join(sec, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/TOKEN", filepath.Join(sec, "TOKEN")); err != nil {
+		t.Fatal(err)
+	}
+	f.env[EnvSecrets] = sec
+	f.write("effector.json", `{"placement":"sandbox-1"}`)
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.SecretNames(), ","); got != "TOKEN" {
+		t.Errorf("held %q", got)
+	}
+}
+
+func TestEnvRefusals(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(f *fixture)
+		want   string
+	}{
+		{"no POD_NAME", func(f *fixture) { delete(f.env, EnvPodName) }, "POD_NAME: not set"},
+		{"POD_IP not an address", func(f *fixture) { f.env[EnvPodIP] = "pod" }, "POD_IP: \"pod\" is not an IP address"},
+		{"port out of range", func(f *fixture) { f.env[EnvPort] = "70000" }, "JR2_EFFECTOR_PORT: \"70000\" is not a port"},
+		{"drain not a number", func(f *fixture) { f.env[EnvDrain] = "soon" }, "JR2_EFFECTOR_DRAIN_SECONDS"},
+		{"no key", func(f *fixture) { delete(f.env, EnvKey) }, "JR2_EFFECTOR_KEY: not set"},
+		{"key file missing", func(f *fixture) { f.env[EnvKey] += ".gone" }, "JR2_EFFECTOR_KEY: no such file"},
+		{"key not hex", func(f *fixture) { f.write("key", strings.Repeat("z", 64)) }, "64 lowercase hex"},
+		{"key upper case", func(f *fixture) { f.write("key", strings.Repeat("AB", 32)) }, "64 lowercase hex"},
+		{"short secret", func(f *fixture) { f.write("secrets/SHORT", "1234567\n") }, "secret SHORT is 7 bytes"},
+		{"empty secret", func(f *fixture) { f.write("secrets/EMPTY", "\n") }, "secret EMPTY is 0 bytes"},
+		{"secret name not a key", func(f *fixture) { f.write("secrets/a b", sentinel) }, "cannot name a secret"},
+		{"secret named as the key's label", func(f *fixture) { f.write("secrets/effector-key", sentinel) }, "cannot name a secret"},
+		{"secrets dir missing", func(f *fixture) { f.env[EnvSecrets] += ".gone" }, "JR2_EFFECTOR_SECRETS: no such file"},
+		{"no config", func(f *fixture) { delete(f.env, EnvConfig) }, "JR2_EFFECTOR_CONFIG: not set"},
+		{"CA file missing", func(f *fixture) { f.env[EnvCAFile] = filepath.Join(f.dir, "ca.pem") }, "JR2_CA_FILE: no such file"},
+		{"CA file holds no certificate", func(f *fixture) { f.write("ca.pem", sentinel); f.env[EnvCAFile] = filepath.Join(f.dir, "ca.pem") }, "holds no PEM certificate"},
+		{"work not a directory", func(f *fixture) { f.env[EnvWork] = filepath.Join(f.dir, "key") }, "JR2_EFFECTOR_WORK: not a directory"},
+		{"test poll not a number", func(f *fixture) { f.env[EnvTestPollMs] = "x" }, "test-only"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			c.change(f)
+			_, err := f.load()
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not say %q", msg, c.want)
+			}
+			if strings.Contains(msg, sentinel) || strings.Contains(msg, f.dir) {
+				t.Errorf("error carries a value or a path: %q", msg)
+			}
+		})
+	}
+}
+
+// TestFileRefusals reads one file per way effector.json can be broken; its
+// first line is the error it must give (-update rewrites it).
+func TestFileRefusals(t *testing.T) {
+	paths, err := filepath.Glob("testdata/refuse/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, body, _ := bytes.Cut(b, []byte("\n"))
+			want := strings.TrimPrefix(string(first), "# want: ")
+			f := newFixture(t)
+			f.write("effector.json", string(body))
+			_, err = f.load()
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if *update {
+				out := append([]byte("# want: "+err.Error()+"\n"), body...)
+				if err := os.WriteFile(p, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err.Error() != want {
+				t.Errorf("error\n %s\nwant\n %s", err, want)
+			}
+			if !strings.HasPrefix(err.Error(), "effector.json: ") {
+				t.Errorf("error does not name effector.json: %s", err)
+			}
+		})
+	}
+}
+
+func TestCAFile(t *testing.T) {
+	f := newFixture(t)
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.write("ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	f.env[EnvCAFile] = filepath.Join(f.dir, "ca.pem")
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: c.Roots}); err != nil {
+		t.Errorf("the CA file's certificate is not a root: %v", err)
+	}
+}
+
+func TestTestOnlyDurations(t *testing.T) {
+	f := newFixture(t)
+	f.env[EnvTestPollMs] = "50"
+	f.env[EnvTestExpireMs] = "200"
+	f.env[EnvDrain] = "0"
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hold != 50*time.Millisecond || c.Expire != 200*time.Millisecond || c.Drain != 0 {
+		t.Errorf("hold %v expire %v drain %v", c.Hold, c.Expire, c.Drain)
+	}
+}
