@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"jr2.dev/boundary/effector/internal/inherit"
 	"jr2.dev/boundary/effector/internal/reap"
 )
 
@@ -96,7 +97,7 @@ func keep(argv []string) Report {
 	if err := reap.SetChildSubreaper(); err != nil {
 		return fail("%v", err)
 	}
-	if err := cloexecAbove2(); err != nil {
+	if err := inherit.CloseOnExecAbove(2); err != nil {
 		return fail("%v", err)
 	}
 	sigs := make(chan os.Signal, 16)
@@ -188,29 +189,4 @@ func reapOrphans(child int) {
 			_, _ = unix.Wait4(p.PID, nil, unix.WNOHANG, nil)
 		}
 	}
-}
-
-// cloexecAbove2 marks every descriptor above 2 close-on-exec: the child
-// holds its standard streams and nothing else, the report descriptor least
-// of all.
-func cloexecAbove2() error {
-	d, err := os.Open("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("listing descriptors: %w", err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fmt.Errorf("listing descriptors: %w", err)
-	}
-	for _, name := range names {
-		fd, err := strconv.Atoi(name)
-		if err != nil || fd <= 2 {
-			continue
-		}
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
-			return fmt.Errorf("descriptor %d: %w", fd, err)
-		}
-	}
-	return nil
 }
