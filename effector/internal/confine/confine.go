@@ -1,17 +1,122 @@
-// Package confine is `effector confine -- ARGV`: it confines itself with
-// Landlock and then executes ARGV; nothing runs unconfined.
+// Package confine is `effector confine`: it confines itself with Landlock
+// and then executes the command; nothing runs unconfined.
 //
-// PLACEHOLDER: being written.
+// Invariant: the command is executed only after landlock_restrict_self
+// succeeded on the thread that executes it; any failure before execve ends
+// the confiner with exit 126 and its reason on stderr, and runs nothing.
+//
+// # Use
+//
+//		effector confine [--scratch DIR]… [--read FILE]… [--deny PATH]… [--node NAME] -- ARGV
+//
+//	  - --scratch DIR: read, write and execute beneath DIR — the Effect's own
+//	    scratch (its checkout, HOME and TMPDIR). Nothing denied may lie
+//	    beneath it.
+//	  - --read FILE: read FILE — a secret file the command names, by path
+//	    only: a secret's value never travels in argv.
+//	  - --deny PATH: never allowed by the walk — the Effector's own paths
+//	    (the key, the secrets directory, push credentials, the worktree,
+//	    the repo caches, the scratch root holding other Effects' scratch).
+//	    PATH need not exist.
+//	  - --node NAME: the node named in the fail-closed reason.
+//
+// # The rules (ADR-0068)
+//
+// The ruleset handles every filesystem right of the kernel's ABI (up to the
+// last one package landlock knows) and scopes signals and abstract Unix
+// sockets to the domain where the kernel offers it (ABI 6). It allows:
+//
+//   - read and execute on every top-level entry of / that is not one of
+//     [DeniedNames] nor a --deny path. A top-level entry that holds a
+//     --deny path is allowed one level down at a time around it, so the
+//     denied path stays denied. A symbolic link is followed only when what
+//     it names is neither denied nor holds a denied path.
+//   - read and write on [Devices] that exist.
+//   - every right beneath each --scratch directory; read on each --read
+//     file.
+//
+// argv[0] is looked up in the PATH of the confiner's environment before
+// the ruleset is made (so "not found" is told apart from "denied"); the
+// execve runs after the restriction, on the same locked thread, with the
+// confiner's environment. Every descriptor above 2 is made close-on-exec.
+//
+// Not covered: the network (TCP, UDP, netlink), pathname Unix sockets
+// before ABI 9, and what package landlock lists.
 package confine
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"path/filepath"
+	"strings"
 )
 
-// Main runs `effector confine` with args (the words after "confine") and
-// returns the exit code; on success it does not return (execve).
-func Main(args []string) int {
-	fmt.Fprintln(os.Stderr, "effector confine: not built yet")
-	return 126
+// DeniedNames are the top-level names the walk never allows: the kernel
+// and process pseudo-filesystems, the runtime tree where the Effector's
+// own files are mounted, and the volatile and per-user trees that hold no
+// tool an image ships.
+var DeniedNames = []string{
+	"proc", "sys", "dev", // kernel and processes; the devices below are allowed one by one
+	"run",                                        // the Effector's key, config, secrets, push credentials
+	"home", "root", "var", "srv", "mnt", "media", // volatile and per-user
+	"lost+found",
+	"tmp", // each child gets a TMPDIR of its own in its scratch
+}
+
+// Devices are read and written by the command: the ones a program expects
+// to open.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// Options are what the Effector asks of one confinement.
+type Options struct {
+	Scratch []string // --scratch: read+write+execute beneath
+	Read    []string // --read: read this file
+	Deny    []string // --deny: never allowed by the walk
+	Node    string   // --node: named in the fail-closed reason
+}
+
+const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--deny PATH]... [--node NAME] -- ARGV"
+
+// parseArgs reads the flags and ARGV. Each path must be absolute.
+func parseArgs(args []string) (Options, []string, error) {
+	var o Options
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			argv := args[i+1:]
+			if len(argv) == 0 || argv[0] == "" {
+				return o, nil, errors.New("no program after --; " + usage)
+			}
+			return o, argv, nil
+		}
+		name, value, inline := strings.Cut(a, "=")
+		var dst *[]string
+		switch name {
+		case "--scratch":
+			dst = &o.Scratch
+		case "--read":
+			dst = &o.Read
+		case "--deny":
+			dst = &o.Deny
+		case "--node":
+		default:
+			return o, nil, fmt.Errorf("unknown argument %q; %s", a, usage)
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				return o, nil, fmt.Errorf("%s needs a value; %s", name, usage)
+			}
+			i++
+			value = args[i]
+		}
+		if dst == nil {
+			o.Node = value
+			continue
+		}
+		if !filepath.IsAbs(value) {
+			return o, nil, fmt.Errorf("%s %q: the path must be absolute", name, value)
+		}
+		*dst = append(*dst, filepath.Clean(value))
+	}
+	return o, nil, errors.New("no -- before the program; " + usage)
 }

@@ -1,0 +1,85 @@
+//go:build linux
+
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"jr2.dev/boundary/effector/internal/inherit"
+	"jr2.dev/boundary/internal/landlock"
+)
+
+// Main runs `effector confine` with args (the words after "confine"). On
+// success it does not return: the process is the command. Otherwise it
+// writes "effector confine: REASON" to stderr and returns 126.
+func Main(args []string) int {
+	// The domain is the thread's: lock it from the probe to the execve,
+	// and never unlock it.
+	runtime.LockOSThread()
+	err := confineAndExec(args)
+	fmt.Fprintf(os.Stderr, "effector confine: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	return 126
+}
+
+// confineAndExec returns only with the reason nothing ran.
+func confineAndExec(args []string) error {
+	o, argv, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	node := o.Node
+	if node == "" {
+		node = os.Getenv("NODE_NAME")
+	}
+	abi, err := landlock.Probe()
+	if err != nil {
+		return errors.New(landlock.Unavailable(node, err))
+	}
+	rules, err := Plan("/", o)
+	if err != nil {
+		return err
+	}
+	path, err := lookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	rs, err := landlock.NewRuleset(abi, landlock.ScopeSignal|landlock.ScopeAbstractUnix)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for _, r := range rules {
+		if _, err := rs.AddPath(r.Path, r.Access); err != nil {
+			return err
+		}
+	}
+	if err := inherit.CloseOnExecAbove(2); err != nil {
+		return err
+	}
+	if err := rs.RestrictSelf(); err != nil {
+		return err
+	}
+	err = unix.Exec(path, argv, os.Environ())
+	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// lookPath finds argv[0] in the PATH of the environment, before the
+// restriction: a program that is not there is "not found", one that is
+// there but denied fails at execve with EACCES.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", err
+	}
+	return p, nil
+}
