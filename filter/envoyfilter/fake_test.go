@@ -239,6 +239,9 @@ type fakeProcess struct {
 	added     [][]byte
 	continued []api.StatusType
 	recovers  int
+	// failReply makes SendLocalReply panic as the SDK does when the
+	// request is already gone.
+	failReply bool
 }
 
 var (
@@ -249,6 +252,9 @@ var (
 func (p *fakeProcess) Continue(st api.StatusType) { p.continued = append(p.continued, st) }
 
 func (p *fakeProcess) SendLocalReply(code int, body string, h map[string][]string, grpc int64, details string) {
+	if p.failReply {
+		panic("request has been finished")
+	}
 	p.replies = append(p.replies, localReply{code, body, h, grpc, details})
 }
 
@@ -515,3 +521,8 @@ func lastReply(t testing.TB, p *fakeProcess) localReply {
 func (o *outcome) describe() string {
 	return fmt.Sprintf("status %d, reset %v\nheaders:\n%v\nbody %q\nlogs %q", o.status, o.reset, o.headers, o.body(), o.logs)
 }
+
+// panicBuffer is a buffer whose reading panics.
+type panicBuffer struct{ *fakeBuffer }
+
+func (panicBuffer) Bytes() []byte { panic("boom") }

@@ -19,9 +19,11 @@ const (
 	anthropicValue = "sk-ant-SENTINEL-anthropic-0123456789"
 	githubValue    = "ghp_SENTINEL_github_abcdefghijklmn"
 	tokenValue     = "tok-SENTINEL-sandbox-token-98765"
+	// hexValue is all lowercase, so that a host name can spell it.
+	hexValue = "deadbeefcafe0123456789sentinel"
 )
 
-var sentinels = []string{anthropicValue, githubValue, tokenValue}
+var sentinels = []string{anthropicValue, githubValue, tokenValue, hexValue}
 
 const (
 	anthropic    = "api.anthropic.com:443"
@@ -50,7 +52,7 @@ func testConfig() filter.Config {
 func writeConfig(t testing.TB, c filter.Config) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	values := map[string]string{"ANTHROPIC_API_KEY": anthropicValue, "GITHUB_TOKEN": githubValue, filter.TokenName: tokenValue}
+	values := map[string]string{"ANTHROPIC_API_KEY": anthropicValue, "GITHUB_TOKEN": githubValue, filter.TokenName: tokenValue, "HEX_TOKEN": hexValue}
 	for _, s := range c.Secrets {
 		if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(values[s.Name]+"\n"), 0o600); err != nil {
 			t.Fatal(err)

@@ -89,7 +89,7 @@ func (s *stream) DecodeHeaders(h api.RequestHeaderMap, _ bool) (status api.Statu
 			s.cb.ClearRouteCache()
 		}
 		if f := cd.LogFields(); f != nil {
-			logInfo(f)
+			s.log(f)
 		}
 		return s.forward()
 	case pluginconf.RoleControl:
@@ -133,9 +133,9 @@ func (s *stream) forwardDecision(d filter.Decision) api.StatusType {
 // forward marks the request and lets it go on. The mark is the last thing
 // DecodeHeaders does, after every header change.
 func (s *stream) forward() api.StatusType {
-	s.forwarded = true
 	s.cb.StreamInfo().DynamicMetadata().Set(pluginconf.MetadataNamespace, pluginconf.MarkKey, true)
 	s.marked = true
+	s.forwarded = true
 	return api.Continue
 }
 
@@ -143,9 +143,28 @@ func (s *stream) forward() api.StatusType {
 // never marks.
 func (s *stream) reply(cb api.FilterProcessCallbacks, r *filter.Reply, fields []string) api.StatusType {
 	s.answered = true
-	logInfo(fields)
-	cb.SendLocalReply(r.Status, r.Body, textPlain(), noGRPCStatus, "jr2_custodian_"+r.Reason)
+	s.log(fields)
+	cb.SendLocalReply(r.Status, s.redact(r.Body), textPlain(), noGRPCStatus, "jr2_custodian_"+r.Reason)
 	return api.LocalReply
+}
+
+// log writes one jr2.custodian line of the engine's (or this package's)
+// fields: names, targets and words.
+func (s *stream) log(fields []string) {
+	for i, f := range fields {
+		fields[i] = s.redact(f)
+	}
+	api.LogInfo(logline.Format(logline.Custodian, fields...))
+}
+
+// redact scrubs held values from what the filter itself writes (a log
+// field, a reply body). The engine puts none there; a target the agent
+// spelled could still hold one it learnt, and this keeps it out.
+func (s *stream) redact(v string) string {
+	if s.cfg.engine == nil {
+		return v
+	}
+	return s.cfg.engine.ScrubHeaderValue(v)
 }
 
 // EncodeHeaders decides a response to a forwarded request: scrubbed
@@ -278,7 +297,7 @@ func (s *stream) logIntercept(status int) {
 		return
 	}
 	s.logged = true
-	logInfo(s.dec.LogFields(status))
+	s.log(s.dec.LogFields(status))
 }
 
 // recoverPanic turns a panic in a callback into a refusal: no mark (an
@@ -331,10 +350,4 @@ func (s *stream) encoder() api.FilterProcessCallbacks { return s.cb.EncoderFilte
 // textPlain is the header set of every local reply.
 func textPlain() map[string][]string {
 	return map[string][]string{"content-type": {"text/plain; charset=utf-8"}}
-}
-
-// logInfo writes one jr2.custodian line. The fields are the engine's (or
-// this package's) names, targets and words, never a value.
-func logInfo(fields []string) {
-	api.LogInfo(logline.Format(logline.Custodian, fields...))
 }
