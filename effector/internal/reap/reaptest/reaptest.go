@@ -9,12 +9,10 @@ package reaptest
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // Marker returns a fresh marker, usable as a sleep duration that no other
@@ -27,13 +25,6 @@ func Marker() string {
 		n = n<<8 | uint64(c)
 	}
 	return "1000." + strconv.FormatUint(n, 10)
-}
-
-// Token returns a random hex word.
-func Token() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Marked lists the pids of live (not zombie) processes whose command line
@@ -63,22 +54,6 @@ func Marked(marker string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-// WaitMarked waits up to d for n processes with marker to be alive.
-func WaitMarked(t testing.TB, marker string, n int, d time.Duration) []int {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		pids := Marked(marker)
-		if len(pids) >= n {
-			return pids
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d process(es) with marker %s after %v, want %d", len(pids), marker, d, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // Cleanup kills, at the end of t, every process still holding marker, so a
