@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,11 @@ func ops(words []string) int {
 		case "signal":
 			pid, _ := strconv.Atoi(arg)
 			err = unix.Kill(pid, 0)
+		case "connect":
+			var c net.Conn
+			if c, err = net.Dial("unix", arg); err == nil {
+				c.Close()
+			}
 		}
 		result := "ok"
 		var errno syscall.Errno
@@ -275,8 +281,20 @@ func TestConfinedChild(t *testing.T) {
 		"list /home: EACCES", "list /root: EACCES", "list /var: EACCES", "list /run: EACCES", "list /sys: EACCES",
 	)
 	if abi >= 6 {
-		words = append(words, "signal:"+me)
-		want += "signal " + me + ": EPERM\n"
+		// Scoped: no signal, no abstract socket outside the domain.
+		abstract := "@jr2-confine-test-" + me
+		l, err := net.Listen("unix", abstract)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if c, err := net.Dial("unix", abstract); err != nil {
+			t.Fatalf("unconfined, the abstract socket refuses too: the test proves nothing: %v", err)
+		} else {
+			c.Close()
+		}
+		words = append(words, "signal:"+me, "connect:"+abstract)
+		want += lines("signal "+me+": EPERM", "connect "+abstract+": EPERM")
 	}
 	r := f.confine(t, "confine", "e1", f.flags("e1"), f.opsArgv(words...))
 	if r.code != 0 || r.stdout != want {

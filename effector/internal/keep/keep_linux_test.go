@@ -13,17 +13,25 @@ import (
 	"testing"
 	"time"
 
+	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/reap/reaptest"
+	"jr2.dev/boundary/internal/landlock/landlocktest"
 )
 
 // mainEnv makes the re-executed test binary run keep.Main, as `effector
 // keep` does.
 const mainEnv = "JR2_KEEP_TEST_MAIN"
 
+// confineEnv makes it run confine.Main, as `effector confine` does.
+const confineEnv = "JR2_KEEP_TEST_CONFINE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(mainEnv) == "1" {
 		os.Exit(keep.Main(os.Args[1:]))
+	}
+	if os.Getenv(confineEnv) == "1" {
+		os.Exit(confine.Main(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -190,5 +198,39 @@ func TestKeeperRefuses(t *testing.T) {
 				t.Errorf("exit %d, report %q, stderr %q; want 126, %q, stderr holding %q", code, rep, k.stderr.String(), tt.report, tt.stderr)
 			}
 		})
+	}
+}
+
+// The chain the Effector runs: keep -- confine -- sh. The confined child
+// cannot signal its keeper (Landlock's signal scope, ABI 6), the keeper
+// still reaches the child with the SIGTERM it forwards, and the child's
+// own code is reported.
+func TestKeeperOverConfiner(t *testing.T) {
+	abi := landlocktest.Require(t, 1)
+	scratch := t.TempDir()
+	script := `if kill -0 $PPID 2>/dev/null; then echo keeper-reached > "$S/reach"; else echo keeper-out-of-reach > "$S/reach"; fi
+trap 'exit 9' TERM
+echo > "$S/ready"
+while :; do sleep 0.02; done`
+	k := startKeeper(t, []string{"S=" + scratch}, "--report-fd", "3", "--",
+		"/usr/bin/env", "-u", mainEnv, confineEnv+"=1", os.Args[0], "--scratch", scratch, "--", "/bin/sh", "-c", script)
+	waitFile(t, filepath.Join(scratch, "ready"))
+	if err := k.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, rep := k.wait(t)
+	if rep != "exited code=9\n" {
+		t.Fatalf("report %q, want %q (keeper exit %d, stderr %q)", rep, "exited code=9\n", code, k.stderr.String())
+	}
+	reach, err := os.ReadFile(filepath.Join(scratch, "reach"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "keeper-reached\n"
+	if abi >= 6 {
+		want = "keeper-out-of-reach\n"
+	}
+	if string(reach) != want {
+		t.Errorf("the confined child says %q, want %q (ABI %d)", reach, want, abi)
 	}
 }
