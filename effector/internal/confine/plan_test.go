@@ -214,3 +214,26 @@ func TestDeviceRulesAreFileRights(t *testing.T) {
 		t.Errorf("device access %v, want %v", got, landlock.FileRights)
 	}
 }
+
+// FuzzParseArgs: the words after `--` are the author's; whatever the
+// words, every accepted path is absolute and clean, a program is named,
+// and nothing panics.
+func FuzzParseArgs(f *testing.F) {
+	f.Add("--scratch\x00/s/e1\x00--read=/r/a\x00--\x00make\x00deploy")
+	f.Add("--deny\x00/w/../x\x00--node\x00n\x00--\x00--\x00--deny")
+	f.Add("--\x00")
+	f.Fuzz(func(t *testing.T, joined string) {
+		o, argv, err := parseArgs(strings.Split(joined, "\x00"))
+		if err != nil {
+			return
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			t.Fatalf("accepted no program: %q", joined)
+		}
+		for _, p := range append(append(append([]string{}, o.Scratch...), o.Read...), o.Deny...) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				t.Fatalf("accepted the path %q from %q", p, joined)
+			}
+		}
+	})
+}

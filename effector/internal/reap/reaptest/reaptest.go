@@ -1,9 +1,13 @@
+//go:build linux
+
 // Package reaptest finds test processes by a marker in their command line,
 // for tests that must prove a process is gone. It is imported by tests
 // only.
 //
 // Invariant: it signals only processes whose command line holds the
 // marker it is given, never one found by name alone.
+//
+// It reads /proc: Linux-only, as the tests that use it.
 package reaptest
 
 import (
