@@ -114,10 +114,12 @@ func noSentinel(t testing.TB, where, s string) {
 	}
 }
 
-// noStandIn fails when a stand-in is in s.
+// noStandIn fails when the stand-in of a held secret is in s.
 func noStandIn(t testing.TB, where, s string) {
 	t.Helper()
-	if strings.Contains(s, filter.StandInPrefix) {
-		t.Errorf("%s holds a stand-in: %q", where, s)
+	for _, name := range []string{"ANTHROPIC_API_KEY", "GITHUB_TOKEN", filter.TokenName, "HEX_TOKEN"} {
+		if strings.Contains(s, filter.StandIn(name)) {
+			t.Errorf("%s holds a stand-in: %q", where, s)
+		}
 	}
 }
