@@ -12,7 +12,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"jr2.dev/boundary/effector/internal/oserr"
 	sj "jr2.dev/boundary/effector/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/effectorkey"
@@ -185,28 +185,13 @@ func testMillis(getenv func(string) string, name string, def time.Duration) (tim
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// why reduces a file error to its cause, dropping the path it names.
-func why(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "no such file"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission denied"
-	}
-	return err.Error()
-}
-
 func loadKey(path string) ([]byte, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%s: not set; point it at the placement key file", EnvKey)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s; mount the placement key where it points", EnvKey, why(err))
+		return nil, fmt.Errorf("%s: %s; mount the placement key where it points", EnvKey, oserr.Why(err))
 	}
 	k, err := effectorkey.ParseHexKey(b)
 	if err != nil {
@@ -224,7 +209,7 @@ func loadSecrets(dir string) ([]Secret, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s; mount the secrets directory where it points", EnvSecrets, why(err))
+		return nil, fmt.Errorf("%s: %s; mount the secrets directory where it points", EnvSecrets, oserr.Why(err))
 	}
 	var out []Secret
 	for _, e := range entries {
@@ -235,7 +220,7 @@ func loadSecrets(dir string) ([]Secret, error) {
 		full := filepath.Join(dir, name)
 		st, err := os.Stat(full)
 		if err != nil {
-			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), why(err))
+			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
 		}
 		if st.IsDir() {
 			continue
@@ -248,7 +233,7 @@ func loadSecrets(dir string) ([]Secret, error) {
 		}
 		b, err := os.ReadFile(full)
 		if err != nil {
-			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, why(err))
+			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
 		}
 		v := effectorkey.TrimNewline(b)
 		if len(v) < 8 {
@@ -267,7 +252,7 @@ func (c *Config) loadFile(path string) error {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("%s: %s; mount effector.json where it points", EnvConfig, why(err))
+		return fmt.Errorf("%s: %s; mount effector.json where it points", EnvConfig, oserr.Why(err))
 	}
 	if err := c.parseFile(b); err != nil {
 		return fmt.Errorf("effector.json: %w", err)
@@ -377,7 +362,7 @@ func loadRoots(path string) (*x509.CertPool, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s; mount the instance's CA bundle where it points, or unset it", EnvCAFile, why(err))
+		return nil, fmt.Errorf("%s: %s; mount the instance's CA bundle where it points, or unset it", EnvCAFile, oserr.Why(err))
 	}
 	if !pool.AppendCertsFromPEM(b) {
 		return nil, fmt.Errorf("%s: holds no PEM certificate; write the instance's CA bundle there", EnvCAFile)

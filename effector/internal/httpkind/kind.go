@@ -1,0 +1,296 @@
+// Package httpkind is the Effector's http kind: it builds one request from a
+// start's parts and the held secrets, sends it only to a target
+// effector.json lists with the secrets that target lists, and turns the
+// answer into an outcome.
+//
+// Invariant: a value leaves this package only in the outbound request to a
+// fenced target; every string it returns (reasons, headers, the body) is
+// built from the server's answer or from words of its own, and the body is
+// scrubbed, as it streams, before it is cut to maxResponseBytes. The request
+// goes to the url's own host: no proxy is read from the environment, no
+// redirect is followed, and the transport never retries (keep-alive is off,
+// so no request is sent twice on a stale connection).
+//
+// What the outcome claims: `unreachable` means no byte of the request was
+// written (name, connection or TLS failed, or the timeout came first);
+// `unknown` means the request may have reached the server (the headers were
+// handed to the connection) and no whole answer came back.
+package httpkind
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"jr2.dev/boundary/effector/internal/effect"
+	"jr2.dev/boundary/effector/internal/sendtrace"
+	sj "jr2.dev/boundary/effector/internal/strictjson"
+	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/filter/scrub"
+)
+
+// Target is one scheme, host and port the kind may call, with the secrets
+// an effect toward it may name.
+type Target struct {
+	Scheme  string
+	Host    string
+	Port    int
+	Secrets []string
+}
+
+// Options configure the kind. They are read once by New.
+type Options struct {
+	Targets []Target
+	// Values returns a held secret's value.
+	Values Values
+	// Roots verify upstream certificates (system roots plus JR2_CA_FILE).
+	Roots *x509.CertPool
+	// Work is JR2_EFFECTOR_WORK, the worktree's read-only view; "" on the
+	// Instance Effector, where a file body is a defect.
+	Work string
+}
+
+// Kind is the http kind. It is safe for concurrent use.
+type Kind struct {
+	targets map[string]Target // key: scheme://host:port
+	values  Values
+	work    string
+	client  *http.Client
+}
+
+// New returns the http kind.
+func New(o Options) *Kind {
+	k := &Kind{targets: map[string]Target{}, values: o.Values, work: o.Work}
+	for _, t := range o.Targets {
+		k.targets[hostPort(t.Scheme, strings.ToLower(t.Host), t.Port)] = t
+	}
+	transport := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+		TLSClientConfig:        &tls.Config{RootCAs: o.Roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:    30 * time.Second,
+		DisableKeepAlives:      true,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	k.client = &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return k
+}
+
+// Prepare builds the request. A malformed start is an error; a request
+// the fence refuses is a plan whose Run settles `refused` at once.
+func (k *Kind) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
+	h := s.HTTP
+	if h == nil {
+		return nil, sj.Errorf("http", "required with kind http")
+	}
+	if h.Body != nil && h.Body.File != "" && k.work == "" {
+		return nil, sj.Errorf("http.body.file", "a file body needs the worktree, which only a Sandbox Effector holds; this one has no %s", "JR2_EFFECTOR_WORK")
+	}
+	b, err := k.build(h)
+	if err != nil {
+		return nil, err
+	}
+	plan := &effect.Plan{Method: h.Method, Host: "-", Built: b.forms, KeptStop: effect.DropStop}
+	if b.url != nil {
+		plan.Host = b.url.Hostname()
+	}
+	timeout := time.Duration(s.TimeoutMs) * time.Millisecond
+	if timeout == 0 {
+		timeout = wire.DefaultTimeoutMs * time.Millisecond
+	}
+	max := h.MaxResponseBytes
+	if max == 0 {
+		max = wire.DefaultMaxResponseBytes
+	}
+	plan.Run = func(ctx context.Context, sc *scrub.Scrubber) wire.Outcome {
+		if b.refused != "" {
+			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: b.refused}
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return k.send(ctx, h, b, max, sc)
+	}
+	return plan, nil
+}
+
+// build turns the start's parts into the request, or a refusal. Every
+// check of the definition (a 400) comes before the agent's segments and the
+// fence are read (a refusal).
+func (k *Kind) build(h *wire.HTTP) (*built, error) {
+	b := &built{header: map[string]string{}}
+	raw, err := joinURL(h.URL, k.values)
+	if err != nil {
+		return nil, err
+	}
+	if b.url, err = parseTarget(raw); err != nil {
+		return nil, err
+	}
+	for name, v := range h.Headers {
+		if !validHeaderValue(textOf(v)) {
+			return nil, sj.Errorf(sj.Join("http.headers", name), "the text holds a control character")
+		}
+		val, names, missing := joinParts(v, k.values, func(v []byte) string { return string(v) })
+		if missing >= 0 {
+			return nil, sj.Errorf(sj.Join("http.headers", name), "names a secret this Effector does not hold")
+		}
+		if !validHeaderValue(val) {
+			b.refuse(fmt.Sprintf("headers.%s: a secret's value holds a control character and cannot be sent in a header", name))
+		}
+		for _, n := range names {
+			b.add(n, val)
+		}
+		b.header[http.CanonicalHeaderKey(name)] = val
+	}
+	if a := h.Auth; a != nil {
+		v, ok := k.values(a.Secret)
+		if !ok {
+			return nil, sj.Errorf("http.auth.secret", "%s: this Effector holds no such secret", sj.Quote(a.Secret))
+		}
+		value, pair := authorization(a, v)
+		if !validHeaderValue(value) {
+			b.refuse("auth: the secret's value holds a control character and cannot be sent in a header")
+		}
+		b.add(a.Secret, value)
+		if pair != "" {
+			b.add(a.Secret, pair)
+		}
+		b.header["Authorization"] = value
+	}
+	full, refused := appendSegments(raw, h.Path)
+	if refused != "" {
+		b.refuse(refused)
+		return b, nil
+	}
+	if b.url, err = parseTarget(full); err != nil {
+		return nil, err
+	}
+	for _, name := range h.URL.Secrets() {
+		b.add(name, b.url.String())
+		b.add(name, b.url.RequestURI())
+		b.add(name, b.url.EscapedPath())
+	}
+	b.refuse(k.fence(b.url, h))
+	return b, nil
+}
+
+// textOf joins a value's text parts, for a check of what the definition
+// wrote.
+func textOf(v wire.Value) string {
+	var s strings.Builder
+	for _, p := range v {
+		if p.Kind == wire.PartText {
+			s.WriteString(p.Value)
+		}
+	}
+	return s.String()
+}
+
+// fence returns why u's target, or a secret the start names toward it, is
+// not one effector.json lists; "" when both are.
+func (k *Kind) fence(u *url.URL, h *wire.HTTP) string {
+	key := hostPort(u.Scheme, hostKey(u), port(u))
+	t, ok := k.targets[key]
+	if !ok {
+		return key + " is not a target of this Effector; effector.json lists the targets it may call"
+	}
+	named := map[string]bool{}
+	for _, n := range h.URL.Secrets() {
+		named[n] = true
+	}
+	for _, v := range h.Headers {
+		for _, n := range v.Secrets() {
+			named[n] = true
+		}
+	}
+	if h.Auth != nil {
+		named[h.Auth.Secret] = true
+	}
+	for _, n := range sortedNames(named) {
+		if !sj.Contains(t.Secrets, n) {
+			return fmt.Sprintf("secret %s may not be sent to %s; effector.json lists the secrets of each target", n, key)
+		}
+	}
+	return ""
+}
+
+func sortedNames(set map[string]bool) []string {
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// send performs the request and reads the answer.
+func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *scrub.Scrubber) wire.Outcome {
+	var body io.Reader
+	var length int64
+	contentType := ""
+	if bd := h.Body; bd != nil {
+		switch {
+		case bd.JSON != nil:
+			body, length, contentType = strings.NewReader(string(bd.JSON)), int64(len(bd.JSON)), "application/json"
+		case bd.Text != nil:
+			body, length, contentType = strings.NewReader(*bd.Text), int64(len(*bd.Text)), "text/plain; charset=utf-8"
+		default:
+			f, size, reason := openWorkFile(k.work, bd.File)
+			if reason != "" {
+				return wire.Outcome{Kind: wire.OutcomeRefused, Reason: reason}
+			}
+			defer f.Close()
+			body, length, contentType = f, size, "application/octet-stream"
+		}
+		if bd.ContentType != "" {
+			contentType = bd.ContentType
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, h.Method, b.url.String(), body)
+	if err != nil {
+		return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request could not be built: " + sendtrace.Reason(err)}
+	}
+	req.ContentLength = length
+	if length == 0 {
+		req.Body = http.NoBody
+	}
+	req.Header.Set("User-Agent", "jr2-effector")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for name, v := range b.header {
+		req.Header.Set(name, v)
+	}
+	req, sent := sendtrace.Trace(req)
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return failed(ctx, sent(), err)
+	}
+	defer resp.Body.Close()
+	return readAnswer(ctx, resp, max, sc)
+}
+
+// failed words a request that got no answer: unreachable when nothing was
+// written, unknown when the request may have reached the server.
+func failed(ctx context.Context, sent bool, err error) wire.Outcome {
+	reason := sendtrace.Reason(err)
+	if ctx.Err() == context.DeadlineExceeded {
+		reason = "the effect's timeout ended it: " + reason
+	}
+	if !sent {
+		return wire.Outcome{Kind: wire.OutcomeUnreachable, Reason: "nothing was sent: " + reason}
+	}
+	return wire.Outcome{Kind: wire.OutcomeUnknown, Reason: "the request was sent and no answer came: " + reason}
+}
