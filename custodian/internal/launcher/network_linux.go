@@ -1,0 +1,323 @@
+//go:build linux
+
+package launcher
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Where names live.
+const (
+	netnsDir   = "/run/netns"
+	etcNetns   = "/etc/netns"
+	namePrefix = "jr2-"
+	mediatorNS = "-m" // suffix of the mediator's namespace
+)
+
+// addrRange is where a run's /30 is taken from.
+var addrRange = netip.MustParsePrefix("10.231.0.0/16")
+
+// Network is one run's pair of namespaces. Close removes everything
+// NewNetwork made; it is safe to call more than once.
+type Network struct {
+	Name       string       // the child's namespace, "jr2-<runner pid>-<hex>"
+	Prefix     netip.Prefix // the run's /30
+	Mediator   netip.Addr   // the mediator's end, in Name+"-m"
+	Child      netip.Addr   // the child's end, in Name
+	ResolvConf string       // /etc/netns/<Name>/resolv.conf
+
+	ip        string   // the iproute2 binary
+	mediator  *os.File // the mediator namespace, held open for ListenTCP/UDP
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewNetwork makes the run's namespaces, veth pair, addresses and
+// resolv.conf. On error, whatever was made is removed again.
+func NewNetwork() (n *Network, err error) {
+	ipBin, err := exec.LookPath("ip")
+	if err != nil {
+		return nil, errors.New("launcher: the ip command is missing; install iproute2")
+	}
+	var tag [3]byte
+	if _, err := rand.Read(tag[:]); err != nil {
+		return nil, fmt.Errorf("launcher: %w", err)
+	}
+	prefix, err := pickPrefix()
+	if err != nil {
+		return nil, err
+	}
+	name := namePrefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(tag[:])
+	n = &Network{
+		Name:       name,
+		Prefix:     prefix,
+		Mediator:   prefix.Addr().Next(),
+		Child:      prefix.Addr().Next().Next(),
+		ResolvConf: filepath.Join(etcNetns, name, "resolv.conf"),
+		ip:         ipBin,
+	}
+	defer func() {
+		if err != nil {
+			n.Close()
+			n = nil
+		}
+	}()
+	vethChild, vethMed := "j"+hex.EncodeToString(tag[:])+"c", "j"+hex.EncodeToString(tag[:])+"m"
+	med := name + mediatorNS
+	bits := strconv.Itoa(prefix.Bits())
+	for _, args := range [][]string{
+		{"netns", "add", name},
+		{"netns", "add", med},
+		{"link", "add", vethChild, "netns", name, "type", "veth", "peer", "name", vethMed, "netns", med},
+		{"-n", name, "addr", "add", n.Child.String() + "/" + bits, "dev", vethChild},
+		{"-n", med, "addr", "add", n.Mediator.String() + "/" + bits, "dev", vethMed},
+		{"-n", name, "link", "set", "lo", "up"},
+		{"-n", med, "link", "set", "lo", "up"},
+	} {
+		if err := n.run(args...); err != nil {
+			return n, err
+		}
+	}
+	if n.mediator, err = os.Open(filepath.Join(netnsDir, med)); err != nil {
+		return n, fmt.Errorf("launcher: open the mediator's namespace: %w", err)
+	}
+	child, err := os.Open(filepath.Join(netnsDir, name))
+	if err != nil {
+		return n, fmt.Errorf("launcher: open the child's namespace: %w", err)
+	}
+	defer child.Close()
+	for _, ns := range []*os.File{child, n.mediator} {
+		if err := inNS(ns, hardenSysctls); err != nil {
+			return n, err
+		}
+	}
+	for _, args := range [][]string{
+		{"-n", name, "link", "set", vethChild, "up"},
+		{"-n", med, "link", "set", vethMed, "up"},
+	} {
+		if err := n.run(args...); err != nil {
+			return n, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(n.ResolvConf), 0o755); err != nil {
+		return n, fmt.Errorf("launcher: %w", err)
+	}
+	if err := os.WriteFile(n.ResolvConf, []byte("nameserver "+n.Mediator.String()+"\n"), 0o644); err != nil {
+		return n, fmt.Errorf("launcher: %w", err)
+	}
+	return n, nil
+}
+
+// hardenSysctls runs inside a namespace: no IPv6 (a link-local address
+// would be a second peer), no forwarding (a namespace may inherit the
+// host's values when net.core.devconf_inherit_init_net is set).
+func hardenSysctls() error {
+	for _, kv := range [][2]string{
+		{"net/ipv6/conf/all/disable_ipv6", "1"},
+		{"net/ipv6/conf/default/disable_ipv6", "1"},
+		{"net/ipv4/ip_forward", "0"},
+		{"net/ipv4/conf/all/forwarding", "0"},
+	} {
+		if err := os.WriteFile("/proc/sys/"+kv[0], []byte(kv[1]), 0o644); err != nil {
+			return fmt.Errorf("launcher: sysctl %s: %w", strings.ReplaceAll(kv[0], "/", "."), err)
+		}
+	}
+	return nil
+}
+
+// pickPrefix takes a random /30 from addrRange that no host interface
+// address falls in. The /30 lives only inside the run's two namespaces, so
+// two runs on the same /30 would not collide; distinct ones keep records
+// and debugging unambiguous.
+func pickPrefix() (netip.Prefix, error) {
+	var used []netip.Addr
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				used = append(used, p.Addr())
+			}
+		}
+	}
+	base := addrRange.Addr().As4()
+	for range 64 {
+		var r [2]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return netip.Prefix{}, fmt.Errorf("launcher: %w", err)
+		}
+		v := binary.BigEndian.Uint32(base[:]) | uint32(binary.BigEndian.Uint16(r[:]))&^3
+		var a [4]byte
+		binary.BigEndian.PutUint32(a[:], v)
+		p := netip.PrefixFrom(netip.AddrFrom4(a), 30)
+		if !containsAny(p, used) {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, errors.New("launcher: no free /30 in 10.231.0.0/16")
+}
+
+func containsAny(p netip.Prefix, addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *Network) run(args ...string) error {
+	out, err := exec.Command(n.ip, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("launcher: ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// Close removes the namespaces (which removes the veth pair in them) and
+// the resolv.conf. Sockets the mediator opened keep its namespace alive,
+// unnamed, until they close.
+func (n *Network) Close() error {
+	n.closeOnce.Do(func() {
+		if n.mediator != nil {
+			n.mediator.Close()
+		}
+		n.closeErr = removeRun(n.ip, n.Name)
+	})
+	return n.closeErr
+}
+
+// removeRun deletes what a run named name left: both namespaces and
+// /etc/netns/name.
+func removeRun(ipBin, name string) error {
+	var errs []error
+	for _, ns := range []string{name, name + mediatorNS} {
+		if _, err := os.Stat(filepath.Join(netnsDir, ns)); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if out, err := exec.Command(ipBin, "netns", "delete", ns).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("launcher: ip netns delete %s: %v: %s", ns, err, bytes.TrimSpace(out)))
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(etcNetns, name)); err != nil {
+		errs = append(errs, fmt.Errorf("launcher: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Sweep removes the namespaces and resolv.conf directories of runs whose
+// runner process is gone (a runner killed outright cannot clean up after
+// itself). It returns the names it removed. A reused pid keeps a stale run
+// until that pid is gone too.
+func Sweep() ([]string, error) {
+	ipBin, err := exec.LookPath("ip")
+	if err != nil {
+		return nil, errors.New("launcher: the ip command is missing; install iproute2")
+	}
+	stale := map[string]bool{}
+	for _, dir := range []string{netnsDir, etcNetns} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			name := strings.TrimSuffix(e.Name(), mediatorNS)
+			if pid, ok := runnerPid(name); ok && !alive(pid) {
+				stale[name] = true
+			}
+		}
+	}
+	var removed []string
+	var errs []error
+	for name := range stale {
+		if err := removeRun(ipBin, name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// runnerPid reads the pid out of a run's name "jr2-<pid>-<hex>".
+func runnerPid(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, namePrefix)
+	if !ok {
+		return 0, false
+	}
+	pidText, tag, ok := strings.Cut(rest, "-")
+	if !ok || len(tag) != 6 {
+		return 0, false
+	}
+	if _, err := hex.DecodeString(tag); err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	return pid, err == nil && pid > 0
+}
+
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// ListenTCP opens a TCP listener on the mediator's address, inside the
+// mediator's namespace: the only place the child can reach. Port 0 picks a
+// free port.
+func (n *Network) ListenTCP(port int) (net.Listener, error) {
+	var ln net.Listener
+	err := inNS(n.mediator, func() (err error) {
+		ln, err = net.Listen("tcp4", netip.AddrPortFrom(n.Mediator, uint16(port)).String())
+		return err
+	})
+	return ln, err
+}
+
+// ListenUDP opens a UDP socket on the mediator's address, inside the
+// mediator's namespace (the DNS listener, port 53).
+func (n *Network) ListenUDP(port int) (net.PacketConn, error) {
+	var pc net.PacketConn
+	err := inNS(n.mediator, func() (err error) {
+		pc, err = net.ListenPacket("udp4", netip.AddrPortFrom(n.Mediator, uint16(port)).String())
+		return err
+	})
+	return pc, err
+}
+
+// inNS runs fn on a thread that has entered the network namespace ns, then
+// returns the thread to its own namespace. Sockets fn opens stay in ns. If
+// the thread cannot return, it stays locked, and dies with the goroutine
+// rather than serve another one from the wrong namespace.
+func inNS(ns *os.File, fn func() error) error {
+	if ns == nil {
+		return errors.New("launcher: the network is closed")
+	}
+	runtime.LockOSThread()
+	home, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("launcher: %w", err)
+	}
+	defer home.Close()
+	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("launcher: enter namespace: %w", err)
+	}
+	ferr := fn()
+	if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+		return errors.Join(ferr, fmt.Errorf("launcher: leave namespace: %w", err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
