@@ -96,6 +96,23 @@ func assertGone(t *testing.T, name string) {
 	}
 }
 
+// serve accepts on ln until it closes, handling each conn in its own
+// goroutine and closing it afterwards.
+func serve(ln net.Listener, handle func(net.Conn)) {
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+}
+
 // probeResult is what the contained probe reports: for each check, "ok",
 // an errno name, or a value.
 type probeResult map[string]string
@@ -109,16 +126,7 @@ func TestContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.WriteString(c, "mediator")
-			c.Close()
-		}
-	}()
+	serve(ln, func(c net.Conn) { io.WriteString(c, "mediator") })
 	// A host service on every address, at the same port: the child must
 	// not reach it through the mediator's address.
 	hostLn, err := net.Listen("tcp4", "0.0.0.0:0")

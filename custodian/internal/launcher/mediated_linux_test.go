@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -80,33 +81,24 @@ func TestMediatedHTTPS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				name, conn, err := sni.Peek(c)
-				if err != nil {
-					note("sni error " + err.Error())
-					return
-				}
-				note("sni " + name)
-				tc := tls.Server(conn, &tls.Config{GetCertificate: ca.GetCertificate})
-				req, err := http.ReadRequest(bufio.NewReader(tc))
-				if err != nil {
-					note("http error " + err.Error())
-					return
-				}
-				note("http " + req.Method + " " + req.Host + req.URL.Path)
-				tc.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"))
-				tc.Close()
-			}()
+	serve(ln, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		name, conn, err := sni.Peek(c)
+		if err != nil {
+			note("sni error " + err.Error())
+			return
 		}
-	}()
+		note("sni " + name)
+		tc := tls.Server(conn, &tls.Config{GetCertificate: ca.GetCertificate})
+		req, err := http.ReadRequest(bufio.NewReader(tc))
+		if err != nil {
+			note("http error " + err.Error())
+			return
+		}
+		note("http " + req.Method + " " + req.Host + req.URL.Path)
+		tc.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"))
+		tc.Close()
+	})
 
 	reads := append(systemReads(), "/etc/nsswitch.conf", "/etc/host.conf", "/etc/hosts", "/etc/gai.conf", caDir)
 	var stdout, stderr bytes.Buffer
@@ -141,4 +133,3 @@ func existing(paths []string) []string {
 	}
 	return out
 }
-
