@@ -141,7 +141,8 @@ func bindResolvConf(src string) error {
 func restrictFS(cfg childConfig) error {
 	abi, err := landlock.Probe()
 	if err != nil {
-		return errors.New(landlock.Unavailable("", err) + "; the run refuses to start uncontained")
+		node, _ := os.Hostname()
+		return errors.New(landlock.Unavailable(node, err) + "; the run refuses to start uncontained")
 	}
 	if abi < MinLandlockABI {
 		return fmt.Errorf("landlock ABI %d; the run needs ABI %d or later (Linux 5.19) and refuses to start uncontained", abi, MinLandlockABI)
