@@ -1,0 +1,101 @@
+package scrub
+
+// cursor is where a scan stands between calls: the automaton state after
+// the bytes scanned so far, and the best match found that is not yet
+// replaced (the candidate). Positions are indexes into the text of the next
+// call, whose first bytes are the ones the last call kept.
+type cursor struct {
+	s      int32 // automaton state
+	cs, ce int   // candidate match text[cs:ce]; cs < 0: none
+	cp     int32 // candidate's pattern
+}
+
+func newCursor() cursor { return cursor{cs: -1} }
+
+// scan replaces matches in the text head+tail, appending to dst, and returns
+// dst and keep: text[keep:] is what must be held for the next call (at the
+// end of input, keep is the text's length). head has already been scanned
+// into c (it is what the last call kept); tail is new.
+//
+// Leftmost-longest, non-overlapping: at each byte the longest pattern
+// ending there is the match with the earliest start among those ending
+// there; it becomes the candidate when it starts before the candidate, or
+// at the same start (then it is longer, as it ends later). A candidate is
+// replaced once no match can still start at or before it: every match not
+// yet complete starts at or after i-hold[s], so the candidate is final when
+// i-hold[s] > cs. Scanning then starts again from the root right after it.
+//
+// With end false the text may continue: the bytes from i-hold[s] on are a
+// proper prefix of some pattern and are kept, everything before is final
+// and emitted. With end true the candidate is replaced as it stands and the
+// rest is emitted.
+func (a *automaton) scan(dst, head, tail []byte, c *cursor, end bool, labels [][]byte, spans *[]int) ([]byte, int) {
+	h := len(head)
+	n := h + len(tail)
+	emitted, i := 0, h
+	s, cs, ce, cp := c.s, c.cs, c.ce, c.cp
+	for {
+		for i < n {
+			switch {
+			case cs < 0 && i >= h:
+				// Nothing pending: run to the next state where a pattern ends.
+				var k int
+				s, k = a.advance(s, tail[i-h:])
+				i += k
+			case i >= h:
+				s = a.next(s, a.cls[tail[i-h]])
+				i++
+			default:
+				s = a.next(s, a.cls[head[i]])
+				i++
+			}
+			if p := a.out[s]; p >= 0 {
+				if st := i - int(a.plen[p]); cs < 0 || st <= cs {
+					cs, ce, cp = st, i, p
+				}
+			}
+			if cs >= 0 && i-int(a.hold[s]) > cs {
+				dst = a.replace(dst, head, tail, emitted, cs, cp, labels, spans)
+				emitted, i, s, cs = ce, ce, 0, -1
+			}
+		}
+		if !end || cs < 0 {
+			break
+		}
+		dst = a.replace(dst, head, tail, emitted, cs, cp, labels, spans)
+		emitted, i, s, cs = ce, ce, 0, -1
+	}
+	if end {
+		*c = newCursor()
+		return appendText(dst, head, tail, emitted, n), n
+	}
+	keep := i - int(a.hold[s])
+	dst = appendText(dst, head, tail, emitted, keep)
+	*c = cursor{s: a.rest(s), cs: -1}
+	if cs >= 0 {
+		c.cs, c.ce, c.cp = cs-keep, ce-keep, cp
+	}
+	return dst, keep
+}
+
+// replace appends text[from:cs] and the label of pattern p.
+func (a *automaton) replace(dst, head, tail []byte, from, cs int, p int32, labels [][]byte, spans *[]int) []byte {
+	dst = appendText(dst, head, tail, from, cs)
+	if spans != nil {
+		*spans = append(*spans, len(dst))
+	}
+	return append(dst, labels[a.owner[p]]...)
+}
+
+// appendText appends (head+tail)[from:to].
+func appendText(dst, head, tail []byte, from, to int) []byte {
+	h := len(head)
+	if from < h {
+		dst = append(dst, head[from:min(to, h)]...)
+		from = h
+	}
+	if from < to {
+		dst = append(dst, tail[from-h:to-h]...)
+	}
+	return dst
+}
