@@ -94,3 +94,19 @@ func (e *Engine) logTarget(t string) string {
 	}
 	return t
 }
+
+// LogTarget is Target as the log shows it (any stand-in redacted).
+func (d ConnectDecision) LogTarget() string { return d.logTarget }
+
+// Unreachable is the Custodian's 502 when nothing was sent to target:
+// "jr2 custodian: <target> could not be reached: <reason>".
+func Unreachable(target, reason string) *Reply {
+	return reply(502, ReasonUnreached, target+" could not be reached: "+reason)
+}
+
+// NoAnswer is the Custodian's 502 when the request may have reached
+// target: "jr2 custodian: <target> did not answer; the request may have
+// reached it: <reason>".
+func NoAnswer(target, reason string) *Reply {
+	return reply(502, ReasonNoAnswer, target+" did not answer; the request may have reached it: "+reason)
+}

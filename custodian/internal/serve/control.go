@@ -1,0 +1,116 @@
+package serve
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"time"
+
+	"jr2.dev/boundary/filter"
+)
+
+// controlBodyMax is the largest request body the control listener keeps to
+// send again; a longer one is sent once, never retried.
+const controlBodyMax = 1 << 20
+
+func (s *Server) newControl() *http.Server {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         s.dialer.DialContext,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &http.Server{
+		Handler:           &controlHandler{s: s, tr: tr},
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       time.Hour,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+type controlHandler struct {
+	s  *Server
+	tr *http.Transport
+}
+
+// ServeHTTP forwards the four routes to the Orchestrator with the token
+// swapped. A read (the surface, a delivery) is sent again on any failure,
+// up to three tries; a pick or the ask only when nothing of it was sent, so
+// one the Orchestrator may have read is never sent twice.
+func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	req := requestOf(r)
+	d := s.eng.DecideControl(&req)
+	if d.Reply != nil {
+		s.log.Log(d.LogFields(0)...)
+		writeReply(w, d.Reply)
+		return
+	}
+	orch := s.eng.Config().Orchestrator
+	var body []byte
+	replayable := r.ContentLength == 0
+	if r.ContentLength > 0 && r.ContentLength <= controlBodyMax || r.ContentLength < 0 {
+		b, err := io.ReadAll(io.LimitReader(r.Body, controlBodyMax+1))
+		if err != nil {
+			s.log.Log(d.LogFields(400)...)
+			writeReply(w, &filter.Reply{Status: 400, Body: "jr2 custodian: the request body could not be read"})
+			return
+		}
+		if len(b) <= controlBodyMax {
+			body, replayable = b, true
+		} else {
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
+		}
+	}
+	var status int
+	defer func() { s.log.Log(d.LogFields(status)...) }()
+	for attempt := 1; ; attempt++ {
+		if replayable {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		out, err := outbound(r, "http", orch, orch, &d)
+		if err != nil {
+			rep := filter.Unreachable(orch, "the request could not be built: "+err.Error())
+			status = rep.Status
+			writeControlFailure(w, rep, false)
+			return
+		}
+		resp, sent, err := roundTrip(h.tr, out)
+		if err == nil {
+			s.relay(w, orch, r.Method, resp, &status)
+			return
+		}
+		if r.Context().Err() != nil {
+			status = 499
+			return
+		}
+		retry := attempt < 3 && replayable && (d.Read || !sent)
+		if !retry {
+			rep := upstreamFailure(orch, sent, err)
+			status = rep.Status
+			writeControlFailure(w, rep, sent)
+			return
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		case <-r.Context().Done():
+			status = 499
+			return
+		}
+	}
+}
+
+// writeControlFailure answers a forward that got no answer. The Harness
+// reads x-jr2-custodian and the flags to decide whether a pick may be sent
+// again: UF (nothing was sent) or UC (it may have been).
+func writeControlFailure(w http.ResponseWriter, rep *filter.Reply, sent bool) {
+	flags := "UF"
+	if sent {
+		flags = "UC"
+	}
+	w.Header().Set("X-Jr2-Custodian", "unreachable")
+	w.Header().Set("X-Jr2-Custodian-Flags", flags)
+	writeReplyKeep(w, rep)
+}

@@ -1,0 +1,239 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"jr2.dev/boundary/filter"
+)
+
+func (s *Server) newEgress() *http.Server {
+	return &http.Server{
+		Handler:           http.HandlerFunc(s.handleConnect),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       time.Hour,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// handleConnect is the egress listener: CONNECT only; the target decides.
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	d := s.eng.DecideConnect(r.Method, r.Host)
+	if d.Reply != nil {
+		s.log.Log(d.LogFields()...)
+		writeReply(w, d.Reply)
+		return
+	}
+	if d.Intercept {
+		s.intercept(w, d.Target)
+		return
+	}
+	s.tunnel(w, r.Context(), d)
+}
+
+// intercept answers the CONNECT, ends TLS with the target's leaf and hands
+// the connection to the target's HTTP server, where every request is
+// decided by the engine.
+func (s *Server) intercept(w http.ResponseWriter, target string) {
+	ic := s.intercepts[target]
+	conn, brw, ok := hijack(w)
+	if !ok {
+		return
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\n\r\n"); err != nil {
+		conn.Close()
+		return
+	}
+	tc := tls.Server(withBuffered(conn, brw.Reader), &tls.Config{
+		Certificates: []tls.Certificate{*s.leaves[target]},
+		NextProtos:   []string{"http/1.1"},
+		MinVersion:   tls.VersionTLS12,
+	})
+	ic.l.push(tc)
+}
+
+var errGuard = errors.New("dial guard")
+
+// tunnel dials the target with the resolved half of the dial guard in
+// net.Dialer.Control — the address checked is the address dialled — and
+// then copies bytes both ways. No byte of the client's goes before the 200,
+// and the 200 goes only once the connection is up, so a 502 here always
+// means nothing reached the target.
+func (s *Server) tunnel(w http.ResponseWriter, ctx context.Context, d filter.ConnectDecision) {
+	var mu sync.Mutex
+	var refused *filter.Reply
+	dialer := *s.dialer
+	dialer.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if rep := s.eng.AllowDial(d.Target, ap.Addr()); rep != nil {
+			mu.Lock()
+			refused = rep
+			mu.Unlock()
+			return errGuard
+		}
+		return nil
+	}
+	up, err := dialer.DialContext(ctx, "tcp", d.Target)
+	if err != nil {
+		mu.Lock()
+		rep := refused
+		mu.Unlock()
+		if rep == nil {
+			rep = filter.Unreachable(d.Target, dialReason(err))
+		}
+		s.log.Log("action", "refuse", "target", d.LogTarget(), "reason", rep.Reason)
+		writeReply(w, rep)
+		return
+	}
+	conn, brw, ok := hijack(w)
+	if !ok {
+		up.Close()
+		return
+	}
+	if !s.track(conn) {
+		conn.Close()
+		up.Close()
+		return
+	}
+	defer s.untrack(conn)
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\n\r\n"); err != nil {
+		conn.Close()
+		up.Close()
+		return
+	}
+	s.log.Log(d.LogFields()...)
+	pipe(withBuffered(conn, brw.Reader), up)
+}
+
+// pipe copies both ways until both directions ended, passing on each
+// half-close.
+func pipe(a, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	cp := func(dst, src net.Conn) {
+		defer wg.Done()
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+func hijack(w http.ResponseWriter) (net.Conn, *bufio.ReadWriter, bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "jr2 custodian: cannot take over the connection", http.StatusInternalServerError)
+		return nil, nil, false
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, false
+	}
+	return conn, brw, true
+}
+
+// withBuffered returns c reading first what the HTTP server had already
+// buffered from it.
+func withBuffered(c net.Conn, br *bufio.Reader) net.Conn {
+	if br == nil || br.Buffered() == 0 {
+		return c
+	}
+	buf, _ := br.Peek(br.Buffered())
+	return &prefixConn{Conn: c, prefix: append([]byte(nil), buf...)}
+}
+
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(p []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(p, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *prefixConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// dialReason is a dial error in words, without the resolver's internals.
+func dialReason(err error) string {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return "the name did not resolve"
+		}
+		return "the name could not be resolved"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Op + ": " + opErr.Err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// chanListener is a listener fed by push: the intercepted TLS connections
+// of one bound target, served by that target's http.Server.
+type chanListener struct {
+	ch     chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+	addr   net.Addr
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{ch: make(chan net.Conn), closed: make(chan struct{}), addr: addr}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.closed:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }

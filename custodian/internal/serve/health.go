@@ -1,0 +1,79 @@
+package serve
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// The health listener is the one a peer can reach (0.0.0.0:15021), so a
+// peer's idle connections must not be able to stop it: it holds at most
+// healthMaxConns connections, refuses (closes) the ones beyond, and closes
+// one idle for healthIdle.
+const (
+	healthMaxConns = 16
+	healthIdle     = 5 * time.Second
+)
+
+func newHealthServer() *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Date"] = nil
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if r.Method != http.MethodGet || r.URL.Path != "/healthz" {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "not found")
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: healthIdle,
+		ReadTimeout:       healthIdle,
+		WriteTimeout:      healthIdle,
+		IdleTimeout:       healthIdle,
+		MaxHeaderBytes:    8 << 10,
+	}
+}
+
+// limitListener accepts at most max connections at a time; a connection
+// beyond it is closed at once rather than queued, so the limit cannot be
+// turned into a wait.
+func limitListener(l net.Listener, max int) net.Listener {
+	return &limited{Listener: l, sem: make(chan struct{}, max)}
+}
+
+type limited struct {
+	net.Listener
+	sem chan struct{}
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return &releaseConn{Conn: c, release: func() { <-l.sem }}, nil
+		default:
+			c.Close()
+		}
+	}
+}
+
+type releaseConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *releaseConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

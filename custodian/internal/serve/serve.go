@@ -1,0 +1,258 @@
+// Package serve is `custodian serve`: the Custodian's Go host, for where
+// Envoy is absent. It runs the same engine (jr2.dev/boundary/filter) on the
+// same rendered files, with the same three listeners, answers and log lines
+// as Envoy with the Go filter.
+//
+// It is transport only: every decision — which CONNECT target is
+// intercepted or tunneled, what a request may carry, which header becomes
+// the value, what a response may show — comes from the engine. This package
+// moves bytes: it ends TLS with a bound target's leaf, forwards over TLS
+// verified against ca/upstream.crt, streams responses through the engine's
+// scrubber, tunnels other targets byte for byte, and checks in
+// net.Dialer.Control the address it actually dials, after resolution, so a
+// name that resolves to a guarded address is refused like the literal.
+//
+// Invariant: a held value leaves this process only in the request to the
+// bound target (or the Orchestrator) the engine decided it for. Log lines
+// are the spec's four (ready, intercept, tunnel, refuse) and carry no value,
+// stand-in, path, query, header value or body; errors name files and
+// targets, never contents.
+package serve
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/logline"
+)
+
+// Options configure a Server. Empty addresses take the config's listeners.
+type Options struct {
+	// ConfigPath is custodian.json inside the rendered directory; leaves
+	// (tls/) and ca/upstream.crt are read beside it.
+	ConfigPath string
+	Control    string
+	Egress     string
+	Health     string
+	// Log receives the jr2.custodian lines (stdout in production).
+	Log io.Writer
+	// Resolver resolves tunnel targets; nil is net.DefaultResolver.
+	Resolver *net.Resolver
+	// Grace bounds a graceful stop; 0 is 10 s.
+	Grace time.Duration
+}
+
+// Server is one running Custodian.
+type Server struct {
+	eng      *filter.Engine
+	log      *logline.Writer
+	leaves   map[string]*tls.Certificate // bound target -> its leaf
+	upstream *x509.CertPool
+	dialer   *net.Dialer
+	grace    time.Duration
+
+	control, egress, health net.Listener
+	servers                 []*http.Server
+	intercepts              map[string]*interceptor
+
+	mu      sync.Mutex
+	tunnels map[net.Conn]struct{}
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// New loads the rendered directory (config, values, leaves, upstream
+// roots), binds the three listeners and returns a Server ready to Serve.
+// Nothing is served before every file loaded.
+func New(o Options) (*Server, error) {
+	cfg, err := filter.LoadConfig(o.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := filter.LoadValues(cfg)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := filter.New(cfg, vals)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(o.ConfigPath)
+	s := &Server{
+		eng:        eng,
+		log:        logline.NewWriter(o.Log, logline.Custodian),
+		leaves:     map[string]*tls.Certificate{},
+		intercepts: map[string]*interceptor{},
+		tunnels:    map[net.Conn]struct{}{},
+		grace:      o.Grace,
+	}
+	if s.grace == 0 {
+		s.grace = 10 * time.Second
+	}
+	for _, t := range eng.Targets() {
+		base := filepath.Join(dir, filter.LeafBase(t))
+		c, err := tls.LoadX509KeyPair(base+".crt", base+".key")
+		if err != nil {
+			return nil, fmt.Errorf("leaf of %s: %w; render the directory again with controlplane render", t, err)
+		}
+		s.leaves[t] = &c
+	}
+	pem, err := os.ReadFile(filepath.Join(dir, "ca", "upstream.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("upstream roots: %w; render the directory again with controlplane render", err)
+	}
+	s.upstream = x509.NewCertPool()
+	if !s.upstream.AppendCertsFromPEM(pem) {
+		return nil, errors.New("upstream roots: ca/upstream.crt holds no certificate; render the directory again with controlplane render")
+	}
+	s.dialer = &net.Dialer{
+		Timeout:   10 * time.Second,
+		KeepAlive: 30 * time.Second,
+		Resolver:  o.Resolver,
+	}
+	addr := func(flag, def string) string {
+		if flag != "" {
+			return flag
+		}
+		return def
+	}
+	if s.control, err = net.Listen("tcp", addr(o.Control, cfg.Listeners.Control)); err != nil {
+		return nil, fmt.Errorf("control listener: %w", err)
+	}
+	if s.egress, err = net.Listen("tcp", addr(o.Egress, cfg.Listeners.Egress)); err != nil {
+		s.control.Close()
+		return nil, fmt.Errorf("egress listener: %w", err)
+	}
+	if s.health, err = net.Listen("tcp", addr(o.Health, cfg.Listeners.Health)); err != nil {
+		s.control.Close()
+		s.egress.Close()
+		return nil, fmt.Errorf("health listener: %w", err)
+	}
+	return s, nil
+}
+
+// Addrs returns the bound control, egress and health addresses.
+func (s *Server) Addrs() (control, egress, health string) {
+	return s.control.Addr().String(), s.egress.Addr().String(), s.health.Addr().String()
+}
+
+// Serve serves until ctx ends, then stops gracefully: the listeners close,
+// requests in flight may finish within the grace, and tunnels still open
+// after it are closed.
+func (s *Server) Serve(ctx context.Context) error {
+	ctl := s.newControl()
+	egr := s.newEgress()
+	hlt := newHealthServer()
+	for _, t := range s.eng.Targets() {
+		s.intercepts[t] = s.newInterceptor(t)
+	}
+	s.servers = []*http.Server{ctl, egr, hlt}
+	for _, ic := range s.intercepts {
+		s.servers = append(s.servers, ic.srv)
+	}
+	errc := make(chan error, 3+len(s.intercepts))
+	serve := func(srv *http.Server, l net.Listener) {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}
+	go serve(ctl, s.control)
+	go serve(egr, s.egress)
+	go serve(hlt, limitListener(s.health, healthMaxConns))
+	for _, ic := range s.intercepts {
+		go serve(ic.srv, ic.l)
+	}
+	c, e, h := s.Addrs()
+	s.log.Event("ready", append(s.eng.ReadyFields(), "control", c, "egress", e, "health", h)...)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	s.stop()
+	return err
+}
+
+func (s *Server) stop() {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, srv := range s.servers {
+		wg.Add(1)
+		go func(srv *http.Server) {
+			defer wg.Done()
+			if srv.Shutdown(ctx) != nil {
+				srv.Close()
+			}
+		}(srv)
+	}
+	wg.Wait()
+	// Tunnels are hijacked connections http.Server does not track: give
+	// them what is left of the grace, then close them.
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.tunnels {
+			c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+}
+
+// track registers a tunnel's connection for the graceful stop; it reports
+// false when the server is stopping (the caller closes c).
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.tunnels[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.tunnels, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// writeReply writes a reply the Custodian makes itself, and no header
+// but its type.
+func writeReply(w http.ResponseWriter, r *filter.Reply) {
+	h := w.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	writeReplyKeep(w, r)
+}
+
+// writeReplyKeep writes a reply keeping the headers already set.
+func writeReplyKeep(w http.ResponseWriter, r *filter.Reply) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h["Date"] = nil
+	w.WriteHeader(r.Status)
+	io.WriteString(w, r.Body)
+}

@@ -1,0 +1,553 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/testpki"
+)
+
+const (
+	keyValue   = "sk-SENTINEL-serve-0123456789abcdef"
+	tokenValue = "tok-SENTINEL-serve-sandbox-token"
+)
+
+var keySI = filter.StandIn("KEY")
+
+// syncBuf is a log sink the server writes from many goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// upstream is a bound target: it records what it received and echoes it.
+type upstream struct {
+	srv      *httptest.Server
+	target   string
+	hits     atomic.Int64
+	mu       sync.Mutex
+	lastReq  *http.Request
+	sseStep  chan struct{}
+	received []string
+}
+
+func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
+	u := &upstream{sseStep: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		u.hits.Add(1)
+		u.mu.Lock()
+		u.lastReq = r.Clone(context.Background())
+		u.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/v1/sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fl := w.(http.Flusher)
+			for i := 0; i < 3; i++ {
+				fmt.Fprintf(w, "data: event %d\n\n", i)
+				fl.Flush()
+				select {
+				case <-u.sseStep:
+				case <-r.Context().Done():
+					return
+				case <-time.After(10 * time.Second):
+					return
+				}
+			}
+			return
+		case "/v1/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprintf(zw, "you sent %s", r.Header.Get("X-Api-Key"))
+			zw.Close()
+			return
+		case "/v1/br":
+			w.Header().Set("Content-Encoding", "br")
+			io.WriteString(w, "opaque")
+			return
+		}
+		w.Header().Set("X-Echo", r.Header.Get("X-Api-Key"))
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"path": r.URL.RequestURI(), "host": r.Host, "headers": r.Header, "body": string(body),
+		})
+	})
+	u.srv = httptest.NewUnstartedServer(mux)
+	leaf := uca.Leaf(t, "127.0.0.1")
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf.TLS}}
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	u.target = u.srv.Listener.Addr().String()
+	return u
+}
+
+type fixture struct {
+	t        *testing.T
+	up       *upstream
+	orch     *httptest.Server
+	orchSeen chan *http.Request
+	jca      *testpki.CA
+	srv      *Server
+	log      *syncBuf
+	control  string
+	egress   string
+	health   string
+	cancel   context.CancelFunc
+	done     chan error
+	dead     string // a bound target nothing listens on
+}
+
+// newFixture renders a directory by hand (controlplane render is tested on
+// its own) and starts a Server on port 0 listeners.
+func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
+	f := &fixture{t: t, log: &syncBuf{}, orchSeen: make(chan *http.Request, 16)}
+	uca := testpki.NewCA(t, "upstream test CA")
+	f.jca = testpki.NewCA(t, "jr2 test CA")
+	f.up = newUpstream(t, uca)
+	f.orch = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.orchSeen <- r.Clone(context.Background())
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q,"auth":%q}`, r.URL.RequestURI(), r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(f.orch.Close)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	f.dead = l.Addr().String()
+	l.Close()
+
+	dir := t.TempDir()
+	cfg := filter.Config{
+		Pod: "ws-test", Sandbox: "ws-test", Orchestrator: f.orch.Listener.Addr().String(), ValuesDir: "values",
+		Listeners: filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
+		Secrets: []filter.SecretConfig{
+			{Name: "KEY", StandIn: keySI, Targets: []string{f.up.target, f.dead}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+		},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
+	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue+"\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "values", filter.TokenName), []byte(tokenValue), 0o600))
+	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
+	for _, tg := range []string{f.up.target, f.dead} {
+		leaf := f.jca.Leaf(t, "127.0.0.1")
+		base := filepath.Join(dir, filter.LeafBase(tg))
+		must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
+		must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
+	}
+	must(t, os.MkdirAll(filepath.Join(dir, "ca"), 0o755))
+	uca.WriteFile(t, filepath.Join(dir, "ca"), "upstream.crt")
+
+	srv, err := New(Options{ConfigPath: filepath.Join(dir, "custodian.json"), Log: f.log, Resolver: resolver, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	f.control, f.egress, f.health = srv.Addrs()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.done = cancel, make(chan error, 1)
+	go func() { f.done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-f.done:
+		case <-time.After(5 * time.Second):
+			t.Error("the server did not stop")
+		}
+		if l := f.log.String(); strings.Contains(l, keyValue) || strings.Contains(l, tokenValue) || strings.Contains(l, "jr2-held-") {
+			t.Errorf("a log line holds a value or a stand-in:\n%s", l)
+		}
+	})
+	waitLog(t, f.log, "jr2.custodian ready ")
+	return f
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitLog(t *testing.T, log *syncBuf, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q in:\n%s", want, log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// client goes through the egress listener as HTTPS_PROXY, trusting the jr2 CA.
+func (f *fixture) client() *http.Client {
+	pu, _ := url.Parse("http://" + f.egress)
+	return &http.Client{Transport: &http.Transport{
+		Proxy:              http.ProxyURL(pu),
+		TLSClientConfig:    &tls.Config{RootCAs: f.jca.Pool()},
+		DisableCompression: true,
+	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (f *fixture) do(method, target, path string, hdr ...string) (*http.Response, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, "https://"+target+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := f.client().Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestSwapScrubAndLog(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, body := f.do("GET", f.up.target, "/v1/echo?q=1", "x-api-key", keySI, "authorization", "Bearer agent-made-this-up")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	f.up.mu.Lock()
+	got := f.up.lastReq
+	f.up.mu.Unlock()
+	if got.Header.Get("X-Api-Key") != keyValue {
+		t.Fatalf("upstream got x-api-key %q", got.Header.Get("X-Api-Key"))
+	}
+	if got.Header.Get("Authorization") != "" || got.Header.Get("Accept-Encoding") != "identity" || got.Header.Get("User-Agent") != "Go-http-client/1.1" {
+		t.Fatalf("upstream headers %v", got.Header)
+	}
+	if strings.Contains(body, keyValue) || strings.Contains(resp.Header.Get("X-Echo"), keyValue) {
+		t.Fatalf("the value came back: %s %v", body, resp.Header)
+	}
+	if resp.Header.Get("X-Echo") != "[secret:KEY]" || !strings.Contains(body, "[secret:KEY]") {
+		t.Fatalf("not scrubbed as [secret:KEY]: %s %v", body, resp.Header)
+	}
+	if resp.Header.Get("Content-Length") != "" || resp.Header.Get("Date") == "" {
+		t.Fatalf("content-length kept or upstream date lost: %v", resp.Header)
+	}
+	if !strings.Contains(body, `"path":"/v1/echo?q=1"`) {
+		t.Fatalf("path upstream: %s", body)
+	}
+	waitLog(t, f.log, "jr2.custodian action=intercept target="+f.up.target+" secret=KEY method=GET status=200\n")
+}
+
+func TestRefusalsNeverLeave(t *testing.T) {
+	f := newFixture(t, nil)
+	cases := []struct {
+		method, path string
+		hdr          []string
+		status       int
+		body         string
+	}{
+		{"TRACE", "/v1/x", []string{"x-api-key", keySI}, 405, "jr2 custodian: method TRACE is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
+		{"GET", "/v1/x", []string{"x-api-key", keySI, "x_api_key", "1"}, 400, `jr2 custodian: header X_api_key has "_" in its name; header names here use "-"`},
+		{"GET", "/v1/a%2Fb", []string{"x-api-key", keySI}, 400, `jr2 custodian: the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`},
+		{"GET", "/admin", []string{"x-api-key", keySI}, 403, "jr2 custodian: KEY may not be sent to this path; its paths are /v1/"},
+		{"GET", "/v1/x", nil, 403, "jr2 custodian: needs the stand-in of KEY in x-api-key"},
+		{"GET", "/v1/x?k=" + keySI, []string{"x-api-key", keySI}, 403, "jr2 custodian: the stand-in of KEY is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream"},
+	}
+	for _, c := range cases {
+		resp, body := f.do(c.method, f.up.target, c.path, c.hdr...)
+		if resp.StatusCode != c.status || body != c.body {
+			t.Errorf("%s %s: %d %q, want %d %q", c.method, c.path, resp.StatusCode, body, c.status, c.body)
+		}
+	}
+	// 421: a Host that does not name the target, through a raw TLS request.
+	raw := f.rawTLS(t, f.up.target, "GET /v1/x HTTP/1.1\r\nHost: evil.example\r\nx-api-key: "+keySI+"\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(raw, "HTTP/1.1 421 ") || !strings.HasSuffix(raw, "jr2 custodian: the Host header must name "+f.up.target) {
+		t.Errorf("421: %q", raw)
+	}
+	if n := f.up.hits.Load(); n != 0 {
+		t.Fatalf("the upstream got %d refused requests", n)
+	}
+	waitLog(t, f.log, "jr2.custodian action=refuse target="+f.up.target+" reason=no-stand-in\n")
+}
+
+// rawTLS sends a raw request through a CONNECT to target and returns the
+// answer.
+func (f *fixture) rawTLS(t *testing.T, target, req string) string {
+	c, err := net.Dial("tcp", f.egress)
+	must(t, err)
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	must(t, err)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %s: %d", target, resp.StatusCode)
+	}
+	tc := tls.Client(&bufConn{Conn: c, r: br}, &tls.Config{RootCAs: f.jca.Pool(), ServerName: "127.0.0.1"})
+	io.WriteString(tc, req)
+	b, _ := io.ReadAll(tc)
+	return string(b)
+}
+
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func TestSSEArrivesEventByEvent(t *testing.T) {
+	f := newFixture(t, nil)
+	req, _ := http.NewRequest("GET", "https://"+f.up.target+"/v1/sse", nil)
+	req.Header.Set("x-api-key", keySI)
+	resp, err := f.client().Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := 0; i < 3; i++ {
+		// The upstream sends event i+1 only after we read event i: a
+		// Custodian that held an event would deadlock here.
+		done := make(chan string, 1)
+		go func() {
+			line, _ := br.ReadString('\n')
+			br.ReadString('\n')
+			done <- line
+		}()
+		select {
+		case line := <-done:
+			if line != fmt.Sprintf("data: event %d\n", i) {
+				t.Fatalf("event %d: %q", i, line)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("event %d did not arrive before the next was sent", i)
+		}
+		f.up.sseStep <- struct{}{}
+	}
+}
+
+func TestGzipAndUnreadableEncodings(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, body := f.do("GET", f.up.target, "/v1/gzip", "x-api-key", keySI)
+	if resp.StatusCode != 200 || body != "you sent [secret:KEY]" || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("gzip: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	resp, body = f.do("GET", f.up.target, "/v1/br", "x-api-key", keySI)
+	want := "jr2 custodian: " + f.up.target + " answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on"
+	if resp.StatusCode != 502 || body != want {
+		t.Fatalf("br: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestUnreachableBoundTarget(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, body := f.do("POST", f.dead, "/v1/x", "x-api-key", keySI)
+	if resp.StatusCode != 502 || !strings.HasPrefix(body, "jr2 custodian: "+f.dead+" could not be reached: ") {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	waitLog(t, f.log, "action=intercept target="+f.dead+" secret=KEY method=POST status=502\n")
+}
+
+// fakeDNS answers every A query with 127.0.0.1: a name that resolves to a
+// guarded address.
+func fakeDNS(t *testing.T) *net.Resolver {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, addr, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := buf[:n]
+			i := 12
+			for i < len(q) && q[i] != 0 {
+				i += int(q[i]) + 1
+			}
+			if i+5 > len(q) {
+				continue
+			}
+			qtype := int(q[i+1])<<8 | int(q[i+2])
+			resp := append([]byte{}, q[:i+5]...)
+			resp[2], resp[3] = 0x81, 0x80
+			resp[6], resp[7], resp[8], resp[9], resp[10], resp[11] = 0, 0, 0, 0, 0, 0
+			if qtype == 1 {
+				resp[7] = 1
+				resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1)
+			}
+			pc.WriteTo(resp, addr)
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+}
+
+func TestTunnelDialGuard(t *testing.T) {
+	f := newFixture(t, fakeDNS(t))
+	for _, c := range []struct{ target, body string }{
+		{"127.1:22", "jr2 custodian: 127.1:22 is guarded (loopback); a tunnel never reaches it"},
+		{"[::ffff:7f00:1]:22", "jr2 custodian: [::ffff:7f00:1]:22 is guarded (IPv4-mapped form of loopback); a tunnel never reaches it"},
+		{"rebind.example:" + strings.Split(f.up.target, ":")[1], "jr2 custodian: rebind.example:" + strings.Split(f.up.target, ":")[1] + " is guarded (loopback); a tunnel never reaches it"},
+	} {
+		c2, err := net.Dial("tcp", f.egress)
+		must(t, err)
+		fmt.Fprintf(c2, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", c.target, c.target)
+		resp, err := http.ReadResponse(bufio.NewReader(c2), nil)
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		c2.Close()
+		if resp.StatusCode != 403 || string(b) != c.body {
+			t.Errorf("CONNECT %s: %d %q", c.target, resp.StatusCode, b)
+		}
+	}
+	waitLog(t, f.log, "action=refuse target=rebind.example:")
+	if n := f.up.hits.Load(); n != 0 {
+		t.Fatal("a guarded tunnel reached the upstream")
+	}
+}
+
+func TestControlListener(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	get := func(method, path string, hdr ...string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+f.control+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct{ method, path, up string }{
+		{"GET", "/agents/a1/surface", "/agents/a1/surface"},
+		{"POST", "/agents/a1/events", "/agents/a1/events"},
+		{"GET", "/agents/a1/deliveries/d1", "/agents/a1/deliveries/d1"},
+		{"POST", "/fetch", "/sandboxes/ws-test/fetch"},
+	} {
+		st, body := get(c.method, c.path, "Authorization", tok, "x-api-key", "leftover")
+		if st != 200 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, st, body)
+		}
+		r := <-f.orchSeen
+		if r.URL.Path != c.up || r.Header.Get("Authorization") != "Bearer "+tokenValue || r.Header.Get("X-Api-Key") != "" {
+			t.Fatalf("orchestrator saw %s %v", r.URL.Path, r.Header)
+		}
+		if strings.Contains(body, tokenValue) || !strings.Contains(body, "[secret:JR2_SANDBOX_TOKEN]") {
+			t.Fatalf("answer not scrubbed: %s", body)
+		}
+	}
+	if st, body := get("GET", "/admin", "Authorization", tok); st != 404 || !strings.HasPrefix(body, "jr2 custodian: not a route") {
+		t.Fatalf("404: %d %s", st, body)
+	}
+	if st, body := get("GET", "/agents/a1/surface"); st != 403 || body != "jr2 custodian: needs the stand-in of JR2_SANDBOX_TOKEN in authorization" {
+		t.Fatalf("403: %d %s", st, body)
+	}
+	select {
+	case r := <-f.orchSeen:
+		t.Fatalf("a refused request reached the orchestrator: %s", r.URL)
+	default:
+	}
+}
+
+func TestControlRetriesAndFailures(t *testing.T) {
+	f := newFixture(t, nil)
+	f.orch.Close() // nothing listens: nothing is ever sent
+	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	for _, m := range []struct{ method, path string }{{"GET", "/agents/a/surface"}, {"POST", "/agents/a/events"}} {
+		req, _ := http.NewRequest(m.method, "http://"+f.control+m.path, strings.NewReader(""))
+		req.Header.Set("Authorization", tok)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 502 || resp.Header.Get("X-Jr2-Custodian") != "unreachable" || resp.Header.Get("X-Jr2-Custodian-Flags") != "UF" ||
+			!strings.HasPrefix(string(b), "jr2 custodian: "+f.srv.eng.Config().Orchestrator+" could not be reached: ") {
+			t.Fatalf("%s: %d %v %q", m.path, resp.StatusCode, resp.Header, b)
+		}
+	}
+}
+
+func TestHealthListener(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, err := http.Get("http://" + f.health + "/healthz")
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Fatalf("healthz: %d %q", resp.StatusCode, b)
+	}
+	// 16 idle connections hold every place; a 17th is closed at once.
+	var conns []net.Conn
+	for i := 0; i < healthMaxConns; i++ {
+		c, err := net.Dial("tcp", f.health)
+		must(t, err)
+		conns = append(conns, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	c, err := net.Dial("tcp", f.health)
+	must(t, err)
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("17th connection: %v, want EOF", err)
+	}
+	c.Close()
+	// An idle connection is closed after 5 s, freeing its place.
+	conns[0].SetReadDeadline(time.Now().Add(healthIdle + 2*time.Second))
+	start := time.Now()
+	if _, err := conns[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle connection: %v", err)
+	}
+	if d := time.Since(start); d > healthIdle+time.Second {
+		t.Fatalf("idle connection closed after %v", d)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func TestNotConnect(t *testing.T) {
+	f := newFixture(t, nil)
+	resp, err := http.Get("http://" + f.egress + "/")
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 405 || string(b) != "jr2 custodian: this listener takes CONNECT only; use it as HTTPS_PROXY" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+}
