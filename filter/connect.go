@@ -41,6 +41,12 @@ func (d ConnectDecision) LogFields() []string {
 // spells a guarded address or a localhost name (403, reason guard) — the
 // half of the dial guard that runs before anything is resolved.
 func (e *Engine) DecideConnect(method, authority string) ConnectDecision {
+	d := e.decideConnect(method, authority)
+	d.Reply = e.scrubReply(d.Reply)
+	return d
+}
+
+func (e *Engine) decideConnect(method, authority string) ConnectDecision {
 	if method != "CONNECT" {
 		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(405, ReasonNotConnect, "this listener takes CONNECT only; use it as HTTPS_PROXY")}
 	}
@@ -65,7 +71,7 @@ func (e *Engine) DecideConnect(method, authority string) ConnectDecision {
 // net.Dialer.Control), and dials only when it returns nil.
 func (e *Engine) AllowDial(target string, addr netip.Addr) *Reply {
 	if g, why := dialguard.Guarded(addr); g {
-		return guardReply(target, why)
+		return e.scrubReply(guardReply(target, why))
 	}
 	return nil
 }
@@ -74,9 +80,11 @@ func guardReply(target, why string) *Reply {
 	return reply(403, ReasonGuard, target+" is guarded ("+why+"); a tunnel never reaches it")
 }
 
-// logTarget is t with any stand-in in it replaced by "[stand-in]": a log
-// line never carries a stand-in, even one an agent put in a CONNECT target.
+// logTarget is t with any stand-in in it replaced by "[stand-in]", and any
+// value scrubbed: a log line never carries either, even one an agent put in
+// a CONNECT target.
 func (e *Engine) logTarget(t string) string {
+	t = e.scrubber.String(t)
 	lt := strings.ToLower(t)
 	if !strings.Contains(lt, StandInPrefix) {
 		return t
@@ -100,13 +108,23 @@ func (d ConnectDecision) LogTarget() string { return d.logTarget }
 
 // Unreachable is the Custodian's 502 when nothing was sent to target:
 // "jr2 custodian: <target> could not be reached: <reason>".
-func Unreachable(target, reason string) *Reply {
-	return reply(502, ReasonUnreached, target+" could not be reached: "+reason)
+func (e *Engine) Unreachable(target, reason string) *Reply {
+	return e.scrubReply(reply(502, ReasonUnreached, target+" could not be reached: "+reason))
 }
 
 // NoAnswer is the Custodian's 502 when the request may have reached
 // target: "jr2 custodian: <target> did not answer; the request may have
 // reached it: <reason>".
-func NoAnswer(target, reason string) *Reply {
-	return reply(502, ReasonNoAnswer, target+" did not answer; the request may have reached it: "+reason)
+func (e *Engine) NoAnswer(target, reason string) *Reply {
+	return e.scrubReply(reply(502, ReasonNoAnswer, target+" did not answer; the request may have reached it: "+reason))
+}
+
+// scrubReply scrubs a reply's body: a reply is built from config words and
+// what the agent sent, and an agent that spells a value (it cannot know
+// one, but may guess or copy one from elsewhere) gets it back replaced.
+func (e *Engine) scrubReply(r *Reply) *Reply {
+	if r != nil {
+		r.Body = e.scrubber.String(r.Body)
+	}
+	return r
 }

@@ -17,6 +17,12 @@ import (
 // the token; every other credential header is removed; a stand-in anywhere
 // else is 403. r is not modified.
 func (e *Engine) DecideControl(r *Request) Decision {
+	d := e.decideControl(r)
+	d.Reply = e.scrubReply(d.Reply)
+	return d
+}
+
+func (e *Engine) decideControl(r *Request) Decision {
 	d := Decision{Target: e.cfg.Orchestrator}
 	path, query, hasQuery := splitRequestTarget(r.Path)
 	upstream, read, ok := e.route(r.Method, path)

@@ -33,6 +33,12 @@ var allowedMethods = map[string]bool{
 //
 // r is not modified.
 func (e *Engine) DecideRequest(target string, r *Request) Decision {
+	d := e.decideRequest(target, r)
+	d.Reply = e.scrubReply(d.Reply)
+	return d
+}
+
+func (e *Engine) decideRequest(target string, r *Request) Decision {
 	d := Decision{Target: target}
 	bound := e.byTarget[target]
 	if len(bound) == 0 {

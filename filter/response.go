@@ -20,7 +20,7 @@ type ResponseDecision struct {
 	Set []Header
 	// Remove are lowercase header names to remove: content-length when a
 	// body follows (scrubbing may change its length), content-encoding when
-	// the body is read from gzip.
+	// the body is read from gzip, and a header whose name holds a value.
 	Remove []string
 	// Body is set when a body follows: the host passes every byte of it
 	// through a Body from NewBody(Gzip).
@@ -41,8 +41,17 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 	byName := map[string][]string{}
 	var order []string
 	changed := map[string]bool{}
+	var renamed []string
 	for _, h := range headers {
 		n := strings.ToLower(h.Name)
+		if e.scrubber.Folded().String(n) != n {
+			// A name that holds a value is dropped with its values: a
+			// scrubbed name would not be a header name.
+			if !containsStr(renamed, n) {
+				renamed = append(renamed, n)
+			}
+			continue
+		}
 		if _, ok := byName[n]; !ok {
 			order = append(order, n)
 		}
@@ -64,7 +73,7 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 		if len(encodings) == 1 && (encodings[0] == "gzip" || encodings[0] == "x-gzip") {
 			d.Gzip = true
 		} else {
-			d.Reply = reply(502, ReasonEncoding, target+" answered with content-encoding "+safeList(encodings)+", which the Custodian cannot read to scrub; the answer was not passed on")
+			d.Reply = e.scrubReply(reply(502, ReasonEncoding, target+" answered with content-encoding "+safeList(encodings)+", which the Custodian cannot read to scrub; the answer was not passed on"))
 			return d
 		}
 	}
@@ -75,6 +84,7 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 			}
 		}
 	}
+	d.Remove = append(d.Remove, renamed...)
 	if d.Body {
 		if _, ok := byName["content-length"]; ok {
 			d.Remove = append(d.Remove, "content-length")

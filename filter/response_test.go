@@ -153,3 +153,39 @@ func TestBadGzip(t *testing.T) {
 	b.Write(nil, zbuf.Bytes()[:5])
 	b.Close()
 }
+
+// A value spelled anywhere the agent controls comes back scrubbed in a
+// reply and never in a log field; a response header whose name holds one is
+// dropped.
+func TestValuesSpelledByTheAgent(t *testing.T) {
+	e := testEngine(t)
+	lower := "x" + strings.ToLower(anthropicValue)
+	c := testConfig()
+	c.Secrets[0].Name, c.Secrets[0].StandIn = "LOWER", StandIn("LOWER")
+	v := testValues()
+	delete(v, "ANTHROPIC_API_KEY")
+	v["LOWER"] = []byte(lower[1:])
+	e2, err := New(c, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := e2.DecideConnect("CONNECT", lower[1:]+".localhost:443")
+	if cd.Reply == nil || strings.Contains(cd.Reply.Body, lower[1:]) || strings.Contains(strings.Join(cd.LogFields(), " "), lower[1:]) {
+		t.Fatalf("connect leaks: %+v %v", cd.Reply, cd.LogFields())
+	}
+	cd = e2.DecideConnect("CONNECT", lower[1:]+".example:443")
+	if strings.Contains(strings.Join(cd.LogFields(), " "), lower[1:]) {
+		t.Fatalf("tunnel log leaks: %v", cd.LogFields())
+	}
+	if r := e2.Unreachable(lower[1:]+".example:443", "x"); strings.Contains(r.Body, lower[1:]) {
+		t.Fatalf("unreachable leaks: %s", r.Body)
+	}
+	d := e.DecideRequest(anth, &Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-"+githubValue+"_a", "1")})
+	if d.Reply == nil || strings.Contains(d.Reply.Body, githubValue) || !strings.Contains(d.Reply.Body, "[secret:GITHUB_TOKEN]") {
+		t.Fatalf("rule 2 reply: %+v", d.Reply)
+	}
+	rd := e.DecideResponse(anth, "GET", 200, hs("x-"+githubValue, "1", "x-ok", "2"))
+	if !reflect.DeepEqual(rd.Remove, []string{"x-" + strings.ToLower(githubValue)}) || len(rd.Set) != 0 {
+		t.Fatalf("header name: remove %v set %v", rd.Remove, rd.Set)
+	}
+}

@@ -61,6 +61,9 @@ func ParseRoute(b []byte) (RouteConfig, error) {
 	if err := dec.Decode(&rc); err != nil {
 		return rc, fmt.Errorf("route config: %v", err)
 	}
+	if dec.More() {
+		return rc, errors.New("route config: more than one JSON value")
+	}
 	switch rc.Role {
 	case RoleControl, RoleEgress:
 		if rc.Target != "" {

@@ -72,7 +72,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out, err := outbound(r, "http", orch, orch, &d)
 		if err != nil {
-			rep := filter.Unreachable(orch, "the request could not be built: "+err.Error())
+			rep := s.eng.Unreachable(orch, "the request could not be built: "+err.Error())
 			status = rep.Status
 			writeControlFailure(w, rep, false)
 			return
@@ -88,7 +88,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		retry := attempt < 3 && replayable && (d.Read || !sent)
 		if !retry {
-			rep := upstreamFailure(orch, sent, err)
+			rep := s.upstreamFailure(orch, sent, err)
 			status = rep.Status
 			writeControlFailure(w, rep, sent)
 			return

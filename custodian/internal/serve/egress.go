@@ -91,7 +91,7 @@ func (s *Server) tunnel(w http.ResponseWriter, ctx context.Context, d filter.Con
 		rep := refused
 		mu.Unlock()
 		if rep == nil {
-			rep = filter.Unreachable(d.Target, dialReason(err))
+			rep = s.eng.Unreachable(d.Target, dialReason(err))
 		}
 		s.log.Log("action", "refuse", "target", d.LogTarget(), "reason", rep.Reason)
 		writeReply(w, rep)

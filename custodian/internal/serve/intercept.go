@@ -77,7 +77,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := outbound(r, "https", ic.target, ic.host, &d)
 	if err != nil {
-		rep := filter.Unreachable(ic.target, "the request could not be built: "+err.Error())
+		rep := s.eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
 		s.log.Log(d.LogFields(rep.Status)...)
 		writeReply(w, rep)
 		return
@@ -88,7 +88,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Log(d.LogFields(499)...)
 			return // the client went away: its request was reset upstream too
 		}
-		rep := upstreamFailure(ic.target, sent, err)
+		rep := s.upstreamFailure(ic.target, sent, err)
 		s.log.Log(d.LogFields(rep.Status)...)
 		writeReply(w, rep)
 		return
@@ -193,12 +193,12 @@ func roundTrip(tr http.RoundTripper, out *http.Request) (*http.Response, bool, e
 }
 
 // upstreamFailure is the 502 for a request that got no answer.
-func upstreamFailure(target string, sent bool, err error) *filter.Reply {
+func (s *Server) upstreamFailure(target string, sent bool, err error) *filter.Reply {
 	reason := transportReason(err)
 	if sent {
-		return filter.NoAnswer(target, reason)
+		return s.eng.NoAnswer(target, reason)
 	}
-	return filter.Unreachable(target, reason)
+	return s.eng.Unreachable(target, reason)
 }
 
 func transportReason(err error) string {
