@@ -77,7 +77,7 @@ type site struct {
 
 // newSite writes the files of a placement whose one target is the
 // upstream at port, with SENTINEL and OTHER held and SENTINEL listed.
-func newSite(t *testing.T, pki *efftest.PKI, port int) *site {
+func newSite(t testing.TB, pki *efftest.PKI, port int) *site {
 	t.Helper()
 	dir := t.TempDir()
 	s := &site{dir: dir}
@@ -112,7 +112,7 @@ type proc struct {
 	err    error
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func freePort(t *testing.T) int {
 
 // run starts the binary with the site's env and extra, and waits for its
 // ready line or its end.
-func (s *site) run(t *testing.T, extra map[string]string) *proc {
+func (s *site) run(t testing.TB, extra map[string]string) *proc {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	port := strconv.Itoa(freePort(t))
@@ -204,7 +204,7 @@ type rig struct {
 	site *site
 }
 
-func newRig(t *testing.T, h http.HandlerFunc) *rig {
+func newRig(t testing.TB, h http.HandlerFunc) *rig {
 	t.Helper()
 	pki, err := efftest.NewPKI("127.0.0.1")
 	if err != nil {

@@ -244,6 +244,9 @@ func Array(path string, raw json.RawMessage) ([]json.RawMessage, error) {
 
 // String reads raw as a string.
 func String(path string, raw json.RawMessage) (string, error) {
+	if s, ok := plainString(raw); ok {
+		return s, nil
+	}
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", Errorf(path, "want a string")
@@ -313,4 +316,22 @@ func NoDuplicateKeys(path string, raw json.RawMessage) error {
 		}
 		expectKey = len(stack) > 0 && stack[len(stack)-1].object
 	}
+}
+
+// plainString reads a JSON string that needs no unescaping — no '\\', no
+// control byte, valid UTF-8 — without a second scan.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }

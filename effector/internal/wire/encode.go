@@ -7,8 +7,13 @@ import (
 )
 
 // Marshal encodes v as the wire writes JSON: compact, '<', '>' and '&' as
-// they are, map keys sorted, no trailing newline.
+// they are, map keys sorted, no trailing newline. A shape of this package
+// writes itself, compact already: encoding/json would compact its output
+// again at every level of nesting.
 func Marshal(v any) ([]byte, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

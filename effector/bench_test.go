@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/effector/client"
+	"jr2.dev/boundary/effector/internal/wire"
+)
+
+// benchRig is an Effector process in front of an upstream that answers
+// size bytes of text.
+type benchRig struct {
+	r *rig
+	p *proc
+	c *client.Client
+}
+
+func newBenchRig(b *testing.B, size int) *benchRig {
+	b.Helper()
+	answer := strings.Repeat("a", size)
+	r := newRig(b, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, answer)
+	})
+	// Outcomes are read at once; a short expiry keeps a long run's memory
+	// flat.
+	p := r.site.run(b, map[string]string{"JR2_EFFECTOR_TEST_EXPIRE_MS": "500"})
+	c := &client.Client{Key: placementKey, Addresses: func(context.Context) ([]string, error) { return []string{p.addr}, nil },
+		HTTP: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 256}}}
+	return &benchRig{r: r, p: p, c: c}
+}
+
+// effect runs one signed effect: start, then poll until settled.
+func (br *benchRig) effect(b *testing.B, id string, size int) {
+	start := &wire.Start{Kind: wire.KindHTTP, TimeoutMs: 30000, HTTP: &wire.HTTP{Method: "GET",
+		URL: wire.Value{wire.Text(br.r.url("/bench"))}, MaxResponseBytes: int64(size) + 1}}
+	a, err := br.c.Start(context.Background(), id, start)
+	if err != nil || a.Status != 202 {
+		b.Fatalf("start: %v %+v", err, a)
+	}
+	for {
+		a, err = br.c.Poll(context.Background(), id, br.p.addr)
+		if err != nil {
+			b.Fatalf("poll: %v", err)
+		}
+		if a.State.State == wire.StateSettled {
+			if o := a.State.Outcome; o.Kind != wire.OutcomeResponse || o.Size != int64(size) {
+				b.Fatalf("outcome %+v", o.Kind)
+			}
+			return
+		}
+	}
+}
+
+// direct times n calls straight to the upstream; fresh opens a new
+// connection for each, as the Effector does.
+func direct(b *testing.B, br *benchRig, n int, fresh bool) float64 {
+	tr := &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: br.r.pki.Pool}, DisableKeepAlives: fresh}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	call := func() {
+		resp, err := hc.Get(br.r.url("/bench"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	call() // warm
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		call()
+	}
+	return float64(time.Since(t0).Nanoseconds()) / float64(n)
+}
+
+// BenchmarkEffect measures a signed http effect (start + poll + the
+// upstream call, through the Effector process) and reports it beside a
+// direct call to the same loopback upstream: x-direct against a client
+// that keeps its connection, x-direct-fresh against one that opens a new
+// TLS connection per call, as the Effector does (keep-alive off: no
+// request is ever sent twice on a stale connection).
+func BenchmarkEffect(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}} {
+		b.Run("answer="+size.name, func(b *testing.B) {
+			br := newBenchRig(b, size.n)
+			reps := 50
+			if size.n > 1<<10 {
+				reps = 20
+			}
+			keep := direct(b, br, reps, false)
+			fresh := direct(b, br, reps, true)
+			br.effect(b, "warm", size.n)
+			b.SetBytes(int64(size.n))
+			b.ResetTimer()
+			t0 := time.Now()
+			i := 0
+			for b.Loop() {
+				br.effect(b, "e"+strconv.Itoa(i), size.n)
+				i++
+			}
+			per := float64(time.Since(t0).Nanoseconds()) / float64(i)
+			b.ReportMetric(keep, "direct-ns/op")
+			b.ReportMetric(fresh, "direct-fresh-ns/op")
+			b.ReportMetric(per/keep, "x-direct")
+			b.ReportMetric(per/fresh, "x-direct-fresh")
+		})
+	}
+}
+
+// BenchmarkEffectsPerSecond runs signed 1 KiB effects from many callers
+// at once and reports how many settle per second.
+func BenchmarkEffectsPerSecond(b *testing.B) {
+	br := newBenchRig(b, 1<<10)
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	t0 := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			br.effect(b, "p"+strconv.FormatInt(next.Add(1), 10), 1<<10)
+		}
+	})
+	b.ReportMetric(float64(next.Load())/time.Since(t0).Seconds(), "effects/s")
+}
