@@ -92,7 +92,7 @@ func ParseConfig(b []byte) (*Config, error) {
 	if dec.More() {
 		return nil, errors.New("custodian.json: more than one JSON value; render it with controlplane render")
 	}
-	if err := c.check(); err != nil {
+	if err := c.checkFile(); err != nil {
 		return nil, fmt.Errorf("custodian.json: %w", err)
 	}
 	return &c, nil
@@ -115,18 +115,29 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-func (c *Config) check() error {
+// checkFile checks a config read from custodian.json: the Orchestrator
+// and the value directory are required there, and the table must hold.
+func (c *Config) checkFile() error {
 	if c.Orchestrator == "" {
 		return errors.New(`orchestrator: empty; write the Orchestrator's host:port`)
 	}
-	if _, _, err := SplitTarget(c.Orchestrator); err != nil {
-		return fmt.Errorf("orchestrator: %q: %v", c.Orchestrator, err)
+	if c.ValuesDir == "" {
+		return errors.New("valuesDir: empty; write the directory that holds one file per held secret")
+	}
+	return c.check()
+}
+
+// check checks what an engine needs: an Orchestrator when one is named
+// (none: the control listener answers 404), the Sandbox name, and the held
+// table.
+func (c *Config) check() error {
+	if c.Orchestrator != "" {
+		if _, _, err := SplitTarget(c.Orchestrator); err != nil {
+			return fmt.Errorf("orchestrator: %q: %v", c.Orchestrator, err)
+		}
 	}
 	if c.Sandbox != "" && !validID(c.Sandbox) {
 		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)
-	}
-	if c.ValuesDir == "" {
-		return errors.New("valuesDir: empty; write the directory that holds one file per held secret")
 	}
 	seen := map[string]bool{}
 	headerOwner := map[string]string{} // target + " " + header -> secret

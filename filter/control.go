@@ -26,6 +26,9 @@ func (e *Engine) decideControl(r *Request) Decision {
 	d := Decision{Target: e.cfg.Orchestrator}
 	path, query, hasQuery := splitRequestTarget(r.Path)
 	upstream, read, ok := e.route(r.Method, path)
+	if e.cfg.Orchestrator == "" {
+		d.Target, ok = "-", false
+	}
 	if !ok {
 		if r.Method == "POST" && path == "/fetch" {
 			d.Reply = reply(404, ReasonRoute, "POST /fetch is not served here: this pod has no Sandbox")
@@ -83,7 +86,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 // route maps a control request to its upstream path.
 func (e *Engine) route(method, path string) (upstream string, read, ok bool) {
 	if method == "POST" && path == "/fetch" {
-		if e.cfg.Sandbox == "" {
+		if e.cfg.Sandbox == "" || e.cfg.Orchestrator == "" {
 			return "", false, false
 		}
 		return "/sandboxes/" + e.cfg.Sandbox + "/fetch", false, true

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )
 
@@ -40,11 +41,11 @@ type controlHandler struct {
 // one the Orchestrator may have read is never sent twice.
 func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
-	req := requestOf(r)
+	req := relay.RequestOf(r)
 	d := s.eng.DecideControl(&req)
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
-		writeReply(w, d.Reply)
+		relay.WriteReply(w, d.Reply)
 		return
 	}
 	orch := s.eng.Config().Orchestrator
@@ -54,7 +55,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(io.LimitReader(r.Body, controlBodyMax+1))
 		if err != nil {
 			s.log.Log(d.LogFields(400)...)
-			writeReply(w, &filter.Reply{Status: 400, Body: "jr2 custodian: the request body could not be read"})
+			relay.WriteReply(w, &filter.Reply{Status: 400, Body: "jr2 custodian: the request body could not be read"})
 			return
 		}
 		if len(b) <= controlBodyMax {
@@ -70,16 +71,16 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 		}
-		out, err := outbound(r, "http", orch, orch, &d)
+		out, err := relay.Outbound(r, "http", orch, orch, &d)
 		if err != nil {
 			rep := s.eng.Unreachable(orch, "the request could not be built: "+err.Error())
 			status = rep.Status
 			writeControlFailure(w, rep, false)
 			return
 		}
-		resp, sent, err := roundTrip(h.tr, out)
+		resp, sent, err := relay.RoundTrip(h.tr, out)
 		if err == nil {
-			s.relay(w, orch, r.Method, resp, &status)
+			relay.Response(s.eng, w, orch, r.Method, resp, &status, nil)
 			return
 		}
 		if r.Context().Err() != nil {
@@ -88,7 +89,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		retry := attempt < 3 && replayable && (d.Read || !sent)
 		if !retry {
-			rep := s.upstreamFailure(orch, sent, err)
+			rep := relay.Failure(s.eng, orch, sent, err)
 			status = rep.Status
 			writeControlFailure(w, rep, sent)
 			return
@@ -112,5 +113,5 @@ func writeControlFailure(w http.ResponseWriter, rep *filter.Reply, sent bool) {
 	}
 	w.Header().Set("X-Jr2-Custodian", "unreachable")
 	w.Header().Set("X-Jr2-Custodian-Flags", flags)
-	writeReplyKeep(w, rep)
+	relay.WriteReplyKeep(w, rep)
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	d := s.eng.DecideConnect(r.Method, r.Host)
 	if d.Reply != nil {
 		s.log.Log(d.LogFields()...)
-		writeReply(w, d.Reply)
+		relay.WriteReply(w, d.Reply)
 		return
 	}
 	if d.Intercept {
@@ -91,10 +92,10 @@ func (s *Server) tunnel(w http.ResponseWriter, ctx context.Context, d filter.Con
 		rep := refused
 		mu.Unlock()
 		if rep == nil {
-			rep = s.eng.Unreachable(d.Target, dialReason(err))
+			rep = s.eng.Unreachable(d.Target, relay.DialReason(err))
 		}
 		s.log.Log("action", "refuse", "target", d.LogTarget(), "reason", rep.Reason)
-		writeReply(w, rep)
+		relay.WriteReply(w, rep)
 		return
 	}
 	conn, brw, ok := hijack(w)
@@ -180,25 +181,6 @@ func (c *prefixConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return c.Conn.Close()
-}
-
-// dialReason is a dial error in words, without the resolver's internals.
-func dialReason(err error) string {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		if dnsErr.IsNotFound {
-			return "the name did not resolve"
-		}
-		return "the name could not be resolved"
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Err != nil {
-		return opErr.Op + ": " + opErr.Err.Error()
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return err.Error()
 }
 
 // chanListener is a listener fed by push: the intercepted TLS connections

@@ -237,22 +237,3 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Unlock()
 	s.wg.Done()
 }
-
-// writeReply writes a reply the Custodian makes itself, and no header
-// but its type.
-func writeReply(w http.ResponseWriter, r *filter.Reply) {
-	h := w.Header()
-	for k := range h {
-		delete(h, k)
-	}
-	writeReplyKeep(w, r)
-}
-
-// writeReplyKeep writes a reply keeping the headers already set.
-func writeReplyKeep(w http.ResponseWriter, r *filter.Reply) {
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h["Date"] = nil
-	w.WriteHeader(r.Status)
-	io.WriteString(w, r.Body)
-}

@@ -1,0 +1,315 @@
+// Package relay carries one request the engine decided to its upstream and
+// the answer back, for the Custodian's Go host and the contained run's
+// mediator alike: the outbound request exactly as the engine decided it (its
+// path, its headers less what it removes, what it sets, nothing Go would add),
+// the 502 when no answer came, and the answer streamed through the engine's
+// scrubber chunk by chunk.
+//
+// Invariant: a value reaches the wire only in a header the engine Set, on
+// the outbound request; everything written back to the client went through
+// the engine's scrubber, and a body that breaks midway resets the client's
+// stream instead of ending it as complete.
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"jr2.dev/boundary/filter"
+)
+
+// RequestOf is what the engine judges of r: the method, the Host, the
+// request target as sent, and every end-to-end header (hop-by-hop headers,
+// and those Connection names, are the transport's and never forwarded).
+func RequestOf(r *http.Request) filter.Request {
+	hop := hopHeaders(r.Header)
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		if !hop[strings.ToLower(k)] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	req := filter.Request{Method: r.Method, Authority: r.Host, Path: r.RequestURI}
+	for _, k := range keys {
+		for _, v := range r.Header[k] {
+			req.Headers = append(req.Headers, filter.Header{Name: k, Value: v})
+		}
+	}
+	return req
+}
+
+// hopHeaders are the lowercase names of h that belong to one hop.
+func hopHeaders(h http.Header) map[string]bool {
+	hop := map[string]bool{
+		"connection": true, "proxy-connection": true, "keep-alive": true, "te": true,
+		"trailer": true, "transfer-encoding": true, "upgrade": true, "content-length": true,
+	}
+	for _, v := range h.Values("Connection") {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+				hop[n] = true
+			}
+		}
+	}
+	return hop
+}
+
+// Outbound builds the request the engine decided: its path, the client's
+// end-to-end headers less Remove, Set applied, the Host of the upstream, and
+// the client's body streamed. Nothing else is added: no User-Agent, no
+// Accept-Encoding of Go's own.
+func Outbound(r *http.Request, scheme, target, host string, d *filter.Decision) (*http.Request, error) {
+	u, err := url.ParseRequestURI(d.Path)
+	if err != nil {
+		return nil, errors.New("the path is not a request target")
+	}
+	u.Scheme, u.Host = scheme, target
+	out := (&http.Request{
+		Method:     r.Method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     http.Header{},
+		Host:       host,
+	}).WithContext(r.Context())
+	hop := hopHeaders(r.Header)
+	for k, vs := range r.Header {
+		if !hop[strings.ToLower(k)] {
+			out.Header[k] = append([]string(nil), vs...)
+		}
+	}
+	for _, n := range d.Remove {
+		out.Header.Del(n)
+	}
+	for _, h := range d.Set {
+		out.Header.Set(h.Name, h.Value)
+	}
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // Go adds none when it is empty
+	}
+	switch {
+	case r.ContentLength == 0:
+		out.Body = nil
+		out.ContentLength = 0
+	default:
+		out.Body = r.Body
+		out.ContentLength = r.ContentLength
+	}
+	if len(r.TransferEncoding) > 0 && r.ContentLength < 0 {
+		out.ContentLength = -1
+	}
+	return out, nil
+}
+
+// RoundTrip sends out and reports whether any of it was written.
+func RoundTrip(tr http.RoundTripper, out *http.Request) (*http.Response, bool, error) {
+	var sent atomic.Bool
+	trace := &httptrace.ClientTrace{WroteHeaderField: func(string, []string) { sent.Store(true) }}
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+	resp, err := tr.RoundTrip(out)
+	return resp, sent.Load(), err
+}
+
+// Failure is the 502 for a request that got no answer: "could not be
+// reached" when nothing of it was sent, else "did not answer; the request
+// may have reached it".
+func Failure(e *filter.Engine, target string, sent bool, err error) *filter.Reply {
+	reason := transportReason(err)
+	if sent {
+		return e.NoAnswer(target, reason)
+	}
+	return e.Unreachable(target, reason)
+}
+
+func transportReason(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne *net.OpError
+	switch {
+	case errors.As(err, &ne):
+		return DialReason(err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection closed before an answer"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// Hooks observe what Response passes on; nil fields are skipped. They run
+// on the handler's goroutine and must not keep the slices they are given.
+type Hooks struct {
+	// Header is called with the status and headers the client gets, before
+	// any body byte.
+	Header func(status int, h http.Header)
+	// Chunk is called with each chunk of the body as it is written to the
+	// client (already scrubbed).
+	Chunk func(p []byte)
+}
+
+// Response writes resp to w as the engine decides: header values scrubbed, the
+// headers it names removed, and the body streamed through the scrubber,
+// each chunk flushed as it comes so a stream keeps its timing. It returns
+// the status the client got in *status before any byte is written. A body that breaks midway (or a gzip body
+// that does not read) resets the client's stream: a cut body is never
+// passed on as complete.
+func Response(e *filter.Engine, w http.ResponseWriter, target, method string, resp *http.Response, status *int, hooks *Hooks) {
+	if hooks == nil {
+		hooks = &Hooks{}
+	}
+	defer resp.Body.Close()
+	hop := hopHeaders(resp.Header)
+	var headers []filter.Header
+	keys := make([]string, 0, len(resp.Header))
+	for k := range resp.Header {
+		if !hop[strings.ToLower(k)] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range resp.Header[k] {
+			headers = append(headers, filter.Header{Name: k, Value: v})
+		}
+	}
+	if resp.ContentLength >= 0 && method != http.MethodHead {
+		headers = append(headers, filter.Header{Name: "Content-Length", Value: strconv.FormatInt(resp.ContentLength, 10)})
+	}
+	rd := e.DecideResponse(target, method, resp.StatusCode, headers)
+	if rd.Reply != nil {
+		*status = rd.Reply.Status
+		WriteReply(w, rd.Reply)
+		return
+	}
+	h := w.Header()
+	for _, hd := range headers {
+		h.Add(hd.Name, hd.Value)
+	}
+	for _, n := range rd.Remove {
+		h.Del(n)
+	}
+	set := map[string]bool{}
+	for _, hd := range rd.Set {
+		k := http.CanonicalHeaderKey(hd.Name)
+		if !set[k] {
+			h.Del(k)
+			set[k] = true
+		}
+		h.Add(k, hd.Value)
+	}
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = nil
+	}
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
+	if method == http.MethodHead && resp.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	*status = resp.StatusCode
+	if hooks.Header != nil {
+		hooks.Header(resp.StatusCode, h)
+	}
+	w.WriteHeader(resp.StatusCode)
+	if !rd.Body {
+		return
+	}
+	fl, _ := w.(http.Flusher)
+	body := e.NewBody(rd.Gzip)
+	defer body.Close()
+	buf := make([]byte, 32<<10)
+	var out []byte
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			var err error
+			out, err = body.Write(out[:0], buf[:n])
+			if err != nil {
+				panic(http.ErrAbortHandler)
+			}
+			if len(out) > 0 {
+				if _, err := w.Write(out); err != nil {
+					return // the client went away
+				}
+				if hooks.Chunk != nil {
+					hooks.Chunk(out)
+				}
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			panic(http.ErrAbortHandler)
+		}
+	}
+	out, err := body.Flush(out[:0])
+	if len(out) > 0 {
+		w.Write(out)
+		if hooks.Chunk != nil {
+			hooks.Chunk(out)
+		}
+	}
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	for k, vs := range resp.Trailer {
+		for _, v := range vs {
+			h.Add(http.TrailerPrefix+k, e.ScrubHeaderValue(v))
+		}
+	}
+}
+
+// DialReason is a dial error in words, without the resolver's internals.
+func DialReason(err error) string {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		if dnsErr.IsNotFound {
+			return "the name did not resolve"
+		}
+		return "the name could not be resolved"
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		return opErr.Op + ": " + opErr.Err.Error()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return err.Error()
+}
+
+// WriteReply writes a reply the Custodian makes itself, and no header
+// but its type.
+func WriteReply(w http.ResponseWriter, r *filter.Reply) {
+	h := w.Header()
+	for k := range h {
+		delete(h, k)
+	}
+	WriteReplyKeep(w, r)
+}
+
+// WriteReplyKeep writes a reply keeping the headers already set.
+func WriteReplyKeep(w http.ResponseWriter, r *filter.Reply) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h["Date"] = nil
+	w.WriteHeader(r.Status)
+	io.WriteString(w, r.Body)
+}
