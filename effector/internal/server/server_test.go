@@ -699,3 +699,22 @@ func TestUnsignedAnswerIsNoOutcome(t *testing.T) {
 		t.Fatalf("poll err %v", err)
 	}
 }
+
+// TestHeaderNameCaseFolded: a held value in a response header's name is
+// replaced whatever case the name arrived in.
+func TestHeaderNameCaseFolded(t *testing.T) {
+	r := newRig(t, rigOptions{upstream: func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("X-"+strings.ToUpper(secrets["OTHER"])+"-Echo", "1")
+		w.Header().Set("X-Plain", "2")
+	}})
+	r.start(t, "names", get(r.url("/")))
+	out := r.settled(t, "names")
+	if _, ok := out.Headers["x-[secret:OTHER]-echo"]; !ok || out.Headers["x-plain"][0] != "2" {
+		t.Fatalf("headers %v", out.Headers)
+	}
+	for n := range out.Headers {
+		if strings.Contains(strings.ToLower(n), secrets["OTHER"]) {
+			t.Errorf("a name holds the value: %q", n)
+		}
+	}
+}

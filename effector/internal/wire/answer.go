@@ -132,20 +132,12 @@ func (o *Outcome) MarshalJSON() ([]byte, error) {
 // MapStrings replaces every string of o (header names and values
 // included) by f of it. Header names that f makes equal are merged.
 func (o *Outcome) MapStrings(f func(string) string) {
-	if o.Headers != nil {
-		h := make(map[string][]string, len(o.Headers))
-		names := make([]string, 0, len(o.Headers))
-		for n := range o.Headers {
-			names = append(names, n)
+	o.MapHeaderNames(f)
+	for n, vs := range o.Headers {
+		for i, v := range vs {
+			vs[i] = f(v)
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			m := f(n)
-			for _, v := range o.Headers[n] {
-				h[m] = append(h[m], f(v))
-			}
-		}
-		o.Headers = h
+		o.Headers[n] = vs
 	}
 	if o.Body != nil {
 		b := f(*o.Body)
@@ -154,6 +146,25 @@ func (o *Outcome) MapStrings(f func(string) string) {
 	for _, s := range []*string{&o.Kind, &o.ContentType, &o.Reason, &o.Signal, &o.Stdout, &o.Stderr, &o.Commit, &o.Ref, &o.Stage} {
 		*s = f(*s)
 	}
+}
+
+// MapHeaderNames replaces every header name by f of it; the values of
+// names f makes equal are merged, in name order.
+func (o *Outcome) MapHeaderNames(f func(string) string) {
+	if o.Headers == nil {
+		return
+	}
+	names := make([]string, 0, len(o.Headers))
+	for n := range o.Headers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := make(map[string][]string, len(o.Headers))
+	for _, n := range names {
+		m := f(n)
+		h[m] = append(h[m], o.Headers[n]...)
+	}
+	o.Headers = h
 }
 
 // DecodeState reads a state answer strictly.
