@@ -206,10 +206,7 @@ type rig struct {
 
 func newRig(t testing.TB, h http.HandlerFunc) *rig {
 	t.Helper()
-	pki, err := efftest.NewPKI("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := efftest.NewPKI(t, "127.0.0.1")
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")

@@ -2,20 +2,16 @@ package config
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"flag"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"jr2.dev/boundary/internal/testpki"
 )
 
 var update = flag.Bool("update", false, "rewrite the want lines of testdata/refuse")
@@ -195,21 +191,14 @@ func TestFileRefusals(t *testing.T) {
 
 func TestCAFile(t *testing.T) {
 	f := newFixture(t)
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.write("ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	ca := testpki.NewCA(t, "test CA")
+	f.write("ca.pem", string(ca.CertPEM))
 	f.env[EnvCAFile] = filepath.Join(f.dir, "ca.pem")
 	c, err := f.load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _ := x509.ParseCertificate(der)
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: c.Roots}); err != nil {
+	if _, err := ca.Cert.Verify(x509.VerifyOptions{Roots: c.Roots}); err != nil {
 		t.Errorf("the CA file's certificate is not a root: %v", err)
 	}
 }

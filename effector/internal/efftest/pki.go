@@ -8,16 +8,11 @@
 package efftest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"time"
+	"testing"
+
+	"jr2.dev/boundary/internal/testpki"
 )
 
 // PKI is a CA and one server leaf it signed.
@@ -30,52 +25,10 @@ type PKI struct {
 	Server *tls.Config
 }
 
-// NewPKI makes a CA and a leaf for hosts (names or IP addresses), valid
-// for a day from an hour ago.
-func NewPKI(hosts ...string) (*PKI, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "jr2 effector test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: hosts[0]},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			leaf.IPAddresses = append(leaf.IPAddresses, ip)
-		} else {
-			leaf.DNSNames = append(leaf.DNSNames, h)
-		}
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &leafKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return &PKI{
-		CAPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		Pool:   pool,
-		Server: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}}},
-	}, nil
+// NewPKI makes a CA and a leaf for hosts (names or IP addresses).
+func NewPKI(t testing.TB, hosts ...string) *PKI {
+	t.Helper()
+	ca := testpki.NewCA(t, "jr2 effector test CA")
+	leaf := ca.Leaf(t, hosts...)
+	return &PKI{CAPEM: ca.CertPEM, Pool: ca.Pool(), Server: &tls.Config{Certificates: []tls.Certificate{leaf.TLS}}}
 }

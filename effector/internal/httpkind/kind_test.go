@@ -52,10 +52,7 @@ type env struct {
 // target is that upstream, with PLAIN, TOKEN and CTRL listed.
 func newEnv(t *testing.T, h http.HandlerFunc) *env {
 	t.Helper()
-	pki, err := efftest.NewPKI("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := efftest.NewPKI(t, "127.0.0.1")
 	e := &env{pki: pki, seen: &seen{}, work: t.TempDir()}
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) {

@@ -80,10 +80,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	if o.started.IsZero() {
 		o.started = time.Now()
 	}
-	pki, err := efftest.NewPKI("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := efftest.NewPKI(t, "127.0.0.1")
 	if o.upstream == nil {
 		o.upstream = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
