@@ -46,13 +46,21 @@ type automaton struct {
 const denseBudget = 1 << 20
 
 // build makes the automaton. A pattern equal to an earlier one is dropped:
-// the first secret in input order owns it.
-func build(pats []pattern) *automaton {
+// the first secret in input order owns it. With fold, ASCII letters match
+// without regard to case: an upper-case letter has its lower-case letter's
+// class, in the patterns and in the text alike.
+func build(pats []pattern, fold bool) *automaton {
 	a := &automaton{}
+	key := func(c int) int {
+		if fold && c >= 'A' && c <= 'Z' {
+			return c + 'a' - 'A'
+		}
+		return c
+	}
 	var used [256]bool
 	for _, p := range pats {
 		for _, c := range p.b {
-			used[c] = true
+			used[key(int(c))] = true
 		}
 	}
 	a.ncls = 1
@@ -62,11 +70,14 @@ func build(pats []pattern) *automaton {
 			a.ncls++
 		}
 	}
-	if a.ncls > 256 { // every byte used: class 0 is then a real byte
+	if a.ncls > 256 { // every byte used (never with fold): class 0 is then a real byte
 		a.ncls = 256
 		for c := 0; c < 256; c++ {
 			a.cls[c] = uint8(c)
 		}
+	}
+	for c := 0; c < 256; c++ {
+		a.cls[c] = a.cls[key(c)]
 	}
 
 	// The trie, as first-child / next-sibling lists.

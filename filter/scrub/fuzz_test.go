@@ -85,7 +85,7 @@ func cutsFrom(b []byte, n int) []int {
 
 // FuzzScrub: after scrubbing, no form of any secret remains, in any
 // chunking; scrubbing is idempotent; and the result is the reference
-// scrub's.
+// scrub's, exact and case-folded.
 func FuzzScrub(f *testing.F) {
 	f.Add([]byte("\x01\x10sk-live-0123456789"), []byte("\x00a\x01\x00\x00 \x02\x00\x03\x00\x01\x01"))
 	f.Add([]byte("\x02\x00aaaaaaaa\x04aaaaaaaaaaaa"), []byte("\x01\x00\x01\x01\x01\x00\x01\x03\x00x"))
@@ -115,6 +115,9 @@ func FuzzScrub(f *testing.F) {
 		}
 		if got := streamChunks(t, s, text, cutsFrom(program, len(text)), out); !bytes.Equal(got, out) {
 			t.Fatalf("stream of %q: %q, whole: %q", text, got, out)
+		}
+		if got, want := s.Folded().Bytes(text), oracleCase(secrets, forms, text, true); !bytes.Equal(got, want) {
+			t.Fatalf("Folded().Bytes(%q) = %q, the reference gives %q", text, got, want)
 		}
 	})
 }

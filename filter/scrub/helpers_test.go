@@ -75,11 +75,25 @@ func allForms(secrets []Secret) []ownedForm {
 // position, the longest form that starts there (the first secret's on a
 // tie) is replaced and skipped; otherwise the byte passes.
 func oracle(secrets []Secret, forms []ownedForm, text []byte) []byte {
+	return oracleCase(secrets, forms, text, false)
+}
+
+// oracleCase is oracle, comparing with ASCII case folded when fold is set.
+func oracleCase(secrets []Secret, forms []ownedForm, text []byte, fold bool) []byte {
+	cmp := text
+	if fold {
+		cmp = lowerASCII(text)
+		lowered := make([]ownedForm, len(forms))
+		for i, f := range forms {
+			lowered[i] = ownedForm{lowerASCII(f.b), f.owner}
+		}
+		forms = lowered
+	}
 	var out []byte
 	for i := 0; i < len(text); {
 		best := -1
 		for k, f := range forms {
-			if bytes.HasPrefix(text[i:], f.b) && (best < 0 || len(f.b) > len(forms[best].b)) {
+			if bytes.HasPrefix(cmp[i:], f.b) && (best < 0 || len(f.b) > len(forms[best].b)) {
 				best = k
 			}
 		}

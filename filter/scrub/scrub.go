@@ -1,88 +1,125 @@
 // Package scrub replaces every form of every held secret with
 // "[secret:<name>]", in whole strings and in streams cut at any byte.
 //
-// Invariant: no form of a held value (see Forms and
-// ../../../shared/spec/scrub.md) that is whole in the input leaves a
-// Scrubber or a Stream, in any chunking of the input, whole or in part; text
-// that holds no form comes out byte-identical. Nothing here logs, and no
-// error holds a value byte.
+// Invariant: in any chunking of the input, the output holds no form of a
+// held value (see Forms, and scrub.md in the shared spec) whole — a value
+// holding a bracket excepted, see "Labels and idempotence" — no byte of a
+// form that is replaced is emitted, and text that holds no form comes out
+// byte-identical. Nothing here logs, and no error holds a byte of a value.
 //
 // # Forms
 //
-// A Secret's Value and each of its Built strings are expanded by Forms into
-// patterns. For a string V, read as its bytes and, when V is not valid
-// UTF-8, also as the text a decoder makes of it (U+FFFD per invalid byte, as
-// Go does, and per maximal invalid subpart, as WHATWG and Python do), the
-// forms are:
+// A Secret's Value and each of its Built strings of at least MinLen bytes
+// are expanded by Forms into patterns. A string V is read as its bytes and,
+// when it is not valid UTF-8, also as the text a decoder makes of it
+// (U+FFFD for each invalid byte, as Go does, and for each maximal invalid
+// subpart, as WHATWG TextDecoder and Python do). The forms of each reading:
 //
 //   - V itself;
 //   - base64 in the standard and URL alphabets, padded and not, of V alone,
-//     and the three shifted forms in each alphabet: the characters that carry
-//     only V's bits when a server encodes a longer string with V at byte
-//     offset 0, 1 or 2 of a 3-byte group (see base64Forms for the
-//     arithmetic);
+//     and the three shifted forms in each alphabet: the characters that
+//     carry only V's bits when a server encodes a longer string with V at
+//     byte offset 0, 1 or 2 of a 3-byte group (base64Forms has the
+//     arithmetic; a character that mixes in a neighbour's bits is left out);
 //   - percent-encoding in each spelling of percentSpellings (RFC 3986
-//     unreserved only, Python quote, encodeURIComponent, encodeURI, a path
-//     segment's characters, Go's PathEscape, EscapedPath and QueryEscape, the
-//     WHATWG/Java form encoding, PHP urlencode, .NET UrlEncode), each in
-//     upper- and lower-case hex, and the same spellings of each base64 form
-//     (a base64 token in a url);
+//     unreserved only, Python quote, encodeURIComponent, encodeURI, an RFC
+//     3986 path segment, Go's PathEscape, EscapedPath and QueryEscape, the
+//     WHATWG and Java form encoding, PHP urlencode, .NET UrlEncode), each
+//     with upper- and lower-case hex, and the same spellings of each base64
+//     form (a base64 token carried in a url);
 //   - hex, lower and upper case;
 //   - the JSON string spellings of each of the above: "/" as "\/" or not,
-//     "<>&" as "\u003c"… or not, non-ASCII as "\uXXXX" (UTF-16 pairs) or raw,
-//     DEL as "\u007f" or raw, "\b" "\f" or "\u0008" "\u000c", "\n" "\r" "\t"
-//     or "\u000a"…, U+2028/U+2029 escaped or raw, "\u" hex in either case; a
-//     byte that is not UTF-8 as "\ufffd" (Go).
+//     "<" ">" "&" as "\u003c" "\u003e" "\u0026" or not, non-ASCII as "\uXXXX"
+//     (UTF-16, surrogate pairs beyond the BMP) or raw, DEL as "\u007f" or
+//     raw, "\b" "\f" or "\u0008" "\u000c", "\n" "\r" "\t" or "\u000a"
+//     "\u000d" "\u0009", U+2028 and U+2029 escaped or raw, "\u" hex in
+//     either case; a byte that is not UTF-8 as "\ufffd", as Go writes it.
 //
-// Not covered (the claim is about these forms only): a hash, a truncation or
-// a partial echo of a value, mixed-case hex in one percent string, base64
-// with line breaks, encodings not listed, nested encodings beyond the two
-// above, and a Built string shorter than MinLen (ignored).
+// Not covered: a hash, a truncation or a partial echo of a value; one
+// percent string mixing upper- and lower-case hex, or mixing spellings;
+// base64 with line breaks (MIME); any encoding, or nesting of encodings,
+// not listed above; and a Built string shorter than MinLen.
 //
 // # Matching
 //
-// All patterns of all secrets are compiled into one Aho–Corasick automaton
-// (see automaton). A scan replaces, left to right and without overlap, the
-// longest match at the leftmost position; each match becomes the label of
-// the secret whose form it is (the first secret in New's order when two
-// share a form). There is no cap on the number of matches.
+// The patterns of all secrets are compiled into one Aho–Corasick automaton
+// (see automaton for its layout: byte classes, dense rows for the shallow
+// states, sorted edges and failure links for the rest). The scan replaces,
+// left to right and without overlap, the longest match at the leftmost
+// position, with the label of the secret whose form it is (the first
+// secret in New's order when two share a form). There is no cap on the
+// number of matches.
 //
-// When two forms overlap in the input, the one at the leftmost start (the
-// longest there) is replaced and scanning resumes after it: what is left of
-// the other is no longer whole. In real bodies forms of distinct values do
-// not overlap; the residual is stated, not hidden.
+// The scan keeps a candidate: the best complete match so far. At each byte
+// the longest pattern ending there is, of the patterns ending there, the
+// one that starts earliest; it takes the candidate's place when it starts
+// before it, or at the same place (it is then longer). Every match that is
+// not yet complete starts within the last hold[s] bytes, the longest
+// suffix of the text read that is a proper prefix of a pattern; so once
+// that suffix starts after the candidate's start, nothing can start at or
+// before it any more, and the candidate is replaced. The scan then starts
+// again from the root right after the replaced bytes.
+//
+// When two forms overlap in the input, the one with the leftmost start
+// (the longest there) is replaced, and the scan resumes after it: the rest
+// of the other is left as it is, no longer a whole form. Forms of distinct
+// values do not overlap in a real body; the residual is stated here rather
+// than hidden (TestOverlapsResolveLongestLeftmost pins it).
 //
 // # Streaming
 //
-// A Stream keeps the scan's state between writes. After each Write it has
-// emitted every byte that no continuation of the input can make part of a
-// match, and holds back exactly the tail that is still a proper prefix of
-// some form (starting where the earliest match that could still complete
-// would start). A complete match found there is held too while a longer
-// form at the same start, or an earlier-starting one, could still complete.
-// The held tail is never longer than the longest form less one byte. The
-// output of any chunking, concatenated, equals Bytes of the whole input, so
-// no output ever holds part of a form that is later replaced.
+// A Stream keeps the automaton state and the candidate between writes.
+// After each Write it has emitted every byte that no continuation of the
+// input can make part of a match, and holds exactly the rest: the longest
+// tail, after the last replacement, that is a proper prefix of some form.
+// A complete match inside that tail is held as well, while a longer form
+// at the same start, or one starting earlier, could still complete. The
+// held tail is never longer than Longest()-1 bytes and is never a fixed
+// window: a server-sent event whose tail cannot begin a form comes out of
+// the Write that brought it. Concatenated, the output of any chunking
+// equals Bytes of the whole input.
 //
 // # Bounds
 //
-// Scrub first, then cut: Bound scrubs a whole buffer and cuts the result,
-// so a form that straddles the cut was replaced before it. A body whose
-// producer stopped early (a read limit reached) ends with Stream.Discard,
-// which drops the held tail: the stop may have split a form there. What a
-// cut cannot undo is a partial form that was already partial in the input.
+// Scrub first, then cut. Bound scrubs a whole buffer, then cuts the result
+// (never inside a label or a UTF-8 sequence), so a form that straddles the
+// cut was replaced whole before it. A body whose producer was stopped early
+// (a read limit) ends with Stream.Discard rather than Flush: the held tail
+// may be the first bytes of a form the stop split, and is dropped. What a
+// cut cannot make whole is a form that was already partial in the input:
+// that is a partial echo, not covered.
 //
-// # Labels
+// # Labels and idempotence
 //
 // A label is "[secret:" + name + "]". New refuses a name whose label holds
-// a form of any held value. Forms that hold "[" or "]" (V itself and its
-// JSON spellings, when V holds a bracket) could be completed by a label
-// next to them; for values without brackets the output holds no form at
-// all, so scrubbing is idempotent.
+// a form of a held value (in any letter case), since each replacement
+// would write it again. A form that overlaps a label in the output must
+// hold the label's "[" or "]", so when no form holds a bracket (no value
+// holds one: only V itself and its JSON spellings keep brackets) the
+// output holds no form at all and Bytes(Bytes(x)) == Bytes(x). A value
+// that holds a bracket can be completed by a label beside a partial echo
+// of it: "pass[" next to another secret's replaced form gives "pass" +
+// "[secret:…]". That output holds the form, assembled; not claimed.
+//
+// # Case
+//
+// Matching is exact. Folded gives a twin Scrubber that matches ASCII
+// letters in any case, for text whose case was rewritten on its way (an
+// HTTP header name).
+//
+// # Cost
+//
+// Scanning is one table lookup per byte while no pattern ends, whatever
+// the number of secrets (bench_test.go measures it). Memory grows with the
+// total length of the forms: about 17 bytes per automaton state plus at most
+// 4 MiB of dense rows; 64 token-sized secrets with what an Effector builds
+// from them take about 6 MiB.
 package scrub
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -105,9 +142,17 @@ type Secret struct {
 type Scrubber struct {
 	names   []string
 	labels  [][]byte
+	pats    []pattern
 	a       *automaton
 	forms   int // distinct patterns
 	longest int // longest pattern
+	fold    *folded
+}
+
+// folded is the case-folded twin of a Scrubber, built on first use.
+type folded struct {
+	once sync.Once
+	s    *Scrubber
 }
 
 // New builds a Scrubber over every form of every secret. A Value shorter
@@ -133,19 +178,82 @@ func New(secrets []Secret) (*Scrubber, error) {
 		s.names = append(s.names, sec.Name)
 		s.labels = append(s.labels, []byte("[secret:"+sec.Name+"]"))
 	}
-	s.a = build(pats)
-	s.forms = s.a.patterns
+	short := shortForms(pats, s.labels)
 	for i, l := range s.labels {
-		var spans []int
-		c := newCursor()
-		s.a.scan(nil, nil, l, &c, true, s.labels, &spans)
-		if len(spans) > 0 {
+		if labelHoldsForm(l, short) {
 			// The label is the name, and the name may be the value: name
 			// the secret by its place only.
 			return nil, fmt.Errorf("secrets[%d]: its label would hold a form of a held value; give the secret another name", i)
 		}
 	}
+	s.pats = pats
+	s.a = build(pats, false)
+	s.forms = s.a.patterns
+	s.fold = &folded{}
 	return s, nil
+}
+
+// shortForms are the patterns no longer than the longest label, in lower
+// case: the only ones a label could hold.
+func shortForms(pats []pattern, labels [][]byte) [][]byte {
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len(l))
+	}
+	var out [][]byte
+	for _, p := range pats {
+		if len(p.b) <= longest {
+			out = append(out, lowerASCII(p.b))
+		}
+	}
+	return out
+}
+
+// labelHoldsForm reports whether label holds one of the lower-cased forms,
+// with ASCII case folded (so that it holds for Folded too). A replacement
+// must never write what it replaces.
+func labelHoldsForm(label []byte, lowered [][]byte) bool {
+	l := lowerASCII(label)
+	for _, f := range lowered {
+		if bytes.Contains(l, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII is b with ASCII letters in lower case, in a new slice: the
+// folding Folded matches with (bytes.ToLower also folds non-ASCII and
+// rewrites invalid UTF-8).
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// Folded returns a Scrubber with the same forms and labels that matches
+// ASCII letters without regard to case, for text that was case-folded on
+// its way (an HTTP header name: Go and HTTP/2 rewrite its case, so an echoed
+// value in a name would escape an exact match). It matches more than the
+// forms (any casing of each), which is its purpose. Built on first use, then
+// shared; safe for concurrent use. Folded of a nil Scrubber is nil.
+func (s *Scrubber) Folded() *Scrubber {
+	if s == nil {
+		return nil
+	}
+	if s.fold == nil { // already the folded one
+		return s
+	}
+	s.fold.once.Do(func() {
+		a := build(s.pats, true)
+		s.fold.s = &Scrubber{names: s.names, labels: s.labels, pats: s.pats, a: a, forms: a.patterns, longest: s.longest}
+	})
+	return s.fold.s
 }
 
 func checkName(name string) error {
@@ -270,7 +378,8 @@ func (s *Scrubber) NewStream() *Stream { return &Stream{s: s, c: newCursor()} }
 
 // Write appends to dst the scrubbed bytes of p that can be passed on now and
 // returns the extended slice. It holds back only a tail that is a proper
-// prefix of some form. p is not retained.
+// prefix of some form. p is not retained; dst must not overlap p (a label
+// can be longer than the form it replaces).
 func (st *Stream) Write(dst, p []byte) []byte {
 	if st.s == nil || len(st.s.labels) == 0 {
 		return append(dst, p...)

@@ -178,6 +178,8 @@ func TestNewRefuses(t *testing.T) {
 		{"space in name", []Secret{{Name: "a b", Value: []byte(sentinel)}}, `secrets[0]: name "a b": byte 1`},
 		{"label holds a value", []Secret{{Name: "x", Value: []byte("secret:leaky")}, {Name: "leaky", Value: []byte(sentinel)}},
 			"secrets[1]: its label would hold a form of a held value; give the secret another name"},
+		{"label holds a value in another case", []Secret{{Name: "LEAKY", Value: []byte("secret:leaky")}},
+			"secrets[0]: its label would hold a form of a held value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := New(c.secrets)
@@ -352,4 +354,74 @@ func TestConcurrentUse(t *testing.T) {
 		}(uint64(g))
 	}
 	wg.Wait()
+}
+
+// TestBracketValueCanMeetALabel pins the one case the package doc leaves
+// outside the claim: a value that holds a bracket, echoed in part right
+// before another secret's form, is completed by that form's label.
+func TestBracketValueCanMeetALabel(t *testing.T) {
+	s := mustNew(t, []Secret{{Name: "a", Value: []byte("hunter2pass[")}, {Name: "b", Value: []byte("0123456789")}})
+	out := s.String("hunter2pass0123456789")
+	if out != "hunter2pass[secret:b]" {
+		t.Fatalf("got %q", out)
+	}
+	if again := s.String(out); again == out {
+		t.Fatal("the assembled form was not found again; the doc's example no longer holds")
+	}
+}
+
+func TestFolded(t *testing.T) {
+	secrets, s, forms, r := rig(t, 13)
+	f := s.Folded()
+	if f != s.Folded() || f.Folded() != f {
+		t.Fatal("Folded is not built once and shared")
+	}
+	if f.Len() == 0 || f.Len() > s.Len() || f.Longest() != s.Longest() || strings.Join(f.Names(), ",") != strings.Join(s.Names(), ",") {
+		t.Fatalf("Folded: Len %d (exact %d), Longest %d", f.Len(), s.Len(), f.Longest())
+	}
+	// A header name as Go canonicalizes it.
+	name := "X-" + strings.ToUpper(string(valTok[:1])) + strings.ToLower(string(valTok[1:]))
+	if got := f.String(name); got != "X-[secret:tok]" {
+		t.Errorf("Folded().String(%q) = %q", name, got)
+	}
+	if got := s.String(name); got != name {
+		t.Errorf("exact String(%q) = %q: matching is meant to be exact", name, got)
+	}
+	for trial := 0; trial < 200; trial++ {
+		text := randomText(r, forms, 300)
+		for i := range text {
+			if r.IntN(3) == 0 && text[i] >= 'a' && text[i] <= 'z' {
+				text[i] -= 'a' - 'A'
+			}
+		}
+		want := oracleCase(secrets, forms, text, true)
+		if got := f.Bytes(text); !bytes.Equal(got, want) {
+			t.Fatalf("Folded().Bytes(%q)\n got %q\nwant %q", text, got, want)
+		}
+		if got := streamChunks(t, f, text, randomCuts(r, len(text), 5), want); !bytes.Equal(got, want) {
+			t.Fatalf("folded stream: %q, want %q", got, want)
+		}
+	}
+	if (*Scrubber)(nil).Folded() != nil {
+		t.Error("Folded of nil is not nil")
+	}
+}
+
+func TestFoldedConcurrentFirstUse(t *testing.T) {
+	s := mustNew(t, fixture())
+	var wg sync.WaitGroup
+	got := make([]*Scrubber, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = s.Folded()
+		}()
+	}
+	wg.Wait()
+	for _, f := range got {
+		if f != got[0] || f == nil {
+			t.Fatal("concurrent first use built more than one folded Scrubber")
+		}
+	}
 }
