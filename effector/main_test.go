@@ -51,24 +51,6 @@ const sentinel = `S3nt/in+el=&?<>"\ é-process~`
 
 var placementKey = bytes.Repeat([]byte{0x3c}, 32)
 
-// syncBuf collects a process's output.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // site is one Effector's files: key, secrets, effector.json, CA.
 type site struct {
 	dir string
@@ -106,8 +88,8 @@ type proc struct {
 	cmd    *exec.Cmd
 	addr   string
 	name   string
-	stdout *syncBuf
-	stderr *syncBuf
+	stdout *efftest.Buffer
+	stderr *efftest.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -137,7 +119,7 @@ func (s *site) run(t testing.TB, extra map[string]string) *proc {
 	for k, v := range merged {
 		env = append(env, k+"="+v)
 	}
-	p := &proc{cmd: exec.Command(binary), stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{}),
+	p := &proc{cmd: exec.Command(binary), stdout: &efftest.Buffer{}, stderr: &efftest.Buffer{}, done: make(chan struct{}),
 		addr: net.JoinHostPort("127.0.0.1", merged["JR2_EFFECTOR_PORT"]), name: merged["POD_NAME"]}
 	p.cmd.Env = env
 	pr, pw := io.Pipe()

@@ -32,31 +32,11 @@ var secrets = map[string]string{"SENTINEL": sentinel, "OTHER": "other-held-value
 
 var testKey = bytes.Repeat([]byte{0x5a}, 32)
 
-// logBuf is a log sink safe for the server's goroutines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) count(sub string) int { return strings.Count(l.String(), sub) }
-
 type rig struct {
 	srv    *Server
 	http   *httptest.Server
 	addr   string
-	log    *logBuf
+	log    *efftest.Buffer
 	up     *efftest.Upstream
 	c      *client.Client
 	pki    *efftest.PKI
@@ -87,7 +67,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 			io.WriteString(w, `{"ok":true}`)
 		}
 	}
-	r := &rig{log: &logBuf{}, pki: pki}
+	r := &rig{log: &efftest.Buffer{}, pki: pki}
 	r.up = efftest.StartTLS(t, pki, o.upstream)
 	r.upHits = r.up.Hits
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -242,7 +222,7 @@ func TestUnsigned401(t *testing.T) {
 			}
 		})
 	}
-	if r.upHits() != hits || r.log.count("action=start") != 1 || r.log.count("stop-kept") != 0 {
+	if r.upHits() != hits || r.log.Count("action=start") != 1 || r.log.Count("stop-kept") != 0 {
 		t.Errorf("a refused request acted: hits %d→%d, log:\n%s", hits, r.upHits(), r.log)
 	}
 }
@@ -281,8 +261,8 @@ func TestStartPollAttach(t *testing.T) {
 	if again.Status != 200 || again.State.State != wire.StateSettled || *again.State.Outcome.Body != *out.Body {
 		t.Fatalf("attach answered %d %+v", again.Status, again.State)
 	}
-	if r.upHits() != 1 || r.log.count("action=start effect=e-1 kind=http method=GET host=127.0.0.1") != 1 ||
-		r.log.count("action=settle effect=e-1 outcome=response status=200") != 1 {
+	if r.upHits() != 1 || r.log.Count("action=start effect=e-1 kind=http method=GET host=127.0.0.1") != 1 ||
+		r.log.Count("action=settle effect=e-1 outcome=response status=200") != 1 {
 		t.Fatalf("hits %d, log:\n%s", r.upHits(), r.log)
 	}
 }
@@ -324,7 +304,7 @@ func TestMalformedStartsNothing(t *testing.T) {
 			}
 		})
 	}
-	if r.upHits() != 0 || r.log.count("action=start") != 0 {
+	if r.upHits() != 0 || r.log.Count("action=start") != 0 {
 		t.Errorf("hits %d, log:\n%s", r.upHits(), r.log)
 	}
 }
@@ -337,7 +317,7 @@ func TestRefusedSettlesAndSendsNothing(t *testing.T) {
 		if out := r.settled(t, id); out.Kind != wire.OutcomeRefused {
 			t.Errorf("%s settled %+v", id, out)
 		}
-		if r.log.count("action=settle effect="+id+" outcome=refused\n") != 1 {
+		if r.log.Count("action=settle effect="+id+" outcome=refused\n") != 1 {
 			t.Errorf("no settle line for %s:\n%s", id, r.log)
 		}
 	}
@@ -391,7 +371,7 @@ func TestKeptStop(t *testing.T) {
 	if err != nil || a.Status != 404 || a.State.State != wire.StateUnknown {
 		t.Fatalf("stop: %v %+v", err, a)
 	}
-	if r.log.count("action=stop-kept effect=early\n") != 1 {
+	if r.log.Count("action=stop-kept effect=early\n") != 1 {
 		t.Fatalf("log:\n%s", r.log)
 	}
 	if s := r.start(t, "early", get(r.url("/"))); s.Status != 202 {
@@ -436,7 +416,7 @@ func TestStopHookAndDidNotRun(t *testing.T) {
 	if err != nil || a.Status != 200 || a.State.State != wire.StateSettled || a.State.Outcome.Signal != "SIGTERM" {
 		t.Fatalf("stop answered %v %+v", err, a)
 	}
-	if r.log.count("action=stop effect=c1\n") != 1 {
+	if r.log.Count("action=stop effect=c1\n") != 1 {
 		t.Errorf("log:\n%s", r.log)
 	}
 	// A stop kept before a command's start: it does not run.
@@ -507,7 +487,7 @@ func TestOutcomeExpires(t *testing.T) {
 			t.Fatalf("%s after expiry: %v %+v", id, err, a)
 		}
 	}
-	if r.log.count("action=drop effect=unread reason=unread\n") != 1 || r.log.count("action=drop effect=read ") != 0 {
+	if r.log.Count("action=drop effect=unread reason=unread\n") != 1 || r.log.Count("action=drop effect=read ") != 0 {
 		t.Errorf("log:\n%s", r.log)
 	}
 }
@@ -539,7 +519,7 @@ func TestDrain(t *testing.T) {
 	if n := <-ended; n != 0 {
 		t.Errorf("drain ended waiting for %d", n)
 	}
-	if r.log.count("action=drain\n") != 1 || r.log.count("action=drain-ended waiting=0\n") != 1 || r.log.count("action=start effect=new") != 0 {
+	if r.log.Count("action=drain\n") != 1 || r.log.Count("action=drain-ended waiting=0\n") != 1 || r.log.Count("action=start effect=new") != 0 {
 		t.Errorf("log:\n%s", r.log)
 	}
 }
@@ -558,7 +538,7 @@ func TestDrainTimeSpent(t *testing.T) {
 	if n := r.srv.WaitDrained(ctx); n != 1 {
 		t.Errorf("waiting %d", n)
 	}
-	if r.log.count("action=drain-ended waiting=1\n") != 1 || r.log.count("action=drop effect=u1 reason=unread\n") != 1 {
+	if r.log.Count("action=drain-ended waiting=1\n") != 1 || r.log.Count("action=drop effect=u1 reason=unread\n") != 1 {
 		t.Errorf("log:\n%s", r.log)
 	}
 }
