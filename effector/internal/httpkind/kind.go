@@ -26,7 +26,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -206,33 +205,12 @@ func (k *Kind) fence(u *url.URL, h *wire.HTTP) string {
 	if !ok {
 		return key + " is not a target of this Effector; effector.json lists the targets it may call"
 	}
-	named := map[string]bool{}
-	for _, n := range h.URL.Secrets() {
-		named[n] = true
-	}
-	for _, v := range h.Headers {
-		for _, n := range v.Secrets() {
-			named[n] = true
-		}
-	}
-	if h.Auth != nil {
-		named[h.Auth.Secret] = true
-	}
-	for _, n := range sortedNames(named) {
+	for _, n := range h.Secrets() {
 		if !sj.Contains(t.Secrets, n) {
 			return fmt.Sprintf("secret %s may not be sent to %s; effector.json lists the secrets of each target", n, key)
 		}
 	}
 	return ""
-}
-
-func sortedNames(set map[string]bool) []string {
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // send performs the request and reads the answer.

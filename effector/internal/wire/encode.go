@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 )
 
 // Marshal encodes v as the wire writes JSON: compact, '<', '>' and '&' as
@@ -131,14 +130,4 @@ func (c *Command) MarshalJSON() ([]byte, error) {
 	}
 	f = append(f, field{"dir", opt(c.Dir)}, field{"pin", opt(c.Pin)}, field{"maxOutputBytes", opt(c.MaxOutputBytes)})
 	return f.MarshalJSON()
-}
-
-// sortedKeys lists m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

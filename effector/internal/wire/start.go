@@ -510,30 +510,48 @@ func decodeCommand(path string, raw json.RawMessage) (*Command, error) {
 
 // Secrets lists every secret name the start names, each once, sorted.
 func (s *Start) Secrets() []string {
+	if s.HTTP != nil {
+		return s.HTTP.Secrets()
+	}
+	if s.Command != nil {
+		var vs []Value
+		for _, v := range s.Command.Env {
+			vs = append(vs, v)
+		}
+		return names(vs, "")
+	}
+	return nil
+}
+
+// Secrets lists every secret name the http effect names — in its url, its
+// headers and its auth — each once, sorted.
+func (h *HTTP) Secrets() []string {
+	vs := []Value{h.URL}
+	for _, v := range h.Headers {
+		vs = append(vs, v)
+	}
+	auth := ""
+	if h.Auth != nil {
+		auth = h.Auth.Secret
+	}
+	return names(vs, auth)
+}
+
+// names is the sorted set of the secrets the values name, and extra.
+func names(vs []Value, extra string) []string {
 	set := map[string]bool{}
-	add := func(v Value) {
+	if extra != "" {
+		set[extra] = true
+	}
+	for _, v := range vs {
 		for _, n := range v.Secrets() {
 			set[n] = true
 		}
 	}
-	if h := s.HTTP; h != nil {
-		add(h.URL)
-		for _, v := range h.Headers {
-			add(v)
-		}
-		if h.Auth != nil {
-			set[h.Auth.Secret] = true
-		}
-	}
-	if c := s.Command; c != nil {
-		for _, v := range c.Env {
-			add(v)
-		}
-	}
-	names := make([]string, 0, len(set))
+	out := make([]string, 0, len(set))
 	for n := range set {
-		names = append(names, n)
+		out = append(out, n)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(out)
+	return out
 }
