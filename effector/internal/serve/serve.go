@@ -48,8 +48,8 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 		return exit("config", err)
 	}
 	_, probe := commandkind.Probe()
-	if cfg.Commands && probe != nil {
-		return exit("landlock", errors.New(commandkind.Unavailable(cfg.Node, probe)))
+	if err := landlockGate(cfg.Commands, cfg.Node, probe); err != nil {
+		return exit("landlock", err)
 	}
 	srv, err := server.New(server.Options{
 		Replica: cfg.Replica,
@@ -102,6 +102,17 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(shut)
 	return 0
+}
+
+// landlockGate refuses the start of an Effector whose effector.json holds a
+// credentialed command on a node whose Landlock probe failed: it must not
+// become ready (ADR-0068). Without commands, the probe's failure only makes
+// a command start answer 400 with the same reason.
+func landlockGate(commands bool, node string, probe error) error {
+	if commands && probe != nil {
+		return errors.New(commandkind.Unavailable(node, probe))
+	}
+	return nil
 }
 
 // Kinds wires the kinds this build runs.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"errors"
 	"encoding/hex"
 	"testing"
 
@@ -31,5 +32,20 @@ func TestKinds(t *testing.T) {
 	}
 	if _, err := kinds[wire.KindCommand].Prepare("c", &wire.Start{Kind: wire.KindCommand, Command: &wire.Command{Argv: []string{"true"}}}); err == nil {
 		t.Error("a command was prepared")
+	}
+}
+
+func TestLandlockGate(t *testing.T) {
+	enosys := errors.New("ENOSYS")
+	if err := landlockGate(true, "node-a", enosys); err == nil || err.Error() != "landlock: unavailable on node node-a (ENOSYS)" {
+		t.Errorf("commands on a node without Landlock: %v", err)
+	}
+	for _, c := range []struct {
+		commands bool
+		probe    error
+	}{{false, enosys}, {true, nil}, {false, nil}} {
+		if err := landlockGate(c.commands, "node-a", c.probe); err != nil {
+			t.Errorf("commands %v probe %v: %v", c.commands, c.probe, err)
+		}
 	}
 }
