@@ -2,8 +2,8 @@ package serve
 
 import (
 	"bytes"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"jr2.dev/boundary/effector/internal/config"
