@@ -1,6 +1,7 @@
 package httpkind
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -103,15 +104,31 @@ func readBody(r io.Reader, head []byte, text bool, max int64, sc *scrub.Scrubber
 		body = st.Flush(body)
 	}
 	if int64(len(body)) > max {
-		return cutRunes(body, max), size, true, nil
+		return cutText(body, max), size, true, nil
 	}
 	return body, size, false, nil
 }
 
-// cutRunes cuts b to at most max bytes, back to the start of a rune so the
-// text stays valid UTF-8 where it was.
-func cutRunes(b []byte, max int64) []byte {
-	b = b[:max]
+// cutText cuts b to at most max bytes, before a scrubber's label the cut
+// would split, and back to the start of a rune so the text stays valid
+// UTF-8 where it was.
+func cutText(b []byte, max int64) []byte {
+	cut := int(min(max, int64(len(b))))
+	label := []byte("[secret:")
+	for i := 0; ; {
+		j := bytes.Index(b[i:], label)
+		if j < 0 || i+j >= cut {
+			break
+		}
+		start := i + j
+		end := bytes.IndexByte(b[start:], ']')
+		if end < 0 || start+end >= cut {
+			cut = start
+			break
+		}
+		i = start + end + 1
+	}
+	b = b[:cut]
 	for i := 0; i < utf8.UTFMax && i < len(b); i++ {
 		j := len(b) - 1 - i
 		if utf8.RuneStart(b[j]) {

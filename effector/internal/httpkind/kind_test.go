@@ -418,6 +418,9 @@ func TestScrubThenTruncate(t *testing.T) {
 			t.Fatalf("max %d: outcome size %d truncated %v body %q", max, out.Size, out.Truncated, *out.Body)
 		}
 		want := (strings.Repeat("x", 10) + "[secret:PLAIN]" + strings.Repeat("y", 40))[:max]
+		if max < 24 {
+			want = strings.Repeat("x", 10) // the cut goes before a label it would split
+		}
 		if *out.Body != want {
 			t.Errorf("max %d: body %q, want %q", max, *out.Body, want)
 		}
@@ -445,16 +448,16 @@ func TestReadBodySplits(t *testing.T) {
 	}
 }
 
-func TestCutRunes(t *testing.T) {
+func TestCutText(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		max  int64
 		want string
 	}{
-		{"aü", 2, "a"}, {"aü", 3, "aü"}, {"a€", 3, "a"}, {"a€b", 4, "a€"}, {"a😀", 4, "a"}, {"a😀", 5, "a😀"}, {"abc", 2, "ab"},
+		{"aü", 2, "a"}, {"aü", 3, "aü"}, {"ab[secret:X]", 6, "ab"}, {"ab[secret:X]", 12, "ab[secret:X]"}, {"[secret:X] [s", 13, "[secret:X] [s"}, {"a€", 3, "a"}, {"a€b", 4, "a€"}, {"a😀", 4, "a"}, {"a😀", 5, "a😀"}, {"abc", 2, "ab"},
 	} {
-		if got := string(cutRunes([]byte(c.in), c.max)); got != c.want {
-			t.Errorf("cutRunes(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		if got := string(cutText([]byte(c.in), c.max)); got != c.want {
+			t.Errorf("cutText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
 	}
 }

@@ -81,10 +81,7 @@ type entry struct {
 	kind string
 	plan *effect.Plan
 	sc   *scrub.Scrubber
-	// folded is every held value and built string in lower case, for
-	// header names, which reach the Effector case-folded.
-	folded []folded
-	done   chan struct{} // closed once outcome is set
+	done chan struct{} // closed once outcome is set
 
 	// Guarded by Server.mu.
 	outcome   *wire.Outcome
@@ -265,7 +262,7 @@ func (s *Server) start(id string, body []byte) answer {
 	if err != nil {
 		return s.fail(http.StatusInternalServerError, "internal: the effect's scrubber could not be built")
 	}
-	e := &entry{id: id, kind: st.Kind, plan: plan, sc: sc, folded: s.foldedFor(plan.Built), done: make(chan struct{})}
+	e := &entry{id: id, kind: st.Kind, plan: plan, sc: sc, done: make(chan struct{})}
 
 	s.mu.Lock()
 	if held := s.effects[id]; held != nil {
@@ -321,45 +318,11 @@ func (s *Server) run(e *entry) {
 	s.settle(e, out)
 }
 
-// folded is one value, lower-cased, and the label it is replaced by.
-type folded struct {
-	lower, label string
-}
-
-// foldedFor lists every held value and every built string, lower-cased.
-func (s *Server) foldedFor(built map[string][][]byte) []folded {
-	var f []folded
-	add := func(label string, v []byte) {
-		if len(v) >= scrub.MinLen {
-			f = append(f, folded{lower: strings.ToLower(string(v)), label: "[secret:" + label + "]"})
-		}
-	}
-	for _, h := range s.o.Held {
-		add(h.Name, h.Value)
-		for _, b := range built[h.Name] {
-			add(h.Name, b)
-		}
-	}
-	return f
-}
-
-// foldName replaces, case-folded, each held value or built string found in
-// a header name: a name reaches the Effector in lower case (HTTP/2) or
-// canonicalized (HTTP/1), never in the value's own case.
-func foldName(e *entry, name string) string {
-	lower := strings.ToLower(name)
-	for _, f := range e.folded {
-		if strings.Contains(lower, f.lower) {
-			lower = strings.ReplaceAll(lower, f.lower, f.label)
-			name = lower
-		}
-	}
-	return name
-}
-
 // settle stores e's outcome, scrubbed, once.
 func (s *Server) settle(e *entry, out wire.Outcome) {
-	out.MapHeaderNames(func(n string) string { return foldName(e, n) })
+	// A header name reaches the Effector canonicalized (HTTP/1) or lower
+	// case (HTTP/2), never in a value's own case: match it with case folded.
+	out.MapHeaderNames(e.sc.Folded().String)
 	out.MapStrings(e.sc.String)
 	s.mu.Lock()
 	if e.outcome != nil {
