@@ -1,0 +1,232 @@
+// Package bootstrap builds a pod's whole Envoy configuration (envoy.json)
+// from go-control-plane types: static listeners and clusters, no admin
+// listener, no dynamic resources, so nothing in the pod can change or read
+// back the configuration.
+//
+// # What it holds
+//
+//   - control 127.0.0.1:8081: four routes to the Orchestrator cluster, every
+//     other request 404; HTTP filters golang (our plugin) → RBAC (the mark)
+//     → router.
+//   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to its
+//     internal listener; any other target is tunneled through the dynamic
+//     forward proxy. HTTP filters golang → RBAC (the mark) → dynamic forward
+//     proxy (saves the address it resolved) → RBAC (the dial guard, ranges
+//     from dialguard.Ranges) → router.
+//   - one internal listener per bound target: TLS with the target's leaf
+//     (ALPN http/1.1); golang → RBAC (the mark) → gzip decompressor
+//     (responses only) → router to the target, verified against
+//     ca/upstream.crt and the target's name.
+//   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
+//     5 s idle, outside the global connection limit.
+//
+// # Fail closed
+//
+// A plugin that fails to load, or a plugin_name no plugin registered, lets a
+// request through the golang filter untouched (envoyproxy/envoy#29332). So
+// every listener that runs the filter runs an RBAC filter after it that
+// allows only requests carrying the filter's mark (pluginconf.MarkKey in
+// dynamic metadata namespace pluginconf.MetadataNamespace), which a client
+// cannot set.
+//
+// Invariant: every typed config is checked with ValidateAll before it is
+// packed into an Any, every Any is packed with deterministic marshalling,
+// and the whole bootstrap is checked again before Marshal renders it; the
+// same Input always renders the same bytes. Nothing here sees a value: the
+// engine config carries names, stand-ins' names and bindings only.
+//
+// Not verified here: everything Envoy does at run time with this config —
+// there is no Envoy binary in this build (envoy/README.md lists it).
+package bootstrap
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"strconv"
+	"time"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	internallistenerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"jr2.dev/boundary/filter"
+)
+
+// Input is what a pod's bootstrap is built from.
+type Input struct {
+	// Config is the engine config (custodian.json), already checked.
+	Config *filter.Config
+	// ConfigJSON is custodian.json's bytes: the golang filter's plugin
+	// config. It is compacted before it is embedded.
+	ConfigJSON []byte
+	// Plugin is the path of the Go filter's shared object in the Custodian
+	// container.
+	Plugin string
+	// MountDir is the absolute path where the rendered directory is
+	// mounted in the Custodian container: leaves and ca/upstream.crt are
+	// read from under it.
+	MountDir string
+}
+
+// Names in the bootstrap that tests, the adapter and operators read.
+const (
+	ListenerControl = "control"
+	ListenerEgress  = "egress"
+	ListenerHealth  = "health"
+
+	ClusterOrchestrator = "orchestrator"
+	ClusterTunnel       = "tunnel"
+
+	// RouteTunnel is the egress route that tunnels an unbound target; the
+	// access log's tunnel line is keyed on it.
+	RouteTunnel = "tunnel"
+
+	// UpstreamCAFile is the trust file the Custodian verifies bound targets
+	// against, relative to the rendered directory.
+	UpstreamCAFile = "ca/upstream.crt"
+
+	// Filter names. The golang filter's name keys its per-route config.
+	FilterGolang        = "envoy.filters.http.golang"
+	FilterMark          = "jr2.rbac.mark"
+	FilterGuard         = "jr2.rbac.guard"
+	FilterDFP           = "envoy.filters.http.dynamic_forward_proxy"
+	FilterDecompressor  = "envoy.filters.http.decompressor"
+	FilterRouter        = "envoy.filters.http.router"
+	FilterHCM           = "envoy.filters.network.http_connection_manager"
+	FilterConnLimit     = "envoy.filters.network.connection_limit"
+	ExtInternalListener = "envoy.bootstrap.internal_listener"
+)
+
+// InterceptListener names the internal listener (and the egress cluster
+// that reaches it) of a bound target.
+func InterceptListener(target string) string { return "intercept|" + target }
+
+// UpstreamCluster names the cluster that reaches a bound target itself.
+func UpstreamCluster(target string) string { return "upstream|" + target }
+
+// Timeouts (ADR-0059).
+const (
+	streamIdle     = time.Hour        // an idle stream or connection of the agent's
+	healthIdle     = 5 * time.Second  // a health connection idle this long is closed
+	healthMaxConns = 16               // health connections at most
+	connectTimeout = 10 * time.Second // to a target, the Orchestrator, a tunnel's far end
+)
+
+// Build renders the bootstrap for in. Every error names what was wrong.
+func Build(in Input) (*bootstrapv3.Bootstrap, error) {
+	if in.Config == nil {
+		return nil, fmt.Errorf("bootstrap: no engine config")
+	}
+	if !path.IsAbs(in.MountDir) || !path.IsAbs(in.Plugin) {
+		return nil, fmt.Errorf("bootstrap: --mount-dir %q and --plugin %q must be absolute paths in the Custodian container", in.MountDir, in.Plugin)
+	}
+	// The plugin config is checked by the parser the filter itself runs.
+	if _, err := filter.ParseConfig(in.ConfigJSON); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, in.ConfigJSON); err != nil {
+		return nil, fmt.Errorf("bootstrap: custodian.json: %v", err)
+	}
+	b := &builder{in: in, pluginConfig: compact.String(), targets: BoundTargets(in.Config)}
+	bs := &bootstrapv3.Bootstrap{
+		Node: &corev3.Node{Id: in.Config.Pod, Cluster: "jr2-custodian"},
+		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
+			Listeners: b.listeners(),
+			Clusters:  b.clusters(),
+		},
+		BootstrapExtensions: []*corev3.TypedExtensionConfig{{
+			Name:        ExtInternalListener,
+			TypedConfig: b.pack(&internallistenerv3.InternalListener{}),
+		}},
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := bs.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	return bs, nil
+}
+
+// Marshal renders a bootstrap as envoy.json: proto field names, two-space
+// indent, a trailing newline. protojson varies its whitespace between
+// builds of a binary on purpose, so its compact output is re-indented with
+// encoding/json, which makes the bytes depend on the config alone.
+func Marshal(bs *bootstrapv3.Bootstrap) ([]byte, error) {
+	if err := bs.ValidateAll(); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(bs)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// BoundTargets lists every target a held secret is bound to, each once, in
+// table order.
+func BoundTargets(c *filter.Config) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range c.Secrets {
+		for _, t := range s.Targets {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func (b *builder) listeners() []*listenerv3.Listener {
+	ls := []*listenerv3.Listener{b.controlListener(), b.egressListener(), b.healthListener()}
+	for _, t := range b.targets {
+		ls = append(ls, b.interceptListener(t))
+	}
+	return ls
+}
+
+func (b *builder) clusters() []*clusterv3.Cluster {
+	cs := []*clusterv3.Cluster{b.orchestratorCluster(), b.tunnelCluster()}
+	for _, t := range b.targets {
+		cs = append(cs, b.interceptCluster(t), b.upstreamCluster(t))
+	}
+	return cs
+}
+
+// socketAddress reads a listen or dial address host:port.
+func (b *builder) socketAddress(hostport string) *corev3.Address {
+	host, port, err := net.SplitHostPort(hostport)
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || n < 0 || n > 65535 {
+		b.fail(fmt.Errorf("bootstrap: address %q: want host:port", hostport))
+		return nil
+	}
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+		Address:       host,
+		PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(n)},
+	}}}
+}
+
+// isIP reports whether host is an IP literal.
+func isIP(host string) bool {
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
+
+// mounted is a path under the mount directory.
+func (b *builder) mounted(rel string) string { return path.Join(b.in.MountDir, rel) }

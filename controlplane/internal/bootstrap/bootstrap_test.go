@@ -1,0 +1,680 @@
+package bootstrap_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	golangv3alpha "github.com/envoyproxy/go-control-plane/contrib/envoy/extensions/filters/http/golang/v3alpha"
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	celv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/filters/cel/v3"
+	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
+	decompv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
+	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/matchers/upstream_ip_port/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"jr2.dev/boundary/controlplane/internal/bootstrap"
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/filter/pluginconf"
+)
+
+const mount = "/etc/jr2/custodian"
+
+// config is the spec's example pod plus an IPv4 and an IPv6 target.
+func config(sandbox string) *filter.Config {
+	return &filter.Config{
+		Pod: "ws-7f3a", Sandbox: sandbox, Orchestrator: "jr2-orchestrator.jr2.svc:4000", ValuesDir: "/etc/jr2/custodian/values",
+		Listeners: filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
+		Secrets: []filter.SecretConfig{
+			{Name: "ANTHROPIC_API_KEY", StandIn: filter.StandIn("ANTHROPIC_API_KEY"), Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", StandIn: filter.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", "github.com:443"}, Headers: filter.DefaultHeaders},
+			{Name: "GW_KEY", StandIn: filter.StandIn("GW_KEY"), Targets: []string{"10.0.0.7:8443", "[fd00::10]:443", "api.github.com:443"}, Headers: []string{"x-gw-key"}},
+			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Targets: []string{}, Headers: []string{"authorization"}},
+		},
+	}
+}
+
+var targets = []string{"api.anthropic.com:443", "api.github.com:443", "github.com:443", "10.0.0.7:8443", "[fd00::10]:443"}
+
+func build(t *testing.T, c *filter.Config) *bootstrapv3.Bootstrap {
+	t.Helper()
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, Plugin: "/opt/jr2/lib/custodian.so", MountDir: mount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
+}
+
+// TestRoundTrip: the rendered JSON reads back (protojson, every Any
+// resolved) into the same message, which validates.
+func TestRoundTrip(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	js, err := bootstrap.Marshal(bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back bootstrapv3.Bootstrap
+	if err := (protojson.UnmarshalOptions{}).Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.ValidateAll(); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(bs, &back) {
+		t.Error("envoy.json does not read back as the bootstrap it was rendered from")
+	}
+	again, _ := bootstrap.Marshal(build(t, config("ws-7f3a")))
+	if !bytes.Equal(js, again) {
+		t.Error("two builds of one input render different bytes")
+	}
+	if !bytes.HasSuffix(js, []byte("}\n")) || bytes.Contains(js, []byte("\t")) {
+		t.Error("envoy.json is not two-space indented JSON with a trailing newline")
+	}
+}
+
+// TestEveryPackedConfigValidates: ValidateAll does not look inside an Any,
+// so each packed config is unpacked and validated on its own, recursively;
+// the plugin configs parse with the parsers the filter uses.
+func TestEveryPackedConfigValidates(t *testing.T) {
+	seen := map[string]int{}
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		if a, ok := m.Interface().(*anypb.Any); ok {
+			inner, err := a.UnmarshalNew()
+			if err != nil {
+				t.Fatalf("Any %s: %v", a.TypeUrl, err)
+			}
+			seen[string(inner.ProtoReflect().Descriptor().FullName())]++
+			if v, ok := inner.(interface{ ValidateAll() error }); ok {
+				if err := v.ValidateAll(); err != nil {
+					t.Errorf("%s: %v", a.TypeUrl, err)
+				}
+			}
+			walk(inner.ProtoReflect())
+			return
+		}
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.IsList() && fd.Message() != nil:
+				for i := 0; i < v.List().Len(); i++ {
+					walk(v.List().Get(i).Message())
+				}
+			case fd.IsMap() && fd.MapValue().Message() != nil:
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { walk(mv.Message()); return true })
+			case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	bs := build(t, config("ws-7f3a"))
+	walk(bs.ProtoReflect())
+	for _, typ := range []string{
+		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+		"envoy.extensions.filters.http.golang.v3alpha.Config",
+		"envoy.extensions.filters.http.golang.v3alpha.ConfigsPerRoute",
+		"envoy.extensions.filters.http.rbac.v3.RBAC",
+		"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig",
+		"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
+		"envoy.extensions.filters.http.decompressor.v3.Decompressor",
+		"envoy.extensions.compression.gzip.decompressor.v3.Gzip",
+		"envoy.extensions.filters.http.router.v3.Router",
+		"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+		"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+		"envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit",
+		"envoy.extensions.rbac.matchers.upstream_ip_port.v3.UpstreamIpPortMatcher",
+		"envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+		"envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter",
+		"envoy.extensions.bootstrap.internal_listener.v3.InternalListener",
+		"google.protobuf.StringValue",
+	} {
+		if seen[typ] == 0 {
+			t.Errorf("no packed %s found", typ)
+		}
+	}
+	// Plugin configs: custodian.json (filter level) and RouteConfig (per route).
+	for _, l := range bs.StaticResources.Listeners {
+		for _, f := range httpFilters(t, l) {
+			if f.Name != bootstrap.FilterGolang {
+				continue
+			}
+			g := unpack[*golangv3alpha.Config](t, f.GetTypedConfig())
+			if g.LibraryId != pluginconf.PluginName || g.PluginName != pluginconf.PluginName || g.LibraryPath != "/opt/jr2/lib/custodian.so" {
+				t.Errorf("%s: golang filter %s/%s at %s", l.Name, g.LibraryId, g.PluginName, g.LibraryPath)
+			}
+			cfg, err := filter.ParseConfig([]byte(unpack[*wrapperspb.StringValue](t, g.PluginConfig).Value))
+			if err != nil {
+				t.Errorf("%s: plugin config: %v", l.Name, err)
+			} else if cfg.Pod != "ws-7f3a" || len(cfg.Secrets) != 4 {
+				t.Errorf("%s: plugin config is not custodian.json: %+v", l.Name, cfg)
+			}
+		}
+	}
+}
+
+func unpack[T proto.Message](t *testing.T, a *anypb.Any) T {
+	t.Helper()
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := m.(T)
+	if !ok {
+		t.Fatalf("%s is %T", a.TypeUrl, m)
+	}
+	return v
+}
+
+func listener(t *testing.T, bs *bootstrapv3.Bootstrap, name string) *listenerv3.Listener {
+	t.Helper()
+	return named(t, bs.StaticResources.Listeners, name)
+}
+
+func cluster(t *testing.T, bs *bootstrapv3.Bootstrap, name string) *clusterv3.Cluster {
+	t.Helper()
+	return named(t, bs.StaticResources.Clusters, name)
+}
+
+// named finds the listener or cluster called name.
+func named[T interface{ GetName() string }](t *testing.T, all []T, name string) T {
+	t.Helper()
+	for _, x := range all {
+		if x.GetName() == name {
+			return x
+		}
+	}
+	t.Fatalf("nothing named %s", name)
+	var zero T
+	return zero
+}
+
+func hcm(t *testing.T, l *listenerv3.Listener) *hcmv3.HttpConnectionManager {
+	t.Helper()
+	fs := l.FilterChains[0].Filters
+	last := fs[len(fs)-1]
+	if last.Name != bootstrap.FilterHCM {
+		t.Fatalf("%s: last network filter %s", l.Name, last.Name)
+	}
+	return unpack[*hcmv3.HttpConnectionManager](t, last.GetTypedConfig())
+}
+
+func httpFilters(t *testing.T, l *listenerv3.Listener) []*hcmv3.HttpFilter {
+	return hcm(t, l).HttpFilters
+}
+
+func filterNames(t *testing.T, l *listenerv3.Listener) []string {
+	var n []string
+	for _, f := range httpFilters(t, l) {
+		n = append(n, f.Name)
+	}
+	return n
+}
+
+func TestNoAdminNoXDS(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	if bs.Admin != nil || bs.DynamicResources != nil || bs.HdsConfig != nil || len(bs.ConfigSources) != 0 || bs.DefaultConfigSource != nil {
+		t.Errorf("admin %v, dynamic %v, hds %v, config sources %v", bs.Admin, bs.DynamicResources, bs.HdsConfig, bs.ConfigSources)
+	}
+	if bs.Node.GetId() != "ws-7f3a" {
+		t.Errorf("node id %q", bs.Node.GetId())
+	}
+	if len(bs.BootstrapExtensions) != 1 || bs.BootstrapExtensions[0].Name != bootstrap.ExtInternalListener {
+		t.Errorf("bootstrap extensions %v", bs.BootstrapExtensions)
+	}
+	for _, l := range bs.StaticResources.Listeners {
+		for _, fc := range l.FilterChains {
+			for _, f := range fc.Filters {
+				if f.GetConfigDiscovery() != nil {
+					t.Errorf("%s: filter %s is discovered", l.Name, f.Name)
+				}
+			}
+		}
+		if len(l.FilterChains) != 1 {
+			t.Errorf("%s: %d filter chains", l.Name, len(l.FilterChains))
+		}
+		if m := hcm(t, l); m.GetRds() != nil {
+			t.Errorf("%s: routes by RDS", l.Name)
+		}
+	}
+}
+
+// TestFilterOrder: the golang filter, then the mark, then (per listener)
+// the rest, then the router — on every listener that runs the filter.
+func TestFilterOrder(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	want := map[string][]string{
+		bootstrap.ListenerControl: {bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterRouter},
+		bootstrap.ListenerEgress:  {bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterDFP, bootstrap.FilterGuard, bootstrap.FilterRouter},
+		bootstrap.ListenerHealth:  {bootstrap.FilterRouter},
+	}
+	for _, tg := range targets {
+		want[bootstrap.InterceptListener(tg)] = []string{bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterDecompressor, bootstrap.FilterRouter}
+	}
+	if got := len(bs.StaticResources.Listeners); got != len(want) {
+		t.Errorf("%d listeners; want %d", got, len(want))
+	}
+	for name, filters := range want {
+		if got := filterNames(t, listener(t, bs, name)); !slices.Equal(got, filters) {
+			t.Errorf("%s: filters %v; want %v", name, got, filters)
+		}
+	}
+	for _, l := range bs.StaticResources.Listeners {
+		for _, f := range httpFilters(t, l) {
+			switch f.Name {
+			case bootstrap.FilterMark:
+				checkMark(t, l.Name, unpack[*rbacv3.RBAC](t, f.GetTypedConfig()))
+			case bootstrap.FilterRouter:
+				if r := unpack[*routerv3.Router](t, f.GetTypedConfig()); !r.SuppressEnvoyHeaders {
+					t.Errorf("%s: router adds x-envoy-* headers", l.Name)
+				}
+			}
+		}
+		m := hcm(t, l)
+		if m.GetGenerateRequestId().GetValue() || m.ServerHeaderTransformation != hcmv3.HttpConnectionManager_PASS_THROUGH || !m.SkipXffAppend || m.GetUseRemoteAddress().GetValue() {
+			t.Errorf("%s: the connection manager adds headers: request id %v, server %v, skip xff %v", l.Name, m.GenerateRequestId, m.ServerHeaderTransformation, m.SkipXffAppend)
+		}
+		if m.GetNormalizePath().GetValue() || m.MergeSlashes || m.PathWithEscapedSlashesAction != hcmv3.HttpConnectionManager_KEEP_UNCHANGED {
+			t.Errorf("%s: the connection manager rewrites the path before the engine sees it", l.Name)
+		}
+	}
+}
+
+// checkMark: ALLOW only a request whose dynamic metadata carries the mark.
+func checkMark(t *testing.T, where string, r *rbacv3.RBAC) {
+	t.Helper()
+	rules := r.GetRules()
+	if rules.GetAction() != rbacconfigv3.RBAC_ALLOW || len(rules.GetPolicies()) != 1 {
+		t.Fatalf("%s: mark RBAC %v", where, rules)
+	}
+	p := rules.GetPolicies()[pluginconf.MarkKey]
+	if p == nil || len(p.Principals) != 1 || len(p.Permissions) != 1 || !p.Permissions[0].GetAny() {
+		t.Fatalf("%s: mark policy %v", where, p)
+	}
+	md := p.Principals[0].GetMetadata()
+	if md.GetFilter() != pluginconf.MetadataNamespace || len(md.GetPath()) != 1 || md.GetPath()[0].GetKey() != pluginconf.MarkKey || !md.GetValue().GetBoolMatch() {
+		t.Errorf("%s: mark principal %v; want %s.%s == true", where, md, pluginconf.MetadataNamespace, pluginconf.MarkKey)
+	}
+}
+
+// TestInterceptListeners: every bound target has an internal listener that
+// ends TLS with its leaf (ALPN http/1.1), routes to its upstream cluster
+// with no timeout, and tells the filter its target; the upstream cluster
+// verifies the target's name against ca/upstream.crt.
+func TestInterceptListeners(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	for _, tg := range targets {
+		l := listener(t, bs, bootstrap.InterceptListener(tg))
+		if l.GetInternalListener() == nil || l.Address != nil {
+			t.Errorf("%s: not an internal listener", l.Name)
+		}
+		ts := l.FilterChains[0].TransportSocket
+		dtls := unpack[*tlsv3.DownstreamTlsContext](t, ts.GetTypedConfig())
+		cert, key := bootstrap.LeafFiles(tg)
+		certs := dtls.CommonTlsContext.TlsCertificates
+		if len(certs) != 1 || certs[0].CertificateChain.GetFilename() != mount+"/"+cert || certs[0].PrivateKey.GetFilename() != mount+"/"+key {
+			t.Errorf("%s: leaf %v", tg, certs)
+		}
+		if !strings.HasPrefix(cert, "tls/") {
+			t.Errorf("%s: leaf at %s; want under tls/", tg, cert)
+		}
+		if !slices.Equal(dtls.CommonTlsContext.AlpnProtocols, []string{"http/1.1"}) {
+			t.Errorf("%s: ALPN %v", tg, dtls.CommonTlsContext.AlpnProtocols)
+		}
+		m := hcm(t, l)
+		vh := m.GetRouteConfig().VirtualHosts
+		if len(vh) != 1 || len(vh[0].Routes) != 1 {
+			t.Fatalf("%s: routes %v", tg, vh)
+		}
+		r := vh[0].Routes[0]
+		if r.GetRoute().GetCluster() != bootstrap.UpstreamCluster(tg) || r.GetRoute().GetTimeout().AsDuration() != 0 || r.GetRoute().GetRetryPolicy() != nil {
+			t.Errorf("%s: route %v", tg, r.GetRoute())
+		}
+		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
+			t.Errorf("%s: per-route config %+v", tg, got)
+		}
+		checkReplies(t, tg, m.LocalReplyConfig, tg)
+		for _, f := range m.HttpFilters {
+			if f.Name == bootstrap.FilterDecompressor {
+				d := unpack[*decompv3.Decompressor](t, f.GetTypedConfig())
+				if d.DecompressorLibrary.Name != "gzip" || d.RequestDirectionConfig.CommonConfig.Enabled.DefaultValue.GetValue() ||
+					d.RequestDirectionConfig.AdvertiseAcceptEncoding.GetValue() || !d.ResponseDirectionConfig.CommonConfig.Enabled.DefaultValue.GetValue() {
+					t.Errorf("%s: decompressor %v; want gzip on responses only, not advertised", tg, d)
+				}
+			}
+		}
+
+		c := cluster(t, bs, bootstrap.UpstreamCluster(tg))
+		utls := unpack[*tlsv3.UpstreamTlsContext](t, c.TransportSocket.GetTypedConfig())
+		vc := utls.CommonTlsContext.GetValidationContext()
+		if vc.TrustedCa.GetFilename() != mount+"/ca/upstream.crt" || len(vc.MatchTypedSubjectAltNames) != 1 {
+			t.Fatalf("%s: validation %v", tg, vc)
+		}
+		san := vc.MatchTypedSubjectAltNames[0]
+		host := strings.Trim(tg[:strings.LastIndex(tg, ":")], "[]")
+		if _, err := netip.ParseAddr(host); err == nil {
+			if san.SanType != tlsv3.SubjectAltNameMatcher_IP_ADDRESS || san.Matcher.GetExact() != host || utls.Sni != "" || c.GetType() != clusterv3.Cluster_STATIC {
+				t.Errorf("%s: SAN %v, SNI %q, type %v; want IP SAN, no SNI, static", tg, san, utls.Sni, c.GetType())
+			}
+		} else if san.SanType != tlsv3.SubjectAltNameMatcher_DNS || san.Matcher.GetExact() != host || utls.Sni != host || c.GetType() != clusterv3.Cluster_LOGICAL_DNS {
+			t.Errorf("%s: SAN %v, SNI %q, type %v; want DNS SAN and SNI %s, logical DNS", tg, san, utls.Sni, c.GetType(), host)
+		}
+		if !slices.Equal(utls.CommonTlsContext.AlpnProtocols, []string{"http/1.1"}) {
+			t.Errorf("%s: upstream ALPN %v", tg, utls.CommonTlsContext.AlpnProtocols)
+		}
+
+		ic := cluster(t, bs, bootstrap.InterceptListener(tg))
+		ep := ic.LoadAssignment.Endpoints[0].LbEndpoints[0].GetEndpoint().Address.GetEnvoyInternalAddress()
+		if ep.GetServerListenerName() != l.Name {
+			t.Errorf("%s: egress cluster reaches %q; want the internal listener %q", tg, ep.GetServerListenerName(), l.Name)
+		}
+	}
+}
+
+func routeRole(t *testing.T, r *routev3.Route) pluginconf.RouteConfig {
+	t.Helper()
+	a, ok := r.TypedPerFilterConfig[bootstrap.FilterGolang]
+	if !ok {
+		t.Fatalf("route %s: no golang per-route config", r.Name)
+	}
+	pc := unpack[*golangv3alpha.ConfigsPerRoute](t, a).PluginsConfig[pluginconf.PluginName]
+	rc, err := pluginconf.ParseRoute([]byte(unpack[*wrapperspb.StringValue](t, pc.GetConfig()).Value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// checkReplies: the mark's refusal named, then two mappers in order,
+// ADR-0059's flags and texts, 502.
+func checkReplies(t *testing.T, where string, lr *hcmv3.LocalReplyConfig, target string) {
+	t.Helper()
+	want := []mapperWant{
+		{expr: "response.code_details == 'rbac_access_denied_matched_policy[none]'", text: "jr2 custodian: refused: the Custodian's filter did not decide this request (is its plugin loaded?)"},
+		{flags: []string{"UF", "UH", "DF"}, status: 502, text: "jr2 custodian: " + target + " could not be reached: %RESPONSE_CODE_DETAILS%"},
+		{flags: []string{"UC", "DPE", "UPE", "UR", "LR", "UMSDR", "URX"}, status: 502, text: "jr2 custodian: " + target + " did not answer; the request may have reached it: %RESPONSE_CODE_DETAILS%"},
+	}
+	checkMappers(t, where, lr, want)
+}
+
+type mapperWant struct {
+	flags  []string
+	expr   string
+	status uint32
+	text   string
+}
+
+func checkMappers(t *testing.T, where string, lr *hcmv3.LocalReplyConfig, want []mapperWant) {
+	t.Helper()
+	if len(lr.GetMappers()) != len(want) {
+		t.Fatalf("%s: %d mappers; want %d", where, len(lr.GetMappers()), len(want))
+	}
+	for i, m := range lr.Mappers {
+		got := mapperWant{flags: m.Filter.GetResponseFlagFilter().GetFlags(), status: m.StatusCode.GetValue(), text: m.BodyFormatOverride.GetTextFormatSource().GetInlineString()}
+		if ext := m.Filter.GetExtensionFilter(); ext != nil {
+			got.expr = unpack[*celv3.ExpressionFilter](t, ext.GetTypedConfig()).Expression
+		}
+		if !slices.Equal(got.flags, want[i].flags) || got.expr != want[i].expr || got.status != want[i].status || got.text != want[i].text {
+			t.Errorf("%s: mapper %d\n got: %+v\nwant: %+v", where, i, got, want[i])
+		}
+	}
+}
+
+// TestEgress: CONNECT only; each bound target to its internal listener,
+// everything else to the tunnel (dynamic forward proxy) behind the dial
+// guard, whose ranges are dialguard.Ranges, one per permission, in order.
+func TestEgress(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	l := listener(t, bs, bootstrap.ListenerEgress)
+	if a := l.Address.GetSocketAddress(); a.GetAddress() != "127.0.0.1" || a.GetPortValue() != 15001 {
+		t.Errorf("egress at %v", a)
+	}
+	m := hcm(t, l)
+	if len(m.UpgradeConfigs) != 1 || m.UpgradeConfigs[0].UpgradeType != "CONNECT" || !m.StripTrailingHostDot {
+		t.Errorf("egress: upgrades %v, strip trailing dot %v", m.UpgradeConfigs, m.StripTrailingHostDot)
+	}
+	vhs := m.GetRouteConfig().VirtualHosts
+	if len(vhs) != len(targets)+1 {
+		t.Fatalf("%d virtual hosts; want %d", len(vhs), len(targets)+1)
+	}
+	for i, tg := range targets {
+		checkConnect(t, vhs[i], []string{tg}, bootstrap.InterceptListener(tg))
+	}
+	checkConnect(t, vhs[len(targets)], []string{"*"}, bootstrap.ClusterTunnel)
+	if vhs[len(targets)].Routes[0].Name != bootstrap.RouteTunnel {
+		t.Errorf("tunnel route named %q", vhs[len(targets)].Routes[0].Name)
+	}
+
+	var dfp *dfpv3.FilterConfig
+	var guard *rbacv3.RBAC
+	for _, f := range m.HttpFilters {
+		switch f.Name {
+		case bootstrap.FilterDFP:
+			dfp = unpack[*dfpv3.FilterConfig](t, f.GetTypedConfig())
+		case bootstrap.FilterGuard:
+			guard = unpack[*rbacv3.RBAC](t, f.GetTypedConfig())
+		}
+	}
+	if !dfp.SaveUpstreamAddress {
+		t.Error("the dynamic forward proxy does not save the address it resolved")
+	}
+	dc := unpack[*dfpclusterv3.ClusterConfig](t, cluster(t, bs, bootstrap.ClusterTunnel).GetClusterType().TypedConfig)
+	if !proto.Equal(dc.GetDnsCacheConfig(), dfp.GetDnsCacheConfig()) {
+		t.Errorf("filter and cluster DNS caches differ: %v / %v", dfp.GetDnsCacheConfig(), dc.GetDnsCacheConfig())
+	}
+	if guard.Rules.Action != rbacconfigv3.RBAC_DENY || len(guard.Rules.Policies) != 1 {
+		t.Fatalf("guard %v", guard.Rules)
+	}
+	p := guard.Rules.Policies[bootstrap.GuardPolicy]
+	if len(p.Principals) != 1 || !p.Principals[0].GetAny() {
+		t.Errorf("guard principals %v", p.Principals)
+	}
+	var got []netip.Prefix
+	for _, perm := range p.Permissions {
+		mt := perm.GetMatcher()
+		if mt.GetName() != "envoy.rbac.matchers.upstream_ip_port" {
+			t.Fatalf("guard permission %v", perm)
+		}
+		ip := unpack[*upstreamipv3.UpstreamIpPortMatcher](t, mt.TypedConfig).UpstreamIp
+		pfx, err := netip.ParsePrefix(ip.AddressPrefix + "/" + strconv.Itoa(int(ip.PrefixLen.GetValue())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pfx)
+	}
+	var want []netip.Prefix
+	for _, r := range dialguard.Ranges {
+		want = append(want, r.Prefix)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("guard ranges\n got: %v\nwant: %v", got, want)
+	}
+
+	checkMappers(t, "egress", m.LocalReplyConfig, []mapperWant{
+		{expr: "response.code_details == 'rbac_access_denied_matched_policy[none]'", text: "jr2 custodian: refused: the Custodian's filter did not decide this request (is its plugin loaded?)"},
+		{expr: "response.code_details == 'rbac_access_denied_matched_policy[guard]'", text: "jr2 custodian: %REQ(:AUTHORITY):256% is guarded (it resolves to a guarded address); a tunnel never reaches it"},
+		{flags: []string{"UF", "UH", "DF", "UC", "DPE", "UPE", "UR", "LR", "UMSDR", "URX"}, status: 502, text: "jr2 custodian: %REQ(:AUTHORITY):256% could not be reached: %RESPONSE_CODE_DETAILS%"},
+	})
+	checkEgressLogs(t, m)
+}
+
+func checkConnect(t *testing.T, vh *routev3.VirtualHost, domains []string, clusterName string) {
+	t.Helper()
+	if !slices.Equal(vh.Domains, domains) || len(vh.Routes) != 2 {
+		t.Fatalf("virtual host %s: domains %v, %d routes", vh.Name, vh.Domains, len(vh.Routes))
+	}
+	c := vh.Routes[0]
+	ra := c.GetRoute()
+	if c.Match.GetConnectMatcher() == nil || ra.GetCluster() != clusterName || len(ra.UpgradeConfigs) != 1 ||
+		ra.UpgradeConfigs[0].UpgradeType != "CONNECT" || ra.UpgradeConfigs[0].ConnectConfig == nil || ra.Timeout.AsDuration() != 0 {
+		t.Errorf("%s: CONNECT route %v", vh.Name, c)
+	}
+	for _, r := range vh.Routes {
+		if got := routeRole(t, r); got.Role != pluginconf.RoleEgress || got.Target != "" {
+			t.Errorf("%s: route %s role %+v", vh.Name, r.Name, got)
+		}
+	}
+	if d := vh.Routes[1].GetDirectResponse(); vh.Routes[1].Match.GetPrefix() != "/" || d.GetStatus() != 405 {
+		t.Errorf("%s: non-CONNECT route %v", vh.Name, vh.Routes[1])
+	}
+}
+
+// checkEgressLogs: the tunnel line when a tunnel came up, the guard line when
+// the guard refused; a target holding a stand-in is logged as [stand-in].
+func checkEgressLogs(t *testing.T, m *hcmv3.HttpConnectionManager) {
+	t.Helper()
+	if !m.AccessLogOptions.GetFlushLogOnTunnelSuccessfullyEstablished() {
+		t.Error("no log line when a tunnel is established")
+	}
+	type line struct{ format, expr, standIn string }
+	var got []line
+	for _, al := range m.AccessLog {
+		f := unpack[*streamv3.StdoutAccessLog](t, al.GetTypedConfig()).GetLogFormat().GetTextFormatSource().GetInlineString()
+		var l line
+		l.format = f
+		for _, sub := range al.Filter.GetAndFilter().GetFilters() {
+			switch {
+			case sub.GetExtensionFilter() != nil:
+				l.expr = unpack[*celv3.ExpressionFilter](t, sub.GetExtensionFilter().GetTypedConfig()).Expression
+			case sub.GetHeaderFilter() != nil:
+				h := sub.GetHeaderFilter().Header
+				if h.Name != ":authority" || h.GetStringMatch().GetContains() != filter.StandInPrefix || !h.GetStringMatch().IgnoreCase {
+					t.Errorf("stand-in filter %v", h)
+				}
+				l.standIn = map[bool]string{true: "without", false: "with"}[h.InvertMatch]
+			case sub.GetLogTypeFilter() != nil:
+			default:
+				t.Errorf("unexpected log filter %v", sub)
+			}
+		}
+		got = append(got, l)
+	}
+	want := []line{
+		{"jr2.custodian action=tunnel target=%REQ(:AUTHORITY):256%\n", "xds.route_name == 'tunnel'", "without"},
+		{"jr2.custodian action=tunnel target=[stand-in]\n", "xds.route_name == 'tunnel'", "with"},
+		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "without"},
+		{"jr2.custodian action=refuse target=[stand-in] reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "with"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("egress access logs\n got: %q\nwant: %q", got, want)
+	}
+}
+
+// TestControl: the four routes (three without a Sandbox), each with its
+// method, the Host the Orchestrator's, no timeout, the retry rule of its
+// kind; POST /fetch rewritten; anything else 404; the mappers add the
+// unreachable header and the flags.
+func TestControl(t *testing.T) {
+	for _, sandbox := range []string{"ws-7f3a", ""} {
+		bs := build(t, config(sandbox))
+		l := listener(t, bs, bootstrap.ListenerControl)
+		if a := l.Address.GetSocketAddress(); a.GetAddress() != "127.0.0.1" || a.GetPortValue() != 8081 {
+			t.Errorf("control at %v", a)
+		}
+		m := hcm(t, l)
+		type route struct{ name, method, regex, retry, rewrite string }
+		want := []route{
+			{"surface", "GET", "^/agents/[A-Za-z0-9._~-]+/surface$", "reset,connect-failure", ""},
+			{"events", "POST", "^/agents/[A-Za-z0-9._~-]+/events$", "reset-before-request,connect-failure", ""},
+			{"deliveries", "GET", "^/agents/[A-Za-z0-9._~-]+/deliveries/[A-Za-z0-9._~-]+$", "reset,connect-failure", ""},
+		}
+		if sandbox != "" {
+			want = append(want, route{"fetch", "POST", "^/fetch$", "reset-before-request,connect-failure", "/sandboxes/ws-7f3a/fetch"})
+		}
+		vh := m.GetRouteConfig().VirtualHosts[0]
+		if len(vh.Routes) != len(want)+1 {
+			t.Fatalf("sandbox %q: %d routes", sandbox, len(vh.Routes))
+		}
+		for i, w := range want {
+			r := vh.Routes[i]
+			ra := r.GetRoute()
+			got := route{r.Name, r.Match.Headers[0].GetStringMatch().GetExact(), r.Match.GetSafeRegex().GetRegex(), ra.GetRetryPolicy().GetRetryOn(), ra.GetRegexRewrite().GetSubstitution()}
+			if got != w || ra.GetCluster() != bootstrap.ClusterOrchestrator || ra.GetHostRewriteLiteral() != "jr2-orchestrator.jr2.svc:4000" || ra.Timeout.AsDuration() != 0 {
+				t.Errorf("route %d: %+v → %v; want %+v", i, got, ra, w)
+			}
+			if routeRole(t, r).Role != pluginconf.RoleControl {
+				t.Errorf("route %s: not role control", r.Name)
+			}
+		}
+		last := vh.Routes[len(want)]
+		if last.Match.GetPrefix() != "/" || last.GetDirectResponse().GetStatus() != 404 || routeRole(t, last).Role != pluginconf.RoleControl {
+			t.Errorf("catch-all %v", last)
+		}
+		checkReplies(t, "control", m.LocalReplyConfig, "jr2-orchestrator.jr2.svc:4000")
+		for _, mp := range m.LocalReplyConfig.Mappers[1:] {
+			var hs []string
+			for _, h := range mp.HeadersToAdd {
+				hs = append(hs, h.Header.Key+": "+h.Header.Value)
+			}
+			if !slices.Equal(hs, []string{"x-jr2-custodian: unreachable", "x-jr2-custodian-flags: %RESPONSE_FLAGS%"}) {
+				t.Errorf("control mapper headers %v", hs)
+			}
+		}
+		c := cluster(t, bs, bootstrap.ClusterOrchestrator)
+		a := c.LoadAssignment.Endpoints[0].LbEndpoints[0].GetEndpoint().Address.GetSocketAddress()
+		if c.GetType() != clusterv3.Cluster_LOGICAL_DNS || a.Address != "jr2-orchestrator.jr2.svc" || a.GetPortValue() != 4000 || c.TransportSocket != nil {
+			t.Errorf("orchestrator cluster %v", c)
+		}
+	}
+}
+
+func TestHealth(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	l := listener(t, bs, bootstrap.ListenerHealth)
+	if a := l.Address.GetSocketAddress(); a.GetAddress() != "0.0.0.0" || a.GetPortValue() != 15021 || !l.IgnoreGlobalConnLimit {
+		t.Errorf("health at %v, ignore global limit %v", a, l.IgnoreGlobalConnLimit)
+	}
+	fs := l.FilterChains[0].Filters
+	if fs[0].Name != bootstrap.FilterConnLimit || unpack[*connlimitv3.ConnectionLimit](t, fs[0].GetTypedConfig()).MaxConnections.GetValue() != 16 {
+		t.Errorf("health connection limit %v", fs[0])
+	}
+	m := hcm(t, l)
+	if m.CommonHttpProtocolOptions.IdleTimeout.AsDuration().Seconds() != 5 || m.RequestHeadersTimeout.AsDuration().Seconds() != 5 {
+		t.Errorf("health idle %v, headers %v", m.CommonHttpProtocolOptions.IdleTimeout, m.RequestHeadersTimeout)
+	}
+	routes := m.GetRouteConfig().VirtualHosts[0].Routes
+	hz := routes[0]
+	if hz.Match.GetPath() != "/healthz" || hz.Match.Headers[0].GetStringMatch().GetExact() != "GET" || hz.GetDirectResponse().GetStatus() != 200 || hz.GetDirectResponse().Body.GetInlineString() != "ok" {
+		t.Errorf("healthz route %v", hz)
+	}
+	if routes[1].Match.GetPrefix() != "/" || routes[1].GetDirectResponse().GetStatus() != 404 {
+		t.Errorf("health catch-all %v", routes[1])
+	}
+}
+
+func TestBuildRefusesRelativePaths(t *testing.T) {
+	c := config("")
+	js, _ := json.Marshal(c)
+	for _, in := range []bootstrap.Input{
+		{Config: c, ConfigJSON: js, Plugin: "custodian.so", MountDir: mount},
+		{Config: c, ConfigJSON: js, Plugin: "/opt/custodian.so", MountDir: "out"},
+		{Config: c, ConfigJSON: []byte("{"), Plugin: "/opt/custodian.so", MountDir: mount},
+	} {
+		if _, err := bootstrap.Build(in); err == nil {
+			t.Errorf("Build(plugin %q, mount %q) accepted", in.Plugin, in.MountDir)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package bootstrap
+
+import (
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// healthListener is the one listener a peer in the cluster can reach (the
+// kubelet's probe). It holds at most 16 connections, closes one idle (or
+// still sending its headers) for 5 s, and sits outside Envoy's global
+// connection limit, so a peer's idle connections cannot stop the control
+// or the egress listener. It runs no credential filter: it answers itself.
+func (b *builder) healthListener() *listenerv3.Listener {
+	healthz := directRoute("healthz", &routev3.RouteMatch{
+		PathSpecifier: &routev3.RouteMatch_Path{Path: "/healthz"},
+		Headers:       []*routev3.HeaderMatcher{method("GET")},
+	}, 200, "ok")
+	m := b.hcm(hcmSettings{
+		statPrefix: ListenerHealth,
+		routes: &routev3.RouteConfiguration{Name: ListenerHealth, VirtualHosts: []*routev3.VirtualHost{{
+			Name:    ListenerHealth,
+			Domains: []string{"*"},
+			Routes:  []*routev3.Route{healthz, directRoute("not-found", prefix("/"), 404, "not found")},
+		}}},
+		filters: []*hcmv3.HttpFilter{b.routerFilter()},
+		idle:    healthIdle,
+	})
+	m.RequestHeadersTimeout = durationpb.New(healthIdle)
+	return &listenerv3.Listener{
+		Name:                  ListenerHealth,
+		Address:               b.socketAddress(b.in.Config.Listeners.Health),
+		IgnoreGlobalConnLimit: true,
+		FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
+			b.networkFilter(FilterConnLimit, &connlimitv3.ConnectionLimit{StatPrefix: ListenerHealth, MaxConnections: wrapperspb.UInt64(healthMaxConns)}),
+			b.networkFilter(FilterHCM, m),
+		}}},
+	}
+}
