@@ -1,0 +1,183 @@
+package manifest_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/controlplane/internal/bootstrap"
+	"jr2.dev/boundary/controlplane/internal/manifest"
+	"jr2.dev/boundary/controlplane/internal/render"
+	"jr2.dev/boundary/filter"
+)
+
+// specExample is custodian.md's manifest.
+const specExample = "../../testdata/manifests/small.json"
+
+func TestSpecExample(t *testing.T) {
+	b, err := os.ReadFile(specExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &manifest.Manifest{
+		Pod: "ws-7f3a", Orchestrator: "jr2-orchestrator.jr2.svc:4000", Sandbox: "ws-7f3a",
+		Secrets: []manifest.Secret{
+			{Name: "ANTHROPIC_API_KEY", Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", Targets: []string{"api.github.com:443", "github.com:443"}, Headers: filter.DefaultHeaders},
+		},
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("manifest\n got: %+v\nwant: %+v", m, want)
+	}
+}
+
+// TestTarget: every spelling a hosts entry may take, and its canonical
+// target.
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"api.github.com", "api.github.com:443"},
+		{"API.GitHub.com", "api.github.com:443"},
+		{"api.github.com.", "api.github.com:443"},
+		{"github.com:443", "github.com:443"},
+		{"ghe.example.com:8443", "ghe.example.com:8443"},
+		{"https://api.github.com", "api.github.com:443"},
+		{"HTTPS://api.github.com:8443/", "api.github.com:8443"},
+		{"10.0.0.7", "10.0.0.7:443"},
+		{"10.0.0.7:9443", "10.0.0.7:9443"},
+		{"[fd00::10]", "[fd00::10]:443"},
+		{"[FD00::10]:8443", "[fd00::10]:8443"},
+		{"gw_internal.svc", "gw_internal.svc:443"},
+	} {
+		got, msg := manifest.Target(tc.in)
+		if got != tc.want || msg != "" {
+			t.Errorf("Target(%q) = %q, %q; want %q", tc.in, got, msg, tc.want)
+		}
+	}
+}
+
+// TestAcceptedShapes: the token named bare, null fields, absent sandbox.
+func TestAcceptedShapes(t *testing.T) {
+	m, err := manifest.Parse([]byte(`{"pod":"instance","orchestrator":"10.0.0.1:4000","sandbox":null,
+		"secrets":[{"name":"JR2_SANDBOX_TOKEN"},{"name":"LLM_KEY","hosts":["llm.example.com"],"headers":null,"paths":null}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &manifest.Manifest{Pod: "instance", Orchestrator: "10.0.0.1:4000", Secrets: []manifest.Secret{
+		{Name: "LLM_KEY", Targets: []string{"llm.example.com:443"}, Headers: filter.DefaultHeaders},
+	}}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("manifest\n got: %+v\nwant: %+v", m, want)
+	}
+	if m, err := manifest.Parse([]byte(`{"pod":"instance","orchestrator":"o.svc:4000"}`)); err != nil || len(m.Secrets) != 0 {
+		t.Errorf("no secrets: %+v, %v; want an empty manifest", m, err)
+	}
+}
+
+// TestRefusals: one file per refusal under testdata/refuse, its exact
+// message in the .want beside it, and each problem's rule the one the
+// file's name starts with.
+func TestRefusals(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/refuse/*.json")
+	if err != nil || len(files) < 40 {
+		t.Fatalf("refusal files: %d, %v", len(files), err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".want")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := manifest.Parse(b)
+			if err == nil {
+				t.Fatalf("accepted: %+v", m)
+			}
+			if got := err.Error(); got != strings.TrimSuffix(string(want), "\n") {
+				t.Errorf("refusal\n got: %s\nwant: %s", got, want)
+			}
+			refused, ok := err.(*manifest.Refused)
+			if !ok {
+				t.Fatalf("error is %T; want *manifest.Refused", err)
+			}
+			rule, _, _ := strings.Cut(name, "-")
+			for _, p := range refused.Problems {
+				if name != "several" && p.Rule != rule {
+					t.Errorf("problem %q has rule %q; the file is a %s case", p, p.Rule, rule)
+				}
+			}
+		})
+	}
+}
+
+// TestMessagesNeverEchoAValue: a name that is not a variable name (a value
+// pasted where a name goes) is never quoted back, and any other input is
+// cut at 64 bytes.
+func TestMessagesNeverEchoAValue(t *testing.T) {
+	sentinel := "sk-ant-api03-SENTINEL-9f8e7d6c5b4a"
+	long := "/" + strings.Repeat("a", 200) + ";"
+	_, err := manifest.Parse([]byte(`{"pod":"p","orchestrator":"o:1","secrets":[
+		{"name":"` + sentinel + `","hosts":["x.example.com"]},
+		{"name":"OK","hosts":["x.example.com"],"headers":["x-a"],"paths":["` + long + `"]}]}`))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, sentinel) || strings.Contains(msg, "SENTINEL") {
+		t.Errorf("message carries the pasted value: %s", msg)
+	}
+	if strings.Contains(msg, strings.Repeat("a", 65)) {
+		t.Errorf("message carries more than 64 bytes of an input: %s", msg)
+	}
+	if !strings.Contains(msg, `secrets[0].name: not a variable name`) || !strings.Contains(msg, `secrets[1].paths[0]: "/aaaa`) {
+		t.Errorf("message does not name the fields: %s", msg)
+	}
+}
+
+// FuzzParse: no input panics Parse, and every manifest Parse accepts
+// renders a custodian.json the engine accepts and a bootstrap that
+// validates.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("../../testdata/refuse/*.json")
+	files = append(files, specExample, "../../testdata/manifests/large.json")
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := manifest.Parse(b)
+		if err != nil {
+			if _, ok := err.(*manifest.Refused); !ok {
+				t.Fatalf("error %T, want *manifest.Refused", err)
+			}
+			return
+		}
+		cfg := render.Config(m, render.DefaultValuesDir)
+		if _, err := filter.ParseConfig(mustJSON(t, cfg)); err != nil {
+			t.Fatalf("accepted manifest, refused engine config: %v\n%s", err, b)
+		}
+		if _, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: mustJSON(t, cfg), Plugin: render.DefaultPlugin, MountDir: "/etc/jr2/custodian"}); err != nil {
+			t.Fatalf("accepted manifest, bootstrap refused: %v\n%s", err, b)
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

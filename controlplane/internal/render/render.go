@@ -1,0 +1,334 @@
+// Package render turns one pod's held manifest into the directory both
+// Custodian hosts run from (custodian.md, "controlplane"):
+//
+//	envoy.json      the Envoy bootstrap (package bootstrap)
+//	custodian.json  the engine config, filter.Config: names, stand-ins,
+//	                bindings, listeners, the value directory — no value
+//	harness.env     the Harness container's env (ADR-0059's list)
+//	tls/…           one leaf and key per bound host:port (filter.LeafBase)
+//	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS)
+//	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, …)
+//	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
+//
+// The same inputs render the same bytes, except a leaf issued fresh; a leaf
+// already in the directory is reused while pki accepts it, so rendering a
+// directory again changes nothing.
+//
+// Invariant: nothing is written unless everything was built — a refused
+// manifest, a bad CA or bad roots write nothing — and the files are written
+// into a temporary directory beside DIR and renamed into place, so a failure
+// midway never leaves a half-written file. Render never reads a value (it
+// has no way to: the manifest holds none and the value directory is only
+// named), and the CA's key never enters DIR.
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"jr2.dev/boundary/controlplane/internal/bootstrap"
+	"jr2.dev/boundary/controlplane/internal/manifest"
+	"jr2.dev/boundary/controlplane/internal/pki"
+	"jr2.dev/boundary/filter"
+)
+
+// Defaults of the render CLI's flags (custodian.md, and the two extensions
+// the spec is silent on: the mount directory and the Harness's CA
+// directory).
+const (
+	DefaultValuesDir    = "/etc/jr2/custodian/values"
+	DefaultPlugin       = "/opt/jr2/lib/custodian.so"
+	DefaultHarnessCADir = "/etc/jr2/ca"
+)
+
+// Files of a rendered directory.
+const (
+	EnvoyFile     = "envoy.json"
+	CustodianFile = "custodian.json"
+	HarnessFile   = "harness.env"
+	ExtraCAFile   = "ca/extra.crt"
+	BundleCAFile  = "ca/bundle.crt"
+	UpstreamFile  = bootstrap.UpstreamCAFile
+	tlsDir        = "tls"
+)
+
+// Options are one render's inputs.
+type Options struct {
+	Manifest []byte // the held manifest's bytes
+	CADir    string // the CA directory (ca.crt, ca.key)
+	OutDir   string // DIR
+	// CABundle is --ca-bundle's bytes (extra roots, PEM); nil when none.
+	CABundle []byte
+	// SystemRoots is this machine's PEM bundle (pki.SystemRoots).
+	SystemRoots []byte
+	ValuesDir   string // custodian.json's valuesDir
+	Plugin      string // the Go filter's .so in the Custodian container
+	// MountDir is where DIR is mounted for Envoy; empty means DIR's
+	// absolute path.
+	MountDir string
+	// HarnessCADir is where the Harness sees DIR/ca.
+	HarnessCADir string
+	Now          time.Time
+}
+
+// Result is what a render did.
+type Result struct {
+	// Summary is the one line per pod custodian.md pins.
+	Summary string
+	// Files are the paths written, relative to DIR, sorted.
+	Files []string
+	// Issued and Reused count the leaves.
+	Issued, Reused int
+}
+
+type file struct {
+	data []byte
+	mode os.FileMode
+}
+
+// Render builds every file of DIR and then writes them. A refused manifest
+// returns a *manifest.Refused and writes nothing.
+func Render(o Options) (*Result, error) {
+	m, err := manifest.Parse(o.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	if o.OutDir == "" {
+		return nil, errors.New("--out is empty; name the directory to render into")
+	}
+	if !filepath.IsAbs(o.ValuesDir) {
+		return nil, fmt.Errorf("--values-dir %q is relative; write an absolute path: Envoy's plugin reads custodian.json from its config, with no file to resolve a relative path against", o.ValuesDir)
+	}
+	out, err := filepath.Abs(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	if o.MountDir == "" {
+		o.MountDir = out
+	}
+	cfg := Config(m, o.ValuesDir)
+	cfgJSON, err := marshalConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := pki.LoadCA(o.CADir, o.Now)
+	if err != nil {
+		return nil, err
+	}
+	trust, err := pki.Bundles(ca, o.SystemRoots, o.CABundle)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, Plugin: o.Plugin, MountDir: o.MountDir})
+	if err != nil {
+		return nil, err
+	}
+	envoyJSON, err := bootstrap.Marshal(bs)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string]file{
+		EnvoyFile:     {envoyJSON, 0o644},
+		CustodianFile: {cfgJSON, 0o644},
+		HarnessFile:   {HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir), 0o644},
+		ExtraCAFile:   {trust.Extra, 0o644},
+		BundleCAFile:  {trust.Bundle, 0o644},
+		UpstreamFile:  {trust.Upstream, 0o644},
+	}
+	res := &Result{Summary: Summary(m, cfg)}
+	for _, t := range bootstrap.BoundTargets(cfg) {
+		certPath, keyPath := bootstrap.LeafFiles(t)
+		oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
+		oldKey, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+		leaf, err := ca.Leaf(t, oldCert, oldKey, o.Now)
+		if err != nil {
+			return nil, err
+		}
+		if leaf.Reused {
+			res.Reused++
+		} else {
+			res.Issued++
+		}
+		files[certPath] = file{leaf.CertPEM, 0o644}
+		files[keyPath] = file{leaf.KeyPEM, 0o600}
+	}
+	if err := write(out, files); err != nil {
+		return nil, err
+	}
+	for p := range files {
+		res.Files = append(res.Files, p)
+	}
+	sort.Strings(res.Files)
+	return res, nil
+}
+
+// Config is the engine config of a manifest: pod, sandbox and orchestrator
+// copied; the default listeners; each held secret with its stand-in,
+// targets, headers and paths, in manifest order; the Sandbox token last,
+// with no target and the authorization header.
+func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
+	c := &filter.Config{
+		Pod:          m.Pod,
+		Sandbox:      m.Sandbox,
+		Orchestrator: m.Orchestrator,
+		ValuesDir:    valuesDir,
+		Listeners:    filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
+	}
+	for _, s := range m.Secrets {
+		c.Secrets = append(c.Secrets, filter.SecretConfig{
+			Name:    s.Name,
+			StandIn: filter.StandIn(s.Name),
+			Targets: s.Targets,
+			Headers: s.Headers,
+			Paths:   s.Paths,
+		})
+	}
+	c.Secrets = append(c.Secrets, filter.SecretConfig{
+		Name:    filter.TokenName,
+		StandIn: filter.StandIn(filter.TokenName),
+		Targets: []string{},
+		Headers: []string{"authorization"},
+	})
+	return c
+}
+
+// marshalConfig writes custodian.json (two-space indent, trailing newline)
+// and reads it back with the engine's own parser, so render never writes a
+// file the hosts would refuse.
+func marshalConfig(c *filter.Config) ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	if _, err := filter.ParseConfig(b); err != nil {
+		return nil, fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
+	}
+	return b, nil
+}
+
+// HarnessEnv is harness.env: each stand-in (the token's included); and, when
+// the pod holds a secret of the manifest, the proxy and trust variables of
+// ADR-0059. A pod that holds only the token gets no proxy: its HTTPS goes
+// direct (ADR-0059, "Two Harness env shapes").
+func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
+	var b bytes.Buffer
+	line := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
+	for _, s := range c.Secrets {
+		line(s.Name, s.StandIn)
+	}
+	if !holds {
+		return b.Bytes()
+	}
+	proxy := "http://" + c.Listeners.Egress
+	line("HTTPS_PROXY", proxy)
+	line("https_proxy", proxy)
+	line("NO_PROXY", "localhost,127.0.0.1,::1")
+	line("no_proxy", "localhost,127.0.0.1,::1")
+	line("NODE_USE_ENV_PROXY", "1")
+	extra, bundle := joinSlash(harnessCADir, "extra.crt"), joinSlash(harnessCADir, "bundle.crt")
+	line("NODE_EXTRA_CA_CERTS", extra)
+	line("SSL_CERT_FILE", bundle)
+	line("REQUESTS_CA_BUNDLE", bundle)
+	line("GIT_SSL_CAINFO", bundle)
+	return b.Bytes()
+}
+
+func joinSlash(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
+
+// Summary is the line render prints per pod. It lists the manifest's held
+// secrets, not the Sandbox token every pod holds, as the spec's example does.
+func Summary(m *manifest.Manifest, c *filter.Config) string {
+	n := len(bootstrap.BoundTargets(c))
+	unit := "bound targets"
+	if n == 1 {
+		unit = "bound target"
+	}
+	if len(m.Secrets) == 0 {
+		return fmt.Sprintf("pod %s: Custodian holds only %s; %d %s", m.Pod, filter.TokenName, n, unit)
+	}
+	names := make([]string, len(m.Secrets))
+	for i, s := range m.Secrets {
+		names[i] = s.Name
+	}
+	return fmt.Sprintf("pod %s: Custodian holds %s; %d %s", m.Pod, strings.Join(names, ", "), n, unit)
+}
+
+// write puts files into DIR: all into a temporary directory beside it
+// first, then each renamed into place. Leaves in DIR/tls that this render
+// did not produce (targets no longer bound) are removed.
+func write(out string, files map[string]file) (err error) {
+	parent := filepath.Dir(out)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".render-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if err := writeFile(filepath.Join(tmp, filepath.FromSlash(p)), files[p]); err != nil {
+			return err
+		}
+	}
+	for _, p := range names {
+		dst := filepath.Join(out, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(p)), dst); err != nil {
+			return err
+		}
+	}
+	return removeStale(out, files)
+}
+
+func writeFile(path string, f file) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	h, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
+	if err != nil {
+		return err
+	}
+	if _, err := h.Write(f.data); err != nil {
+		h.Close()
+		return err
+	}
+	return h.Close()
+}
+
+// removeStale removes files of DIR/tls that files does not hold.
+func removeStale(out string, files map[string]file) error {
+	entries, err := os.ReadDir(filepath.Join(out, tlsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		rel := tlsDir + "/" + e.Name()
+		if _, keep := files[rel]; keep || e.IsDir() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(out, tlsDir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}

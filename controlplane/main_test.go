@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/controlplane/internal/manifesttest"
+	"jr2.dev/boundary/internal/testpki"
+)
+
+// asMain makes the test binary run main() itself: a real, cold process of
+// the command without a separate build.
+const asMain = "JR2_CONTROLPLANE_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// command runs `controlplane args…` as its own process.
+func command(rootsFile string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), asMain+"=1", "SSL_CERT_FILE="+rootsFile)
+	return cmd
+}
+
+func runCmd(t testing.TB, rootsFile string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd := command(rootsFile, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, o.String(), e.String()
+}
+
+// rootsPEM writes a bundle of one root made in code: the "system roots".
+func rootsPEM(t testing.TB) string {
+	return testpki.NewCA(t, "root").WriteFile(t, t.TempDir(), "roots.pem")
+}
+
+// TestColdProcess: the command as a process — ca init, render of the
+// spec's example (summary on stdout, exit 0), a second render changing no
+// byte, a refused manifest (exit 1, nothing written), key.
+func TestColdProcess(t *testing.T) {
+	roots := rootsPEM(t)
+	dir := t.TempDir()
+	ca, out := filepath.Join(dir, "ca"), filepath.Join(dir, "out")
+	if code, _, stderr := runCmd(t, roots, "ca", "init", "--dir", ca); code != 0 {
+		t.Fatalf("ca init: %d %s", code, stderr)
+	}
+	if code, _, stderr := runCmd(t, roots, "ca", "init", "--dir", ca); code != 1 || !strings.Contains(stderr, "never replaces a CA") {
+		t.Errorf("second ca init: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runCmd(t, roots, "render", "--manifest", filepath.Join("testdata", "manifests", "small.json"), "--ca", ca, "--out", out)
+	if code != 0 || stdout != "pod ws-7f3a: Custodian holds ANTHROPIC_API_KEY, GITHUB_TOKEN; 3 bound targets\n" || stderr != "" {
+		t.Fatalf("render: %d %q %q", code, stdout, stderr)
+	}
+	first := snapshot(t, out)
+	if code, _, stderr := runCmd(t, roots, "render", "--manifest", filepath.Join("testdata", "manifests", "small.json"), "--ca", ca, "--out", out); code != 0 {
+		t.Fatal(stderr)
+	}
+	if again := snapshot(t, out); again != first {
+		t.Error("a second render in another process changed DIR")
+	}
+	refused := filepath.Join("testdata", "refuse", "R5-wildcard.json")
+	code, stdout, stderr = runCmd(t, roots, "render", "--manifest", refused, "--ca", ca, "--out", filepath.Join(dir, "out2"))
+	if code != 1 || stdout != "" || !strings.HasSuffix(stderr, "secrets[2].hosts[0]: \"*.example.com\": wildcards are not allowed; list each host\n") {
+		t.Errorf("refused: %d %q %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out2")); err == nil {
+		t.Error("a refused render created DIR")
+	}
+	keyFile := filepath.Join(dir, "signing.key")
+	os.WriteFile(keyFile, []byte("signing\n"), 0o600)
+	if code, stdout, _ := runCmd(t, roots, "key", "--signing-key", keyFile, "--placement", "instance"); code != 0 || len(stdout) != 65 {
+		t.Errorf("key: %d %q", code, stdout)
+	}
+}
+
+// snapshot is every file of dir, concatenated with its name.
+func snapshot(t testing.TB, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		c, err := os.ReadFile(p)
+		fmt.Fprintf(&b, "%s %d %x\n", p, len(c), c)
+		return err
+	})
+	return b.String()
+}
+
+// BenchmarkRenderCold times `controlplane render` as a cold process (a new
+// process per render, reading the manifest, the CA and the system roots)
+// for 10 to 400 bound targets: "fresh" into an empty DIR (every leaf
+// issued), "again" into the rendered DIR (every leaf reused). It reports
+// envoy.json's size too. Print the table:
+//
+//	go test -run='^$' -bench=RenderCold -benchtime=5x ./controlplane/
+func BenchmarkRenderCold(b *testing.B) {
+	roots := rootsPEM(b)
+	dir := b.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if code, _, stderr := runCmd(b, roots, "ca", "init", "--dir", ca); code != 0 {
+		b.Fatal(stderr)
+	}
+	for _, n := range []int{10, 50, 100, 200, 400} {
+		held := filepath.Join(dir, fmt.Sprintf("held-%d.json", n))
+		if err := os.WriteFile(held, manifesttest.Generate(n), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		for _, mode := range []string{"fresh", "again"} {
+			b.Run(fmt.Sprintf("targets=%d/%s", n, mode), func(b *testing.B) {
+				out := filepath.Join(dir, fmt.Sprintf("out-%d", n))
+				for i := 0; i < b.N; i++ {
+					if mode == "fresh" {
+						b.StopTimer()
+						os.RemoveAll(out)
+						b.StartTimer()
+					}
+					if code, _, stderr := runCmd(b, roots, "render", "--manifest", held, "--ca", ca, "--out", out); code != 0 {
+						b.Fatal(stderr)
+					}
+				}
+				b.StopTimer()
+				if st, err := os.Stat(filepath.Join(out, "envoy.json")); err == nil {
+					b.ReportMetric(float64(st.Size()), "envoy.json-bytes")
+				}
+			})
+		}
+	}
+}
