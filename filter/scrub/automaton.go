@@ -13,7 +13,8 @@ type pattern struct {
 //
 // Bytes are first mapped to classes: each byte some pattern holds has a
 // class of its own, and every other byte shares class 0, on which every
-// state goes to the root. States are numbered in breadth-first order, so a
+// state goes to the root (when patterns hold all 256 bytes, each byte is its
+// own class). States are numbered in breadth-first order, so a
 // state's children are consecutive and shallow states come first. The
 // first states (as many as denseBudget allows, the root always among them)
 // have a dense row: the full transition on every class, failures resolved.

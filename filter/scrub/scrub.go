@@ -389,7 +389,8 @@ func (st *Stream) Write(dst, p []byte) []byte {
 	return dst
 }
 
-// keep makes (held+p)[keep:] the held tail.
+// keep makes (held+p)[keep:] the held tail. It is a proper prefix of a
+// form, so the buffer stays below Longest() bytes whatever the chunk size.
 func (st *Stream) keep(p []byte, keep int) {
 	h := len(st.held)
 	switch {
@@ -397,10 +398,6 @@ func (st *Stream) keep(p []byte, keep int) {
 		st.held = append(st.held[:0], p[keep-h:]...)
 	default:
 		st.held = append(st.held[:copy(st.held, st.held[keep:])], p...)
-	}
-	// A large chunk leaves a large buffer behind; the tail is small.
-	if cap(st.held) > 4096 && len(st.held) <= 1024 {
-		st.held = append([]byte(nil), st.held...)
 	}
 }
 

@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -424,4 +425,37 @@ func TestFoldedConcurrentFirstUse(t *testing.T) {
 			t.Fatal("concurrent first use built more than one folded Scrubber")
 		}
 	}
+}
+
+// TestMemoryGrowsWithFormsNotAlphabet holds the automaton to its layout:
+// at most denseBudget dense entries, and a bounded number of bytes per
+// state, with states no more than the forms' total length. 64 secrets of
+// 200 random printable bytes (every character an encoder treats apart) with
+// an Effector's Built strings stand for the upper end.
+func TestMemoryGrowsWithFormsNotAlphabet(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	secrets := make([]Secret, 64)
+	total, npats := 0, 0
+	for i := range secrets {
+		v := make([]byte, 200)
+		for k := range v {
+			v[k] = byte(' ' + r.IntN(95))
+		}
+		secrets[i] = Secret{Name: fmt.Sprint("s", i), Value: v, Built: [][]byte{append([]byte("Bearer "), v...)}}
+		for _, f := range secretForms(secrets[i]) {
+			total += len(f)
+			npats++
+		}
+	}
+	s := mustNew(t, secrets)
+	if len(s.a.dense) > denseBudget {
+		t.Errorf("%d dense entries, budget %d", len(s.a.dense), denseBudget)
+	}
+	if s.a.states() > total+1 {
+		t.Errorf("%d states for %d bytes of forms", s.a.states(), total)
+	}
+	if limit := 4*denseBudget + 17*(total+1) + 8*npats; s.a.size() > limit {
+		t.Errorf("automaton takes %d bytes, more than %d", s.a.size(), limit)
+	}
+	t.Logf("%d forms, %d bytes of forms, %d states, %.1f MiB", s.Len(), total, s.a.states(), float64(s.a.size())/(1<<20))
 }
