@@ -21,7 +21,7 @@ import (
 
 var now = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
-func newCA(t *testing.T) (*pki.CA, string) {
+func newCA(t testing.TB) (*pki.CA, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ca")
 	if err := pki.InitCA(dir, now); err != nil {
@@ -209,7 +209,7 @@ func TestReuse(t *testing.T) {
 	}
 }
 
-func parseCert(t *testing.T, b []byte) *x509.Certificate {
+func parseCert(t testing.TB, b []byte) *x509.Certificate {
 	t.Helper()
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "CERTIFICATE" {
@@ -222,7 +222,7 @@ func parseCert(t *testing.T, b []byte) *x509.Certificate {
 	return c
 }
 
-func certsIn(t *testing.T, b []byte) []*x509.Certificate {
+func certsIn(t testing.TB, b []byte) []*x509.Certificate {
 	t.Helper()
 	var out []*x509.Certificate
 	for {
@@ -236,7 +236,7 @@ func certsIn(t *testing.T, b []byte) []*x509.Certificate {
 }
 
 // selfSigned is a root made in code (never a committed PEM).
-func selfSigned(t *testing.T, cn string) *x509.Certificate { return testpki.NewCA(t, cn).Cert }
+func selfSigned(t testing.TB, cn string) *x509.Certificate { return testpki.NewCA(t, cn).Cert }
 
 func pemOf(cs ...*x509.Certificate) []byte {
 	var b bytes.Buffer

@@ -144,6 +144,9 @@ func Render(o Options) (*Result, error) {
 		UpstreamFile:  {trust.Upstream, 0o644},
 	}
 	res := &Result{Summary: Summary(m, cfg)}
+	if err := distinctLeaves(bootstrap.BoundTargets(cfg)); err != nil {
+		return nil, err
+	}
 	for _, t := range bootstrap.BoundTargets(cfg) {
 		certPath, keyPath := bootstrap.LeafFiles(t)
 		oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
@@ -168,6 +171,21 @@ func Render(o Options) (*Result, error) {
 	}
 	sort.Strings(res.Files)
 	return res, nil
+}
+
+// distinctLeaves refuses two targets whose leaves filter.LeafBase would
+// put in one file (a DNS name that spells an IPv6 address with '_' for
+// ':'), which would serve one target the other's certificate.
+func distinctLeaves(targets []string) error {
+	seen := map[string]string{}
+	for _, t := range targets {
+		base := filter.LeafBase(t)
+		if other, dup := seen[base]; dup {
+			return fmt.Errorf("targets %s and %s would share the leaf %s; bind only one of them", other, t, filepath.ToSlash(base))
+		}
+		seen[base] = t
+	}
+	return nil
 }
 
 // Config is the engine config of a manifest: pod, sandbox and orchestrator

@@ -308,6 +308,9 @@ func TestFailuresWriteNothing(t *testing.T) {
 		{"the CA in --ca-bundle", func(o *render.Options) { o.CABundle = f.ca.CertPEM }, "is the jr2 CA"},
 		{"relative plugin", func(o *render.Options) { o.Plugin = "custodian.so" }, "absolute"},
 		{"relative values dir", func(o *render.Options) { o.ValuesDir = "values" }, "write an absolute path"},
+		{"two targets, one leaf file", func(o *render.Options) {
+			o.Manifest = []byte(`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["[fd00::10]","fd00__10"]}]}`)
+		}, "[fd00::10]:443 and fd00__10:443 would share the leaf tls/fd00__10_443"},
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		o := f.options(t, m, out)
