@@ -112,9 +112,9 @@ func snapshot(t testing.TB, dir string) string {
 // process per render, reading the manifest, the CA and the system roots)
 // for 10 to 400 bound targets: "fresh" into an empty DIR (every leaf
 // issued), "again" into the rendered DIR (every leaf reused). It reports
-// envoy.json's size too. Print the table:
+// envoy.json's size too. Print the table, each row against 10 targets:
 //
-//	go test -run='^$' -bench=RenderCold -benchtime=5x ./controlplane/
+//	go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x | go run ./scripts/benchtable -title "controlplane render, cold process" -vs 'RenderCold/targets=10/fresh'
 func BenchmarkRenderCold(b *testing.B) {
 	roots := rootsPEM(b)
 	dir := b.TempDir()
