@@ -8,24 +8,26 @@
 // if any step fails, that copy writes the step and the reason to the parent
 // and exits with the step's code (Steps) instead of executing anything.
 //
-// # Network: two namespaces, no default route
+// # Network: two namespaces, nothing forwarded
 //
 // NewNetwork makes two named network namespaces joined by a veth pair on a
 // /30 from 10.231.0.0/16: the child's (".2") and the mediator's (".1").
 // The mediator's namespace holds nothing but the sockets the mediator opens
-// there through Network.ListenTCP and ListenUDP, so "only the mediator is
-// reachable" holds by construction: no host service listening on a wildcard
-// address is in that namespace, and no firewall rule is needed or left
-// behind. The child's routing table is the /30 link route and nothing else:
-// a dial to any other address fails at once with ENETUNREACH, whatever the
-// child's proxy variables say. No default route (hark's W2 chose one via the
-// mediator plus FORWARD DROP rules so that literal-IP dials reach the
-// mediator): with the mediator alone in its namespace there is no host
-// forwarding path to guard, and nothing to clean up if the runner dies. The
-// price: a literal-IP dial to any address but the mediator's is refused by
-// the child's kernel and never reaches the record. IPv6 is disabled in both
-// namespaces (a link-local peer address would be a second way out), and
-// forwarding is written off in both, whatever the host's defaults.
+// there through Network.ListenTCP, ListenUDP and CatchTCP, so "only the
+// mediator is reachable" holds by construction: no host service listening
+// on a wildcard address is in that namespace, and no firewall rule is
+// needed or left behind. The child's main routing table is the /30 link
+// route and nothing else: a dial to any other address fails at once with
+// ENETUNREACH, whatever the child's proxy variables say — except on a port
+// the mediator catches (CatchTCP): TCP to that port, at any address, is
+// routed to the mediator, which takes it in as its own, so a literal-IP
+// dial reaches the mediator's record instead of dying in the child's
+// kernel. (hark's W2 used a default route and FORWARD DROP rules on the
+// host; here nothing leaves the mediator's namespace but what the mediator
+// itself dials from the runner's, and no rule outlives the namespaces.)
+// IPv6 is disabled in both namespaces (a link-local peer address would be
+// a second way out), and forwarding is written off in both, whatever the
+// host's defaults.
 //
 // The namespaces are configured with iproute2 (`ip netns`, `ip link`, `ip
 // addr`): it is installed wherever this runs (CI installs it), it makes

@@ -127,6 +127,14 @@ func TestContained(t *testing.T) {
 	}
 	defer ln.Close()
 	serve(ln, func(c net.Conn) { io.WriteString(c, "mediator") })
+	// A caught port: a dial to any address on it lands at the mediator,
+	// which sees the address dialled.
+	caught, err := n.CatchTCP(4433)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caught.Close()
+	serve(caught, func(c net.Conn) { io.WriteString(c, "caught "+c.LocalAddr().String()) })
 	// A host service on every address, at the same port: the child must
 	// not reach it through the mediator's address.
 	hostLn, err := net.Listen("tcp4", "0.0.0.0:0")
@@ -155,6 +163,8 @@ func TestContained(t *testing.T) {
 		"PROBE_MEDIATOR=" + net.JoinHostPort(n.Mediator.String(), strconv.Itoa(medPort)),
 		"PROBE_HOST_SERVICE=" + net.JoinHostPort(n.Mediator.String(), strconv.Itoa(hostPort)),
 		"PROBE_RUNNER_PID=" + strconv.Itoa(os.Getpid()),
+		"PROBE_CAUGHT=192.0.2.7:4433",
+		"PROBE_NOT_CAUGHT=192.0.2.7:4434",
 	}
 	var stdout, stderr bytes.Buffer
 	code, err := n.Run(context.Background(), Spec{
@@ -199,6 +209,8 @@ func TestContained(t *testing.T) {
 		"fork":               "ok",
 		"connect-internet":   "ENETUNREACH",
 		"connect-mediator":   "mediator",
+		"connect-caught":     "caught 192.0.2.7:4433",
+		"connect-not-caught": "ENETUNREACH",
 		"connect-host-port":  "ECONNREFUSED",
 		"connect-ipv6":       "not ok",
 		"routes":             n.Prefix.String(),
@@ -275,6 +287,15 @@ func probe() int {
 		r["connect-mediator"] = string(b)
 		c.Close()
 	}
+	if c, err := net.DialTimeout("tcp4", os.Getenv("PROBE_CAUGHT"), 3*time.Second); err != nil {
+		try("connect-caught", err)
+	} else {
+		b, _ := io.ReadAll(c)
+		r["connect-caught"] = string(b)
+		c.Close()
+	}
+	_, err = net.DialTimeout("tcp4", os.Getenv("PROBE_NOT_CAUGHT"), 3*time.Second)
+	try("connect-not-caught", err)
 	_, err = net.DialTimeout("tcp4", os.Getenv("PROBE_HOST_SERVICE"), 3*time.Second)
 	try("connect-host-port", err)
 	_, err = net.DialTimeout("tcp6", "[::1]:80", 3*time.Second)

@@ -36,6 +36,7 @@ func MaybeChild() {}
 func (n *Network) Close() error                           { return nil }
 func (n *Network) ListenTCP(int) (net.Listener, error)    { return nil, errLinux }
 func (n *Network) ListenUDP(int) (net.PacketConn, error)  { return nil, errLinux }
+func (n *Network) CatchTCP(int) (net.Listener, error)     { return nil, errLinux }
 func (n *Network) Start(Spec) (*Child, error)             { return nil, errLinux }
 func (n *Network) Run(context.Context, Spec) (int, error) { return -1, errLinux }
 func (c *Child) Pid() int                                 { return 0 }

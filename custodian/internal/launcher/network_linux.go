@@ -4,6 +4,7 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +35,12 @@ const (
 // addrRange is where a run's /30 is taken from.
 var addrRange = netip.MustParsePrefix("10.231.0.0/16")
 
+// catchTable is the routing table, in both namespaces, of the catch-all:
+// in the child's, a default route to the mediator that only CatchTCP's
+// rules select; in the mediator's, every address local, for what arrives
+// from the veth.
+const catchTable = "231"
+
 // Network is one run's pair of namespaces. Close removes everything
 // NewNetwork made; it is safe to call more than once.
 type Network struct {
@@ -44,6 +52,7 @@ type Network struct {
 
 	ip        string   // the iproute2 binary
 	mediator  *os.File // the mediator namespace, held open for ListenTCP/UDP
+	vethChild string   // the child's end of the veth pair
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -71,6 +80,7 @@ func NewNetwork() (n *Network, err error) {
 		Child:      prefix.Addr().Next().Next(),
 		ResolvConf: filepath.Join(etcNetns, name, "resolv.conf"),
 		ip:         ipBin,
+		vethChild:  "j" + hex.EncodeToString(tag[:]) + "c",
 	}
 	defer func() {
 		if err != nil {
@@ -78,7 +88,7 @@ func NewNetwork() (n *Network, err error) {
 			n = nil
 		}
 	}()
-	vethChild, vethMed := "j"+hex.EncodeToString(tag[:])+"c", "j"+hex.EncodeToString(tag[:])+"m"
+	vethChild, vethMed := n.vethChild, "j"+hex.EncodeToString(tag[:])+"m"
 	med := name + mediatorNS
 	bits := strconv.Itoa(prefix.Bits())
 	for _, args := range [][]string{
@@ -110,6 +120,11 @@ func NewNetwork() (n *Network, err error) {
 	for _, args := range [][]string{
 		{"-n", name, "link", "set", vethChild, "up"},
 		{"-n", med, "link", "set", vethMed, "up"},
+		// The catch-all (see CatchTCP). The child's table is selected by
+		// no rule until CatchTCP adds one for its port.
+		{"-n", name, "route", "add", "default", "via", n.Mediator.String(), "dev", vethChild, "table", catchTable},
+		{"-n", med, "route", "add", "local", "0.0.0.0/0", "dev", "lo", "table", catchTable},
+		{"-n", med, "rule", "add", "iif", vethMed, "lookup", catchTable, "pref", "100"},
 	} {
 		if err := n.run(args...); err != nil {
 			return n, err
@@ -282,6 +297,53 @@ func (n *Network) ListenTCP(port int) (net.Listener, error) {
 		return err
 	})
 	return ln, err
+}
+
+// CatchTCP opens a TCP listener in the mediator's namespace that receives
+// every connection the child makes to port, whatever IPv4 address it
+// dials: a literal-IP dial lands here too, and the accepted conn's
+// LocalAddr is the address and port the child dialled. port must be 1 to
+// 65535, and is caught once per Network.
+//
+// How: the child's namespace gets a rule sending TCP to port through the
+// catch table, whose one route is a default via the mediator; the
+// mediator's namespace takes whatever arrives from the veth as local (a
+// "local 0.0.0.0/0" route in its own catch table), and the listener is
+// bound to 0.0.0.0 with IP_TRANSPARENT, without which the kernel would not
+// answer from an address it does not hold. Nothing is forwarded: both
+// namespaces keep forwarding off, and a port not caught still has no route
+// in the child (ENETUNREACH at once).
+func (n *Network) CatchTCP(port int) (net.Listener, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("launcher: catch port %d: want 1 to 65535", port)
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT, 1)
+		})
+		if err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("IP_TRANSPARENT: %w", serr)
+		}
+		return nil
+	}}
+	var ln net.Listener
+	err := inNS(n.mediator, func() (err error) {
+		ln, err = lc.Listen(context.Background(), "tcp4", "0.0.0.0:"+strconv.Itoa(port))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("launcher: catch port %d: %w", port, err)
+	}
+	p := strconv.Itoa(port)
+	if err := n.run("-n", n.Name, "rule", "add", "ipproto", "tcp", "dport", p, "lookup", catchTable, "pref", "100"); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // ListenUDP opens a UDP socket on the mediator's address, inside the
