@@ -280,19 +280,14 @@ func probe() int {
 
 	_, err = net.DialTimeout("tcp4", "1.1.1.1:80", 3*time.Second)
 	try("connect-internet", err)
-	if c, err := net.DialTimeout("tcp4", os.Getenv("PROBE_MEDIATOR"), 3*time.Second); err != nil {
-		try("connect-mediator", err)
-	} else {
-		b, _ := io.ReadAll(c)
-		r["connect-mediator"] = string(b)
-		c.Close()
-	}
-	if c, err := net.DialTimeout("tcp4", os.Getenv("PROBE_CAUGHT"), 3*time.Second); err != nil {
-		try("connect-caught", err)
-	} else {
-		b, _ := io.ReadAll(c)
-		r["connect-caught"] = string(b)
-		c.Close()
+	for _, d := range [][2]string{{"connect-mediator", "PROBE_MEDIATOR"}, {"connect-caught", "PROBE_CAUGHT"}} {
+		if c, err := net.DialTimeout("tcp4", os.Getenv(d[1]), 3*time.Second); err != nil {
+			try(d[0], err)
+		} else {
+			b, _ := io.ReadAll(c)
+			r[d[0]] = string(b)
+			c.Close()
+		}
 	}
 	_, err = net.DialTimeout("tcp4", os.Getenv("PROBE_NOT_CAUGHT"), 3*time.Second)
 	try("connect-not-caught", err)
