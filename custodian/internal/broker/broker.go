@@ -1,0 +1,180 @@
+// Package broker holds the secrets of one contained run: it reads each
+// value from the runner's own environment, once, hands it to the engine
+// (jr2.dev/boundary/filter) as a held secret bound to the policy's hosts,
+// and builds the child's environment, in which every secret is its public
+// stand-in.
+//
+// Invariant: a value read here leaves this package only into the engine
+// (filter.New). The child's environment never holds a secret's variable,
+// the errors name secrets and variables, never values, and Contains is
+// the one test, over every form the engine's scrubber knows, that a
+// record about to be written carries no value.
+//
+// # The child's environment
+//
+// The runner's environment, less each secret's variable, every proxy
+// variable (either case) and every trust variable, plus:
+//
+//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
+//   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
+//     mediator's proxy, for clients that honour them (the namespace routes
+//     the others to the mediator anyway);
+//   - the trust variables (runca.TrustVars) naming the run CA's file.
+//
+// NOT covered: any other credential in the runner's environment is passed
+// to the child as it is. Run with an environment that holds only what the
+// child may see, and the policy's secrets.
+package broker
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"jr2.dev/boundary/custodian/internal/policy"
+	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/filter"
+)
+
+// Broker is a run's held secrets and their engine. It is read-only after
+// New and safe for concurrent use.
+type Broker struct {
+	pol     *policy.Policy
+	eng     *filter.Engine
+	removed map[string]bool // variables the child never gets from the runner
+}
+
+// proxyVars are removed from the child's environment in either case; the
+// run sets its own.
+var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY"}
+
+// New reads the value of each of pol's secrets from environ (the runner's
+// environment, "KEY=value" entries) and builds the engine. A secret whose
+// variable is unset or empty, shorter than scrub.MinLen or not printable
+// ASCII refuses the run, naming the secret and its variable.
+func New(pol *policy.Policy, environ []string) (*Broker, error) {
+	env := lookup(environ)
+	cfg := &filter.Config{Pod: "custodian-run"}
+	values := map[string][]byte{}
+	for _, s := range pol.Secrets {
+		v := env[s.Env]
+		if v == "" {
+			return nil, fmt.Errorf("secrets.%s: the runner's variable %s is unset or empty; export the credential in it before custodian run", s.Name, s.Env)
+		}
+		targets := make([]string, len(s.Hosts))
+		for i, h := range s.Hosts {
+			targets[i] = filter.JoinTarget(h.Name, int(h.Port))
+		}
+		cfg.Secrets = append(cfg.Secrets, filter.SecretConfig{
+			Name:    s.Name,
+			StandIn: filter.StandIn(s.Name),
+			Targets: targets,
+			Headers: append([]string(nil), s.Headers...),
+		})
+		values[s.Name] = []byte(v)
+	}
+	eng, err := filter.New(cfg, values)
+	if err != nil {
+		return nil, fmt.Errorf("%w (from the runner's environment)", err)
+	}
+	b := &Broker{pol: pol, eng: eng, removed: map[string]bool{}}
+	for _, s := range pol.Secrets {
+		b.removed[s.Env] = true
+	}
+	for _, v := range append([]string{"SSL_CERT_DIR"}, runca.TrustVars...) {
+		b.removed[v] = true
+	}
+	return b, nil
+}
+
+// lookup maps the last value of each variable of environ.
+func lookup(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// Engine is the run's engine: the policy's secrets bound to their hosts.
+func (b *Broker) Engine() *filter.Engine { return b.eng }
+
+// Bound reports whether target (canonical host:port) has a secret bound to
+// it, that is, whether the engine decides its requests.
+func (b *Broker) Bound(target string) bool {
+	for _, t := range b.eng.Targets() {
+		if t == target {
+			return true
+		}
+	}
+	return false
+}
+
+// Contains reports whether s holds a value, in any form the scrubber
+// knows. Give it to the bundle writer (bundle.Options.ContainsSecret).
+func (b *Broker) Contains(s []byte) bool {
+	return b.eng.Scrubber().String(string(s)) != string(s)
+}
+
+// StandInIn returns the name of a secret whose stand-in s holds, or "".
+func (b *Broker) StandInIn(s string) string {
+	if !strings.Contains(s, filter.StandInPrefix) {
+		return ""
+	}
+	for _, sec := range b.pol.Secrets {
+		if strings.Contains(s, filter.StandIn(sec.Name)) {
+			return sec.Name
+		}
+	}
+	return ""
+}
+
+// ChildEnv is the child's environment built from environ (see the package
+// doc): proxy is the mediator's proxy URL, caFile the run CA's file. It
+// also returns the variables that carry stand-ins, sorted.
+func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns []string) {
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || b.removed[k] || isProxy(k) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, s := range b.pol.Secrets {
+		env = append(env, s.Env+"="+filter.StandIn(s.Name))
+		standIns = append(standIns, s.Env)
+	}
+	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		env = append(env, v+"="+proxy)
+	}
+	env = append(env, runca.TrustEnv(caFile)...)
+	sort.Strings(standIns)
+	return env, standIns
+}
+
+func isProxy(k string) bool {
+	for _, v := range proxyVars {
+		if strings.EqualFold(k, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// Names returns the variable names of env, sorted: what the env record
+// shows of the child's environment.
+func Names(env []string) []string {
+	names := make([]string, 0, len(env))
+	seen := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !seen[k] {
+			seen[k] = true
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,146 @@
+package broker
+
+import (
+	"encoding/base64"
+	"reflect"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/custodian/internal/policy"
+	"jr2.dev/boundary/filter"
+)
+
+const sentinel = "sk-sentinel-9f8e7d6c5b4a"
+
+const testPolicy = `
+allow_hosts = ["api.example.com", "other.example.com", "plain.example.com:80"]
+[secrets]
+EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"] }
+GH = { env = "GITHUB_TOKEN", hosts = ["other.example.com"], headers = ["x-token"] }
+`
+
+func load(t *testing.T, environ []string) (*Broker, error) {
+	t.Helper()
+	pol, err := policy.Parse([]byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(pol, environ)
+}
+
+func TestNewRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		want    string
+	}{
+		{"unset", []string{"GITHUB_TOKEN=" + sentinel}, "secrets.EXAMPLE_TOKEN: the runner's variable EXAMPLE_TOKEN is unset or empty"},
+		{"empty", []string{"EXAMPLE_TOKEN=", "GITHUB_TOKEN=" + sentinel}, "secrets.EXAMPLE_TOKEN: the runner's variable EXAMPLE_TOKEN is unset or empty"},
+		{"short", []string{"EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=abc"}, "held secret GH: the value is shorter than"},
+		{"not printable", []string{"EXAMPLE_TOKEN=" + sentinel + "\x01", "GITHUB_TOKEN=" + sentinel + "x"}, "held secret EXAMPLE_TOKEN: byte 24 of the value is outside 0x20-0x7E"},
+	} {
+		_, err := load(t, tc.environ)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), sentinel) {
+			t.Errorf("%s: the error carries the value: %v", tc.name, err)
+		}
+	}
+}
+
+func good(t *testing.T) *Broker {
+	t.Helper()
+	b, err := load(t, []string{"PATH=/usr/bin", "EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=gh-" + sentinel,
+		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "HOME=/root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestEngineSwapsOnlyTowardBoundHosts: the engine the broker builds holds
+// each secret bound to its policy hosts, in its headers.
+func TestEngineSwapsOnlyTowardBoundHosts(t *testing.T) {
+	b := good(t)
+	eng := b.Engine()
+	if got, want := eng.Targets(), []string{"api.example.com:443", "other.example.com:443"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		target, header, standIn, want string
+	}{
+		{"api.example.com:443", "Authorization", "Bearer jr2-held-EXAMPLE_TOKEN", "Bearer " + sentinel},
+		{"other.example.com:443", "X-Token", "jr2-held-GH", "gh-" + sentinel},
+	} {
+		h, _, _ := filter.SplitTarget(tc.target)
+		req := filter.Request{Method: "GET", Authority: h, Path: "/", Headers: []filter.Header{{Name: tc.header, Value: tc.standIn}}}
+		d := eng.DecideRequest(tc.target, &req)
+		if d.Reply != nil || len(d.Set) == 0 || d.Set[0].Value != tc.want {
+			t.Errorf("%s: %+v", tc.target, d)
+		}
+	}
+	if !b.Bound("api.example.com:443") || b.Bound("plain.example.com:80") {
+		t.Error("Bound is wrong")
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	b := good(t)
+	env, standIns := b.ChildEnv([]string{"PATH=/usr/bin", "EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=gh-" + sentinel,
+		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "HOME=/root"},
+		"http://10.231.0.1:8080", "/tmp/ca/ca.pem")
+	want := []string{
+		"PATH=/usr/bin", "HOME=/root",
+		"EXAMPLE_TOKEN=jr2-held-EXAMPLE_TOKEN", "GITHUB_TOKEN=jr2-held-GH",
+		"HTTPS_PROXY=http://10.231.0.1:8080", "https_proxy=http://10.231.0.1:8080",
+		"HTTP_PROXY=http://10.231.0.1:8080", "http_proxy=http://10.231.0.1:8080",
+		"SSL_CERT_FILE=/tmp/ca/ca.pem", "REQUESTS_CA_BUNDLE=/tmp/ca/ca.pem",
+		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem",
+	}
+	if !reflect.DeepEqual(env, want) {
+		t.Errorf("env:\n%q\nwant\n%q", env, want)
+	}
+	if !reflect.DeepEqual(standIns, []string{"EXAMPLE_TOKEN", "GITHUB_TOKEN"}) {
+		t.Errorf("stand-ins %v", standIns)
+	}
+	if strings.Contains(strings.Join(env, "\n"), sentinel) {
+		t.Error("the child's environment holds a value")
+	}
+	names := Names(env)
+	if !reflect.DeepEqual(names[:3], []string{"EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
+		t.Errorf("names %v", names)
+	}
+}
+
+func TestContainsAndStandIn(t *testing.T) {
+	b := good(t)
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{`{"authorization":"Bearer ` + sentinel + `"}`, true},
+		{`{"body":"` + base64.StdEncoding.EncodeToString([]byte(sentinel)) + `"}`, true},
+		{`{"authorization":"Bearer jr2-held-EXAMPLE_TOKEN"}`, false},
+		{`{"body":"[secret:EXAMPLE_TOKEN]"}`, false},
+	} {
+		if got := b.Contains([]byte(tc.s)); got != tc.want {
+			t.Errorf("Contains(%q) = %v", tc.s, got)
+		}
+	}
+	if got := b.StandInIn("/x?t=jr2-held-GH"); got != "GH" {
+		t.Errorf("StandInIn: %q", got)
+	}
+	if got := b.StandInIn("/x?t=jr2-held-OTHER"); got != "" {
+		t.Errorf("StandInIn of an unknown name: %q", got)
+	}
+}
+
+// TestDefaultHeadersAgree: the policy's default headers are the engine's;
+// a secret written without headers rides the same four either way.
+func TestDefaultHeadersAgree(t *testing.T) {
+	if !reflect.DeepEqual(policy.DefaultHeaders, filter.DefaultHeaders) {
+		t.Fatalf("policy.DefaultHeaders %v != filter.DefaultHeaders %v", policy.DefaultHeaders, filter.DefaultHeaders)
+	}
+}
