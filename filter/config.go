@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"jr2.dev/boundary/filter/dialguard"
 )
 
 // StandInPrefix begins every stand-in: the stand-in of NAME is
@@ -48,6 +50,12 @@ type Config struct {
 	// Secrets is the held table. The token (TokenName) is one of them, with
 	// no targets.
 	Secrets []SecretConfig `json:"secrets"`
+	// LocalTargets allows bound targets on guarded addresses (loopback,
+	// link-local, localhost names, …) and lets a host dial a bound target
+	// that resolves to one. Only for tests and demos on one machine
+	// (controlplane render --allow-local-targets): in a pod the agent shares
+	// loopback, and a server it starts there would be handed the value.
+	LocalTargets bool `json:"localTargets,omitempty"`
 }
 
 // Listeners are the three listen addresses of a Custodian.
@@ -180,6 +188,9 @@ func (c *Config) check() error {
 			}
 			if canon := JoinTarget(host, port); canon != t {
 				return fmt.Errorf("%s.targets[%d]: %q: write it as %q", at, j, t, canon)
+			}
+			if v := dialguard.Judge(host); v.Guarded && !c.LocalTargets {
+				return fmt.Errorf("%s.targets[%d]: %q is guarded (%s): the agent could serve it and take the value; bind a host the agent cannot serve (tests on one machine set localTargets)", at, j, t, v.Why)
 			}
 			for _, h := range s.Headers {
 				k := t + " " + h

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"net/netip"
 	"fmt"
 	"sort"
 	"strings"
@@ -98,6 +99,17 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 	}
 	sort.Strings(e.targets)
 	return e, nil
+}
+
+// DialBound is the guard on a bound target's dial: a host calls it with the
+// address it is about to dial for an intercepted request (after resolution)
+// and dials only when it returns nil. A bound name that resolves to a
+// guarded address is refused, unless the config allows local targets.
+func (e *Engine) DialBound(target string, addr netip.Addr) *Reply {
+	if e.cfg.LocalTargets {
+		return nil
+	}
+	return e.AllowDial(target, addr)
 }
 
 // Config returns the engine's config. The caller must not modify it.

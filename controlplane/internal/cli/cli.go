@@ -121,6 +121,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	plugin := fs.String("plugin", render.DefaultPlugin, "")
 	mountDir := fs.String("mount-dir", "", "")
 	harnessCA := fs.String("harness-ca-dir", render.DefaultHarnessCADir, "")
+	allowLocal := fs.Bool("allow-local-targets", false, "")
 	if !flags(fs, args, stderr, map[string]*string{"manifest": manifestPath, "ca": caDir, "out": out, "values-dir": valuesDir, "plugin": plugin, "harness-ca-dir": harnessCA}) {
 		return ExitUsage
 	}
@@ -145,6 +146,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	res, err := render.Render(render.Options{
 		Manifest: m, CADir: *caDir, OutDir: *out, CABundle: extra, SystemRoots: roots,
 		ValuesDir: *valuesDir, Plugin: *plugin, MountDir: *mountDir, HarnessCADir: *harnessCA, Now: time.Now(),
+		AllowLocalTargets: *allowLocal,
 	})
 	var refused *manifest.Refused
 	if errors.As(err, &refused) {

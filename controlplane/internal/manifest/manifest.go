@@ -43,9 +43,16 @@
 // at most 64 bytes of any input. A name that is not a variable name is never
 // quoted back (a pasted value would be); hosts, headers and paths are.
 //
-// Not covered here: a binding to an address in the pod's own loopback is
-// not refused (tests bind local HTTPS servers); whether a value file exists
-// is the Custodian's check at start, not render's.
+// A binding to a guarded address (loopback, link-local, a metadata address,
+// localhost: anything the dial guard refuses, by spelling) is refused too:
+// the agent shares the pod's loopback, so a server it starts there would be
+// handed the value. Options.AllowLocalTargets lifts that for tests and
+// demos on one machine, where the upstreams are local by necessity.
+//
+// Not covered here: a name that resolves to a guarded address (a Custodian
+// that dials bound targets with the guard covers it; see filter.Config);
+// whether a value file exists is the Custodian's check at start, not
+// render's.
 package manifest
 
 import (
@@ -56,6 +63,7 @@ import (
 	"strings"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/dialguard"
 )
 
 // Manifest is a checked held manifest.
@@ -135,8 +143,17 @@ var FramingHeaders = []string{
 	"te", "trailer", "keep-alive", "expect", "http2-settings",
 }
 
+// Options change what Parse accepts.
+type Options struct {
+	// AllowLocalTargets accepts a bound host that spells a guarded address
+	// (127.0.0.1, [::1], localhost, …). Only for tests and demos on one
+	// machine: in a pod the agent shares loopback and could serve the target.
+	AllowLocalTargets bool
+}
+
 // checker collects problems.
 type checker struct {
+	opts     Options
 	problems []Problem
 }
 
@@ -145,7 +162,10 @@ func (c *checker) add(path, rule, format string, a ...any) {
 }
 
 // Parse reads and checks a held manifest.
-func Parse(b []byte) (*Manifest, error) {
+func Parse(b []byte) (*Manifest, error) { return ParseWith(b, Options{}) }
+
+// ParseWith is Parse with options.
+func ParseWith(b []byte, opts Options) (*Manifest, error) {
 	if len(b) > MaxSize {
 		return nil, &Refused{[]Problem{{Rule: "shape", Msg: fmt.Sprintf("the manifest is larger than %d bytes; a held manifest holds names and bindings only", MaxSize)}}}
 	}
@@ -153,7 +173,7 @@ func Parse(b []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, &Refused{[]Problem{{Rule: "shape", Msg: err.Error()}}}
 	}
-	c := &checker{}
+	c := &checker{opts: opts}
 	m := c.manifest(root)
 	if len(c.problems) > 0 {
 		return nil, &Refused{c.problems}
@@ -394,6 +414,12 @@ func (s *secretsChecker) targets(name string, hosts, paths, headers []string) []
 		if msg != "" {
 			s.add(at, "R5", "%s", msg)
 			continue
+		}
+		if host, _, err := filter.SplitTarget(t); err == nil && !s.opts.AllowLocalTargets {
+			if v := dialguard.Judge(host); v.Guarded {
+				s.add(at, "R5", "%s is guarded (%s): the agent shares the pod's loopback and could serve it the value; bind a host the agent cannot serve (a test on one machine renders with --allow-local-targets)", quote(h), v.Why)
+				continue
+			}
 		}
 		if first, dup := seen[t]; dup {
 			s.add(at, "R5", "%s is the same target as %s (%s); list it once", quote(h), first, t)

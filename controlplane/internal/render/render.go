@@ -76,7 +76,10 @@ type Options struct {
 	MountDir string
 	// HarnessCADir is where the Harness sees DIR/ca.
 	HarnessCADir string
-	Now          time.Time
+	// AllowLocalTargets accepts bound targets on guarded addresses (tests
+	// and demos on one machine) and marks custodian.json so; never in a pod.
+	AllowLocalTargets bool
+	Now               time.Time
 }
 
 // Result is what a render did.
@@ -97,7 +100,7 @@ type file struct {
 // Render builds every file of DIR and then writes them. A refused manifest
 // returns a *manifest.Refused and writes nothing.
 func Render(o Options) (*Result, error) {
-	m, err := manifest.Parse(o.Manifest)
+	m, err := manifest.ParseWith(o.Manifest, manifest.Options{AllowLocalTargets: o.AllowLocalTargets})
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +118,7 @@ func Render(o Options) (*Result, error) {
 		o.MountDir = out
 	}
 	cfg := Config(m, o.ValuesDir)
+	cfg.LocalTargets = o.AllowLocalTargets
 	cfgJSON, err := marshalConfig(cfg)
 	if err != nil {
 		return nil, err

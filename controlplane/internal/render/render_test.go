@@ -576,3 +576,32 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+// A local target is refused by default, with the flag that lifts it named;
+// with AllowLocalTargets it renders, and custodian.json says so, so the Go
+// host lets a bound target resolve to a guarded address only then.
+func TestLocalTargets(t *testing.T) {
+	f := newFixture(t)
+	m := []byte(`{"pod":"demo","orchestrator":"orch.example:4000","secrets":[{"name":"DEMO_KEY","hosts":["127.0.0.1:8443"]}]}`)
+	out := filepath.Join(t.TempDir(), "out")
+	_, err := render.Render(f.options(t, m, out))
+	var refused *manifest.Refused
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "--allow-local-targets") {
+		t.Fatalf("local target: err = %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a refused render wrote %s", out)
+	}
+	o := f.options(t, m, out)
+	o.AllowLocalTargets = true
+	if _, err := render.Render(o); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := filter.LoadConfig(filepath.Join(out, "custodian.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.LocalTargets || len(cfg.Secrets) == 0 || cfg.Secrets[0].Targets[0] != "127.0.0.1:8443" {
+		t.Fatalf("custodian.json: %+v", cfg)
+	}
+}

@@ -2,13 +2,18 @@ package serve
 
 import (
 	"crypto/tls"
+	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
+	"syscall"
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )
+
+var errGuardedBound = errors.New("the address it resolved to is guarded")
 
 // interceptor serves the requests of one bound target, arriving over TLS
 // connections the egress listener ended with the target's leaf.
@@ -31,9 +36,23 @@ func (s *Server) newInterceptor(target string) *interceptor {
 			ic.host = "[" + h + "]"
 		}
 	}
+	// A bound name that resolves to a guarded address is not dialled
+	// (unless the config allows local targets): the agent could be serving
+	// it.
+	dialer := *s.dialer
+	dialer.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if rep := s.eng.DialBound(target, ap.Addr()); rep != nil {
+			return errGuardedBound
+		}
+		return nil
+	}
 	ic.tr = &http.Transport{
 		Proxy:       nil,
-		DialContext: s.dialer.DialContext,
+		DialContext: dialer.DialContext,
 		TLSClientConfig: &tls.Config{
 			RootCAs:    s.upstream,
 			ServerName: h,

@@ -148,7 +148,8 @@ func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
 	dir := t.TempDir()
 	cfg := filter.Config{
 		Pod: "ws-test", Sandbox: "ws-test", Orchestrator: f.orch.Listener.Addr().String(), ValuesDir: "values",
-		Listeners: filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
+		Listeners:    filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
+		LocalTargets: true,
 		Secrets: []filter.SecretConfig{
 			{Name: "KEY", StandIn: keySI, Targets: []string{f.up.target, f.dead}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
 			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
@@ -549,5 +550,59 @@ func TestNotConnect(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 405 || string(b) != "jr2 custodian: this listener takes CONNECT only; use it as HTTPS_PROXY" {
 		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+}
+
+// Without localTargets, a bound name that resolves to a guarded address is
+// never dialled: the agent could be the one serving it.
+func TestBoundNameResolvingToLoopback(t *testing.T) {
+	uca := testpki.NewCA(t, "upstream test CA")
+	jca := testpki.NewCA(t, "jr2 test CA")
+	up := newUpstream(t, uca)
+	port := strings.Split(up.target, ":")[1]
+	target := "bound.example:" + port
+	dir := t.TempDir()
+	cfg := filter.Config{
+		Pod: "ws-test", Orchestrator: "orch.example:4000", ValuesDir: "values",
+		Listeners: filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
+		Secrets: []filter.SecretConfig{
+			{Name: "KEY", StandIn: keySI, Targets: []string{target}, Headers: []string{"x-api-key"}},
+			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
+	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
+	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "values", filter.TokenName), []byte(tokenValue), 0o600))
+	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
+	leaf := jca.Leaf(t, "bound.example")
+	base := filepath.Join(dir, filter.LeafBase(target))
+	must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
+	must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
+	must(t, os.MkdirAll(filepath.Join(dir, "ca"), 0o755))
+	uca.WriteFile(t, filepath.Join(dir, "ca"), "upstream.crt")
+	log := &syncBuf{}
+	srv, err := New(Options{ConfigPath: filepath.Join(dir, "custodian.json"), Log: log, Resolver: fakeDNS(t), Grace: time.Second})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	_, egress, _ := srv.Addrs()
+	pu, _ := url.Parse("http://" + egress)
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: jca.Pool()}}}
+	req, _ := http.NewRequest("GET", "https://"+target+"/x", nil)
+	req.Header.Set("x-api-key", keySI)
+	resp, err := c.Do(req)
+	must(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "jr2 custodian: " + target + " could not be reached: "
+	if resp.StatusCode != 502 || !strings.HasPrefix(string(body), want) || !strings.Contains(string(body), "guarded") {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if up.hits.Load() != 0 {
+		t.Fatal("the value reached a loopback address")
 	}
 }
