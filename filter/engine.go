@@ -2,8 +2,8 @@ package filter
 
 import (
 	"errors"
-	"net/netip"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
