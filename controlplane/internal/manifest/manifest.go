@@ -23,13 +23,13 @@
 //   - Shape: one JSON object; an unknown field, a field given twice, a value
 //     of the wrong type, an empty pod or a missing orchestrator is refused.
 //   - R2: a JR2_* name other than the Sandbox token (any case), or a proxy or
-//     trust variable (ReservedNames) — render sets those in the Harness.
+//     trust variable (filter.ProxyTrustVars) — render sets those in the Harness.
 //   - R3: one name held twice.
 //   - R5: no hosts; a wildcard, userinfo, a scheme other than https, a path
 //     (or query) on a host, a bad port, an IPv6 address out of brackets; one
 //     target listed twice; two secrets on one host in one header.
 //   - R6: a header that is not a lowercase token, that frames or routes a
-//     request (FramingHeaders, proxy-*, :pseudo), or that is listed twice.
+//     request (filter.Frames), or that is listed twice.
 //   - R12: a path prefix that does not start with "/", or holds "..", ";",
 //     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
 //     ASCII, "?" or "#" (a prefix is matched against the path alone).
@@ -119,29 +119,6 @@ func (r *Refused) Error() string {
 // MaxSize bounds a manifest: far above any real pod's (a few KiB), far below
 // what would make render slow.
 const MaxSize = 4 << 20
-
-// ReservedNames are the proxy and trust variables a held secret may not be
-// named (R2, compared without case): render sets the Harness's proxy and
-// trust variables itself, and a tool reads each of these to decide where a
-// request goes or whom it trusts.
-var ReservedNames = []string{
-	// proxies
-	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
-	"NODE_USE_ENV_PROXY", "NPM_CONFIG_PROXY", "NPM_CONFIG_HTTPS_PROXY",
-	"GLOBAL_AGENT_HTTP_PROXY", "GLOBAL_AGENT_HTTPS_PROXY", "GLOBAL_AGENT_NO_PROXY",
-	// trust
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-	"NODE_EXTRA_CA_CERTS", "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_OPTIONS",
-	"GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY",
-	"AWS_CA_BUNDLE", "PIP_CERT", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
-}
-
-// FramingHeaders frame or route a request (R6); a credential never rides
-// them. Every "proxy-" header and every ":pseudo" header is refused too.
-var FramingHeaders = []string{
-	"host", "content-length", "transfer-encoding", "connection", "upgrade",
-	"te", "trailer", "keep-alive", "expect", "http2-settings",
-}
 
 // Options change what Parse accepts.
 type Options struct {
@@ -361,7 +338,7 @@ func (s *secretsChecker) name(at, name string) bool {
 	case strings.HasPrefix(upper, "JR2_"):
 		s.add(at, "R2", "%s: JR2_* names are the kit's own; hold the credential under another name", name)
 		return false
-	case contains(ReservedNames, upper):
+	case filter.ProxyOrTrustVar(upper):
 		s.add(at, "R2", "%s: render sets the Harness's proxy and trust variables itself, so none can be held; hold the credential under another name", name)
 		return false
 	}
@@ -387,7 +364,7 @@ func (s *secretsChecker) headers(headers, paths []string) []string {
 			s.add(at, "R6", "%s: a pseudo-header cannot carry a credential; name a request header", quote(h))
 		case !headerToken(lower):
 			s.add(at, "R6", "%s: not a header name; use lowercase letters, digits and '-' (a request with '_' in a header name is refused)", quote(h))
-		case contains(FramingHeaders, lower) || strings.HasPrefix(lower, "proxy-"):
+		case filter.Frames(lower):
 			s.add(at, "R6", "%s: it frames or routes the request, so no credential rides it; name the header the credential is sent in", quote(h))
 		case lower != h:
 			s.add(at, "R6", "%s: header names are written lowercase here; write %s", quote(h), quote(lower))

@@ -54,6 +54,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"jr2.dev/boundary/custodian/internal/hostname"
+	"jr2.dev/boundary/filter"
 )
 
 // MaxSize bounds the policy file; a larger one is refused unread.
@@ -63,8 +64,8 @@ const MaxSize = 1 << 20
 const DefaultPort = 443
 
 // DefaultHeaders are the headers a secret is swapped in when its headers key
-// is absent: the Custodian's defaults (spec custodian.md).
-var DefaultHeaders = []string{"authorization", "x-api-key", "x-goog-api-key", "api-key"}
+// is absent: the Custodian's own list.
+var DefaultHeaders = filter.DefaultHeaders
 
 // DenyRule is the rule Allows reports when no entry allows a host.
 const DenyRule = "default-deny"
@@ -385,12 +386,6 @@ func secretName(s string) bool {
 	return true
 }
 
-// reservedEnv are variables the run sets in the child itself.
-var reservedEnv = []string{
-	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-	"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",
-}
-
 func (c *checker) env(key string, m map[string]any, envs map[string]string) string {
 	v, ok := m["env"]
 	if !ok {
@@ -405,7 +400,7 @@ func (c *checker) env(key string, m map[string]any, envs map[string]string) stri
 	case !secretName(env) || env[0] >= '0' && env[0] <= '9':
 		c.fail(key+".env", "%q: a variable name is letters, digits and '_', not starting with a digit", env)
 		return ""
-	case strings.HasPrefix(strings.ToUpper(env), "JR2_") || contains(reservedEnv, strings.ToUpper(env)):
+	case strings.HasPrefix(strings.ToUpper(env), "JR2_") || filter.ProxyOrTrustVar(env):
 		c.fail(key+".env", "%q: the run sets this variable itself; hold the value in another one", env)
 		return ""
 	}
@@ -445,13 +440,6 @@ func (c *checker) secretHosts(key string, m map[string]any) []Host {
 	return out
 }
 
-// framing are headers that frame or route a request; a secret in one would
-// change where or how the request goes.
-var framing = []string{
-	"host", "content-length", "transfer-encoding", "connection", "keep-alive",
-	"te", "trailer", "upgrade", "proxy-connection",
-}
-
 func (c *checker) headers(key string, m map[string]any) []string {
 	if _, ok := m["headers"]; !ok {
 		return append([]string(nil), DefaultHeaders...)
@@ -466,7 +454,7 @@ func (c *checker) headers(key string, m map[string]any) []string {
 		switch {
 		case !token(h):
 			c.fail(k, "%q: a header name is a lowercase token, like \"authorization\"", h)
-		case contains(framing, h):
+		case filter.Frames(h):
 			c.fail(k, "%q: this header frames or routes the request; a secret cannot go in it", h)
 		case contains(out, h):
 			c.fail(k, "%q: listed twice; list each header once", h)
