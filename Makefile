@@ -8,7 +8,7 @@ GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --excl
 
 all: test
 
-test: vet fmt-check unit plugin
+test: vet fmt-check e2e/node/node_modules unit plugin
 
 vet:
 	$(GO) vet ./...
@@ -18,6 +18,12 @@ fmt-check:
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+# The e2e suite (./e2e, run by unit) drives the Custodian with real clients;
+# its Node client takes its proxy agent from npm, as e2e/node's lock pins it.
+e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
+	npm ci --prefix e2e/node --no-audit --no-fund
+	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the
 # build proves it links against the pinned SDK.

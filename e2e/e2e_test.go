@@ -1,0 +1,209 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/scrub"
+)
+
+// TestE2E renders one pod, starts the Custodian on the selected host, and
+// runs every client, the tunnels and the control listener against it in
+// parallel; then it stops the Custodian and checks everything it printed.
+func TestE2E(t *testing.T) {
+	host := selectHost(t)
+	w := newWorld(t, host)
+	t.Logf("host: %s; rendered: %s", host.Name(), strings.TrimSpace(w.summary))
+
+	t.Run("render", w.testRender)
+	t.Run("traffic", func(t *testing.T) {
+		for _, c := range clients {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				w.testClient(t, c)
+			})
+		}
+		t.Run("git", func(t *testing.T) { t.Parallel(); w.testGit(t) })
+		t.Run("tunnels", func(t *testing.T) { t.Parallel(); w.testTunnels(t) })
+		t.Run("control", func(t *testing.T) { t.Parallel(); w.testControl(t) })
+	})
+	t.Run("upstreams never saw a stand-in", w.testUpstreamsSawNoStandIn)
+	t.Run("log", w.testLog)
+}
+
+// testRender checks what controlplane render wrote against the spec:
+// the summary line, harness.env (ADR-0059's list, in full), and no value
+// in any rendered file.
+func (w *world) testRender(t *testing.T) {
+	held := w.heldNames()
+	want := fmt.Sprintf("pod %s: Custodian holds %s; %d bound targets\n", podName, strings.Join(held, ", "), len(held))
+	if w.summary != want {
+		t.Errorf("render printed %q, want %q", w.summary, want)
+	}
+	ca := filepath.Join(w.dir, "ca")
+	var env []string
+	for _, n := range append(held, filter.TokenName) {
+		env = append(env, n+"="+standIn(n))
+	}
+	env = append(env,
+		"HTTPS_PROXY=http://127.0.0.1:15001", "https_proxy=http://127.0.0.1:15001",
+		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+		"NODE_USE_ENV_PROXY=1",
+		"NODE_EXTRA_CA_CERTS="+filepath.Join(ca, "extra.crt"),
+		"SSL_CERT_FILE="+filepath.Join(ca, "bundle.crt"),
+		"REQUESTS_CA_BUNDLE="+filepath.Join(ca, "bundle.crt"),
+		"GIT_SSL_CAINFO="+filepath.Join(ca, "bundle.crt"),
+	)
+	if got, want := strings.Join(w.harness, "\n"), strings.Join(env, "\n"); got != want {
+		t.Errorf("harness.env:\n%s\nwant:\n%s", got, want)
+	}
+	err := filepath.Walk(w.dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if what := w.leak(b); what != "" {
+			t.Errorf("rendered file %s holds %s", p, what)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leak names the first value (in any form the scrubber covers) found in
+// b, or "".
+func (w *world) leak(b []byte) string {
+	for _, n := range w.secretNames() {
+		for _, f := range scrub.Forms([]byte(w.values[n])) {
+			if bytes.Contains(b, f) {
+				return "a form of the value of " + n
+			}
+		}
+	}
+	return ""
+}
+
+// testUpstreamsSawNoStandIn: over every request every upstream and the
+// Orchestrator received in the whole run, no stand-in.
+func (w *world) testUpstreamsSawNoStandIn(t *testing.T) {
+	recs := map[string]*recorder{"git": &w.git.recorder, "orchestrator": &w.orch.recorder}
+	for c, u := range w.echo {
+		recs[c] = &u.recorder
+	}
+	total := 0
+	for name, rc := range recs {
+		for _, s := range rc.all() {
+			total++
+			if strings.Contains(strings.ToLower(s.dump()), filter.StandInPrefix) {
+				t.Errorf("%s received a stand-in:\n%s", name, s.dump())
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatal("no upstream received anything: the scan proves nothing")
+	}
+}
+
+// logLine is each form of line the log contract allows.
+var logLine = regexp.MustCompile(`^jr2\.custodian (` +
+	`ready secrets=\S+ hosts=\d+( control=\S+ egress=\S+ health=\S+)?` +
+	`|action=intercept target=\S+ secret=\S+ method=[A-Z]+ status=\d+` +
+	`|action=tunnel target=\S+` +
+	`|action=refuse target=\S+ reason=[a-z-]+)$`)
+
+// testLog stops the Custodian and checks all it printed: a graceful exit,
+// the ready line exactly, every line one of the contract's four, and no
+// value (in any form) and no stand-in anywhere in stdout or stderr.
+func (w *world) testLog(t *testing.T) {
+	err := w.run.Stop()
+	lines := w.run.out.Lines()
+	all := strings.Join(lines, "\n")
+	if err != nil {
+		t.Errorf("the Custodian did not stop cleanly: %v", err)
+	}
+	if strings.Contains(all, "DATA RACE") {
+		t.Errorf("the race detector reported on the Custodian:\n%s", all)
+	}
+	// The held table's order: the manifest's (sorted here), then the token
+	// render adds.
+	held := w.heldNames()
+	wantReady := w.host.ReadyLine(strings.Join(append(held, filter.TokenName), ","), len(held), w.run)
+	if len(lines) == 0 || lines[0] != wantReady {
+		t.Errorf("first line %q, want %q", first(lines), wantReady)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "jr2.custodian") && !logLine.MatchString(l) {
+			t.Errorf("not a line of the log contract: %q", l)
+		}
+		// stdout is the log: custodian serve prints nothing else there.
+		// stderr is for errors, which carry no secret (checked below).
+		if _, ok := w.host.(serveHost); ok && !strings.HasPrefix(l, "jr2.custodian ") {
+			if strings.HasPrefix(l, "stderr: ") {
+				t.Logf("custodian serve's stderr: %s", l)
+			} else {
+				t.Errorf("custodian serve printed a line outside the log contract: %q", l)
+			}
+		}
+	}
+	if what := w.leak([]byte(all)); what != "" {
+		t.Errorf("the Custodian's output holds %s", what)
+	}
+	if strings.Contains(strings.ToLower(all), filter.StandInPrefix) {
+		t.Errorf("the Custodian's output holds a stand-in:\n%s", all)
+	}
+	if len(lines) < 50 {
+		t.Errorf("only %d lines: the traffic did not run", len(lines))
+	}
+}
+
+func first(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return xs[0]
+}
+
+// targetLog follows the log lines of one target, in order: the lines a test
+// expects, exactly, and no other.
+type targetLog struct {
+	w      *world
+	target string
+	want   []string
+}
+
+func (w *world) logOf(target string) *targetLog { return &targetLog{w: w, target: target} }
+
+// expect adds lines and waits until the target's lines are exactly those
+// expected so far (a host logs an intercept once the answer has gone, so
+// a client can finish first).
+func (l *targetLog) expect(t *testing.T, lines ...string) {
+	t.Helper()
+	l.want = append(l.want, lines...)
+	mark := " target=" + l.target + " "
+	var got []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got = l.w.run.out.matching(func(s string) bool { return strings.Contains(s+" ", mark) })
+		if len(got) >= len(l.want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Join(got, "\n") != strings.Join(l.want, "\n") {
+		t.Fatalf("log lines of %s:\n%s\nwant:\n%s", l.target, strings.Join(got, "\n"), strings.Join(l.want, "\n"))
+	}
+}

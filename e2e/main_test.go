@@ -1,0 +1,89 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// roleEnv names what a re-executed test binary is: the suite runs its
+// helpers (the mount-namespace wrapper, the namespace's test host, the Go
+// client) as processes of the test binary itself.
+const roleEnv = "JR2_E2E_ROLE"
+
+// roles are the processes the test binary can be, by roleEnv.
+var roles = map[string]func() int{
+	"hostsns":  hostsNSMain,
+	"nshost":   nsHostMain,
+	"goclient": goClientMain,
+}
+
+// bins are the binaries TestMain built: the same commands a pod runs.
+var bins struct {
+	dir          string
+	custodian    string
+	controlplane string
+	self         string // this test binary, for the roles
+}
+
+func TestMain(m *testing.M) {
+	if r := os.Getenv(roleEnv); r != "" {
+		f, ok := roles[r]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "e2e: unknown role %q\n", r)
+			os.Exit(2)
+		}
+		os.Exit(f())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "jr2-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bins.dir = dir
+	if bins.self, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if _, err := os.Stat(filepath.Join("node", "node_modules", "https-proxy-agent")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the Node client's proxy agent is not installed: run npm ci --prefix e2e/node (make test does)")
+		return 1
+	}
+	bins.custodian = filepath.Join(dir, "custodian")
+	bins.controlplane = filepath.Join(dir, "controlplane")
+	// The Custodian is built with the race detector when the suite is: real
+	// clients then exercise the host's concurrency under it, and a race
+	// report on its stderr fails the suite (see checkHostOutput).
+	if err := goBuild(bins.custodian, "./custodian", raceEnabled); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if err := goBuild(bins.controlplane, "./controlplane", false); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// goBuild builds the module's package pkg into out.
+func goBuild(out, pkg string, race bool) error {
+	args := []string{"build", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = ".."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build linux && race
+
+package e2e
+
+const raceEnabled = true
