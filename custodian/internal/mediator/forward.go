@@ -1,0 +1,272 @@
+package mediator
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/custodian/internal/relay"
+	"jr2.dev/boundary/filter"
+)
+
+// forward carries one request on an allowed connection to its target: the
+// engine decides it when a secret is bound to the target, this package's
+// few rules when none is; it is recorded, sent, and its answer streamed
+// back through the scrubber and recorded chunk by chunk.
+func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo) {
+	eng := m.o.Broker.Engine()
+	target := ci.target()
+	req := relay.RequestOf(r)
+	if r.URL.IsAbs() {
+		req.Path = r.URL.RequestURI() // the proxy's absolute form: the path goes upstream
+	}
+	var d filter.Decision
+	switch {
+	case m.o.Broker.Bound(target) && ci.scheme != "https":
+		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: "plaintext",
+			Body: "jr2 custodian: a secret is bound to " + target + " and values cross the network only inside TLS; use https"}
+	case m.o.Broker.Bound(target):
+		d = eng.DecideRequest(target, &req)
+	default:
+		d = m.decideUnbound(ci, &req)
+	}
+	if d.Reply != nil {
+		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,
+			Rule: ruleEngine, Reason: d.Reply.Reason, Method: safeMethod(r.Method), Status: d.Reply.Status})
+		m.refuseLog(target, d.Reply.Reason)
+		relay.WriteReply(w, d.Reply)
+		return
+	}
+	out, err := relay.Outbound(r, ci.scheme, target, ci.hostHeader(), &d)
+	if err != nil {
+		m.localReply(w, 0, eng.Unreachable(target, "the request could not be built: "+err.Error()))
+		return
+	}
+	reqSeq, err := m.record(bundle.KindHTTPRequest, httpRequest{
+		Attempt: ci.attempt,
+		Method:  out.Method,
+		URL:     ci.scheme + "://" + ci.hostHeader() + d.Path,
+		Headers: m.recordedHeaders(out, r, &d),
+		Length:  out.ContentLength,
+	})
+	for _, name := range d.Secrets {
+		if err != nil {
+			break
+		}
+		_, err = m.record(bundle.KindSecretInjected, secretInjected{Request: reqSeq, Name: name, Host: target})
+	}
+	if err != nil {
+		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
+		return
+	}
+	resp, sent, err := relay.RoundTrip(m.transport(ci.scheme, ci.host, ci.port), out)
+	if err != nil {
+		if r.Context().Err() != nil {
+			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
+			return
+		}
+		m.localReply(w, reqSeq, relay.Failure(eng, target, sent, err))
+		return
+	}
+	status := m.relayResponse(w, r, target, reqSeq, resp)
+	if m.log != nil && len(d.Secrets) > 0 {
+		m.log.Log(d.LogFields(status)...)
+	}
+}
+
+// relayResponse streams resp to w through the engine and records it: the
+// status and headers before any byte, each chunk the child got, and the
+// end. A chunk that cannot be recorded cuts the child's stream.
+func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target string, reqSeq uint64, resp *http.Response) (status int) {
+	var chunks int
+	var bytes int64
+	headed := false
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// relay.Response cut the stream (a broken or unreadable body) or a
+		// hook refused: record the cut, then let the server reset the
+		// child's stream.
+		m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Chunks: chunks, Bytes: bytes, Error: "cut"})
+	}()
+	hooks := &relay.Hooks{
+		Header: func(st int, h http.Header) {
+			headed = true
+			if _, err := m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, Status: st, Headers: headerList(h)}); err != nil {
+				panic(http.ErrAbortHandler)
+			}
+		},
+		Chunk: func(p []byte) {
+			if _, err := m.record(bundle.KindHTTPResponse, chunkRecord(reqSeq, chunks, p)); err != nil {
+				panic(http.ErrAbortHandler)
+			}
+			chunks++
+			bytes += int64(len(p))
+		},
+	}
+	relay.Response(m.o.Broker.Engine(), w, target, r.Method, resp, &status, hooks)
+	done = true
+	if !headed {
+		// The engine answered itself (an encoding it cannot scrub).
+		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, Status: status, Local: true})
+		return status
+	}
+	m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Chunks: chunks, Bytes: bytes})
+	return status
+}
+
+// localReply writes a reply the mediator makes itself, and records it when
+// a request was recorded (req > 0).
+func (m *Mediator) localReply(w http.ResponseWriter, req uint64, rep *filter.Reply) {
+	if req > 0 {
+		body := rep.Body
+		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: req, Status: rep.Status, Local: true, Body: &body})
+	}
+	relay.WriteReply(w, rep)
+}
+
+// recordedHeaders are the outbound request's headers as the record shows
+// them: a header that carries a value is shown as the agent sent it, with
+// the stand-in.
+func (m *Mediator) recordedHeaders(out, in *http.Request, d *filter.Decision) [][2]string {
+	h := out.Header.Clone()
+	for _, s := range d.Set {
+		if m.o.Broker.Contains([]byte(s.Value)) {
+			h[http.CanonicalHeaderKey(s.Name)] = in.Header.Values(s.Name)
+		}
+	}
+	if u, ok := h["User-Agent"]; ok && len(u) == 1 && u[0] == "" {
+		delete(h, "User-Agent") // relay's marker for "send none"
+	}
+	return append([][2]string{{"Host", out.Host}}, headerList(h)...)
+}
+
+// decideUnbound decides a request to an allowed target with no secret
+// bound: the Host must name the target, no stand-in may go (a stand-in is
+// sent only toward its bound hosts, and there only swapped), and the answer
+// is asked for in identity encoding so that it can be scrubbed.
+func (m *Mediator) decideUnbound(ci *connInfo, r *filter.Request) filter.Decision {
+	target := ci.target()
+	d := filter.Decision{Target: target, Method: r.Method, Path: r.Path}
+	if host, port, ok := Authority(r.Authority, defaultPort(ci.scheme)); !ok || host != ci.host || port != ci.port {
+		d.Reply = &filter.Reply{Status: http.StatusMisdirectedRequest, Reason: filter.ReasonHost, Body: "jr2 custodian: the Host header must name " + target}
+		return d
+	}
+	if !strings.HasPrefix(r.Path, "/") {
+		d.Reply = &filter.Reply{Status: http.StatusBadRequest, Reason: filter.ReasonPath, Body: "jr2 custodian: the request target must be a path that starts with /"}
+		return d
+	}
+	if name, place := m.standInIn(r); name != "" {
+		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: filter.ReasonStandIn,
+			Body: "jr2 custodian: the stand-in of " + name + " is in " + place + " of a request to " + target + ", which it is not bound to; a stand-in is never sent upstream"}
+		return d
+	}
+	d.Set = []filter.Header{{Name: "accept-encoding", Value: "identity"}}
+	return d
+}
+
+// standInIn finds a stand-in in r: the path and query as sent and
+// percent-decoded, a header name or value, or a Basic pair.
+func (m *Mediator) standInIn(r *filter.Request) (name, place string) {
+	b := m.o.Broker
+	path, query, _ := strings.Cut(r.Path, "?")
+	for _, s := range []string{path, unescape(path, url.PathUnescape)} {
+		if n := b.StandInIn(s); n != "" {
+			return n, "the path"
+		}
+	}
+	for _, s := range []string{query, unescape(query, url.QueryUnescape)} {
+		if n := b.StandInIn(s); n != "" {
+			return n, "the query"
+		}
+	}
+	for _, h := range r.Headers {
+		if n := b.StandInIn(h.Name); n != "" {
+			return n, "a header name"
+		}
+		if n := b.StandInIn(h.Value); n != "" {
+			return n, "header " + strings.ToLower(h.Name)
+		}
+		if scheme, rest, ok := strings.Cut(h.Value, " "); ok && strings.EqualFold(scheme, "basic") {
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+			if err != nil {
+				raw, _ = base64.RawStdEncoding.DecodeString(strings.TrimSpace(rest))
+			}
+			if n := b.StandInIn(string(raw)); n != "" {
+				return n, "header " + strings.ToLower(h.Name)
+			}
+		}
+	}
+	return "", ""
+}
+
+func unescape(s string, f func(string) (string, error)) string {
+	u, err := f(s)
+	if err != nil {
+		return ""
+	}
+	return u
+}
+
+// safeMethod is m when it is a short token, for the record.
+func safeMethod(m string) string {
+	if len(m) > 16 {
+		return "(long)"
+	}
+	for i := 0; i < len(m); i++ {
+		if c := m[i]; c < 'A' || c > 'Z' {
+			return "(not a token)"
+		}
+	}
+	return m
+}
+
+// transport is the pool for scheme toward host:port, made on first use:
+// HTTP/1.1 only, upstream TLS verified against the roots and the host, the
+// address from Resolve when set.
+func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
+	key := scheme + " " + filter.JoinTarget(host, int(port))
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
+	if t, ok := m.trans[key]; ok {
+		return t
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	t := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			a := addr
+			if m.o.Resolve != nil {
+				var err error
+				if a, err = m.o.Resolve(host, port); err != nil {
+					return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+				}
+			}
+			return m.dialer.DialContext(ctx, "tcp", a)
+		},
+		TLSClientConfig: &tls.Config{
+			RootCAs:    m.o.Roots,
+			ServerName: host,
+			NextProtos: []string{"http/1.1"},
+			MinVersion: tls.VersionTLS12,
+		},
+		ForceAttemptHTTP2:     false,
+		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
+		DisableCompression:    true,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	m.trans[key] = t
+	return t
+}

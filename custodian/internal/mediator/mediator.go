@@ -1,0 +1,354 @@
+// Package mediator is the one peer of a contained run's child: it answers
+// the child's DNS, takes every TCP connection the child makes on a caught
+// port, reads where it means to go (the ClientHello's SNI, the Host header,
+// the proxy's CONNECT or absolute URL, or the address dialled), decides by
+// the policy, records the attempt and the decision, and carries what the
+// policy allows to its upstream through the same engine as the Custodian:
+// stand-ins swapped toward bound hosts, other credentials stripped,
+// answers scrubbed and streamed.
+//
+// Invariant: nothing reaches an upstream unless the attempt and the
+// decision that allowed it are in the record first (egress-attempt before
+// egress-decision, http-request and secret-injected before the request is
+// sent); a record that cannot be written denies what it would have
+// recorded. A value reaches the wire only in a header the engine Set, over
+// TLS, toward a host the policy binds it to; the record shows the stand-in
+// the agent sent, and the bundle writer's guard refuses any line holding a
+// value. Log lines are the Custodian's refuse and intercept lines: a target
+// and a word, never a value, a stand-in, a path, a query, a header value
+// or a body.
+//
+// # What each connection is
+//
+// Every caught port is served alike; the first byte decides:
+//
+//   - 0x16 (a TLS handshake): the SNI names the host, the dialled port is
+//     the port. Denied: a fatal access_denied alert, nothing else. Allowed:
+//     TLS ends with the run CA's leaf for the host, and each request on it
+//     goes upstream over TLS.
+//   - anything else is HTTP/1.1: a CONNECT host:port (the explicit proxy,
+//     "via proxy") is decided, answered 200 and then read again like a new
+//     connection to that target; an absolute URL (proxy) or an origin-form
+//     request (its Host, "via host") is decided per request and goes
+//     upstream in the scheme it came in. Denied: 403, a jr2 custodian body.
+//   - a connection to any address but the mediator's own is a literal-IP
+//     dial (the child's DNS only ever answers the mediator's address): it
+//     is recorded with an empty host and the address dialled, and denied.
+//     So is a ClientHello without SNI, and a Host or CONNECT naming an IP.
+//
+// A host the policy allows with no secret bound to it is forwarded without
+// the engine's request rules (they exist to guard a value), but its Host
+// must name the target, a stand-in anywhere in it is refused (a stand-in
+// is sent only toward its bound hosts, and there only swapped), it asks for
+// identity encoding, and its answer is scrubbed like any other: the run's
+// values are scrubbed from every answer. A request to a bound host over
+// plain HTTP is refused: values cross the network only inside TLS.
+//
+// # Records (bundle kinds, spec run.md)
+//
+// dns-query and dns-decision for each question; egress-attempt (host, port,
+// via sni|host|proxy|ip, and the address when it was a literal-IP dial)
+// then egress-decision (allow or deny, the rule: allow_hosts[i],
+// default-deny, or "engine" with the engine's reason for a request the
+// engine refused on an allowed connection); http-request as sent upstream
+// (swapped headers shown with the agent's stand-in); secret-injected (name
+// and target) for each value the request carries; http-response: one
+// record with the status and headers, one per body chunk as framed (the
+// scrubbed bytes the child got: "body" when UTF-8, else "body_base64"),
+// and one closing record with the count, or with "error" when the body was
+// cut. A reply the mediator made itself is one http-response record with
+// "local": true. The bundle is synced after every denial.
+//
+// NOT covered: request bodies are forwarded but not recorded; HTTP/2 and
+// HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes
+// nowhere); a client that pins its certificates fails closed against the
+// run CA; a TCP port the launcher did not catch is unreachable and not
+// recorded (the child's kernel answers ENETUNREACH).
+package mediator
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"jr2.dev/boundary/custodian/internal/broker"
+	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/custodian/internal/policy"
+	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/internal/logline"
+)
+
+// Options configure a Mediator. Policy, Broker, Record, CA and Addr are
+// required.
+type Options struct {
+	Policy *policy.Policy
+	Broker *broker.Broker
+	// Record receives every record; it must be safe for concurrent use.
+	Record bundle.Recorder
+	CA     *runca.CA
+	// Addr is the mediator's own address: what DNS answers, and what a
+	// connection that is not a literal-IP dial was made to.
+	Addr netip.Addr
+	// Log receives the jr2.custodian refuse and intercept lines; nil for
+	// none.
+	Log io.Writer
+	// Resolve, when set, gives the address to dial for an allowed
+	// host:port instead of the system resolver (tests, benchmarks).
+	Resolve func(host string, port uint16) (string, error)
+	// Roots verify upstream TLS; nil is the system's roots.
+	Roots *x509.CertPool
+	// HandshakeTimeout bounds reading the first bytes, the ClientHello and
+	// the TLS handshake of a connection; 0 is 10 s.
+	HandshakeTimeout time.Duration
+	// Grace bounds how long Close waits for requests in flight; 0 is 2 s.
+	Grace time.Duration
+}
+
+// Listeners are what a Mediator serves. Any may be nil.
+type Listeners struct {
+	DNS    net.PacketConn // UDP 53 on Addr
+	DNSTCP net.Listener   // TCP 53 on Addr
+	TCP    []Caught       // caught ports: every connection is sniffed
+}
+
+// Caught is a listener of a caught port.
+type Caught struct {
+	net.Listener
+	// Port is the port its connections were dialled on; 0 reads it from
+	// each connection's local address (the launcher's CatchTCP). Tests and
+	// benchmarks on loopback set it to stand for 443 or 80.
+	Port uint16
+}
+
+// Mediator serves one run. Serve it once, then Close it.
+type Mediator struct {
+	o       Options
+	log     *logline.Writer
+	srv     *http.Server
+	feed    *feedListener
+	dialer  *net.Dialer
+	tmu     sync.Mutex
+	trans   map[string]*http.Transport // scheme+" "+target
+	mu      sync.Mutex
+	closing bool
+	conns   map[net.Conn]struct{}
+	pcs     []io.Closer
+	active  sync.WaitGroup // requests and connections in flight
+	loops   sync.WaitGroup // accept and read loops
+}
+
+// New checks o and returns a Mediator ready to Serve.
+func New(o Options) (*Mediator, error) {
+	if o.Policy == nil || o.Broker == nil || o.Record == nil || o.CA == nil || !o.Addr.Is4() {
+		return nil, errors.New("mediator: Policy, Broker, Record, CA and an IPv4 Addr are required")
+	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = 10 * time.Second
+	}
+	if o.Grace == 0 {
+		o.Grace = 2 * time.Second
+	}
+	m := &Mediator{
+		o:      o,
+		feed:   newFeedListener(net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.Addr, 0))),
+		dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		trans:  map[string]*http.Transport{},
+		conns:  map[net.Conn]struct{}{},
+	}
+	if o.Log != nil {
+		m.log = logline.NewWriter(o.Log, logline.Custodian)
+	}
+	m.srv = &http.Server{
+		Handler:           http.HandlerFunc(m.serveHTTP),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ConnContext:       connContext,
+		ErrorLog:          discardLog,
+	}
+	return m, nil
+}
+
+// Serve starts serving l and returns at once.
+func (m *Mediator) Serve(l Listeners) {
+	m.loops.Add(1)
+	go func() {
+		defer m.loops.Done()
+		m.srv.Serve(m.feed)
+	}()
+	if l.DNS != nil {
+		m.addCloser(l.DNS)
+		m.loops.Add(1)
+		go func() {
+			defer m.loops.Done()
+			m.serveDNS(l.DNS)
+		}()
+	}
+	if l.DNSTCP != nil {
+		m.accept(l.DNSTCP, m.serveDNSConn)
+	}
+	for _, ln := range l.TCP {
+		port := ln.Port
+		m.accept(ln.Listener, func(c net.Conn) { m.serveConn(c, port) })
+	}
+}
+
+func (m *Mediator) addCloser(c io.Closer) {
+	m.mu.Lock()
+	m.pcs = append(m.pcs, c)
+	m.mu.Unlock()
+}
+
+// accept runs handle for each connection of ln, tracked so that Close
+// ends it.
+func (m *Mediator) accept(ln net.Listener, handle func(net.Conn)) {
+	m.addCloser(ln)
+	m.loops.Add(1)
+	go func() {
+		defer m.loops.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					continue
+				}
+				return
+			}
+			if !m.track(c) {
+				c.Close()
+				continue
+			}
+			go func() {
+				defer m.active.Done()
+				handle(c)
+			}()
+		}
+	}()
+}
+
+// track registers c, and one unit of work in flight; it reports false when
+// the mediator is closing.
+func (m *Mediator) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	if c != nil {
+		m.conns[c] = struct{}{}
+	}
+	m.active.Add(1)
+	return true
+}
+
+func (m *Mediator) untrack(c net.Conn) {
+	m.mu.Lock()
+	delete(m.conns, c)
+	m.mu.Unlock()
+}
+
+// Close stops the listeners, waits up to the grace for requests in flight,
+// then closes every connection and the upstream pools. Records written by
+// requests still in flight after Close returns may be refused by a sealed
+// bundle; nothing is sent unrecorded either way.
+func (m *Mediator) Close() error {
+	m.mu.Lock()
+	m.closing = true
+	closers := m.pcs
+	m.mu.Unlock()
+	for _, c := range closers {
+		c.Close()
+	}
+	m.feed.Close()
+	done := make(chan struct{})
+	go func() { m.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(m.o.Grace):
+	}
+	m.srv.Close()
+	m.mu.Lock()
+	for c := range m.conns {
+		c.Close()
+	}
+	m.mu.Unlock()
+	<-done
+	m.loops.Wait()
+	m.tmu.Lock()
+	for _, t := range m.trans {
+		t.CloseIdleConnections()
+	}
+	m.tmu.Unlock()
+	return nil
+}
+
+// refuseLog writes the refuse line for target.
+func (m *Mediator) refuseLog(target, reason string) {
+	if m.log != nil {
+		m.log.Log("action", "refuse", "target", target, "reason", reason)
+	}
+}
+
+// record appends one record.
+func (m *Mediator) record(kind string, fields any) (uint64, error) {
+	return m.o.Record.Append(kind, fields)
+}
+
+// recordDenial appends a record of a denial and syncs the bundle: the
+// denial is the evidence the bundle exists to carry.
+func (m *Mediator) recordDenial(kind string, fields any) {
+	if _, err := m.record(kind, fields); err == nil {
+		m.o.Record.Sync()
+	}
+}
+
+// feedListener hands the connections the mediator has read into to its
+// HTTP server.
+type feedListener struct {
+	addr   net.Addr
+	ch     chan net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func newFeedListener(addr net.Addr) *feedListener {
+	return &feedListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// push hands c to the server, or closes it when the listener is closed.
+func (l *feedListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.closed:
+		c.Close()
+	}
+}
+
+func (l *feedListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *feedListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *feedListener) Addr() net.Addr { return l.addr }
+
+// discardLog drops the HTTP server's own error lines: they can quote
+// what the child sent.
+var discardLog = log.New(io.Discard, "", 0)

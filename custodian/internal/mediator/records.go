@@ -1,0 +1,116 @@
+package mediator
+
+import (
+	"net/http"
+	"sort"
+	"unicode/utf8"
+)
+
+// The records' fields. Names and words only come from checked input: a
+// host passed hostname.Check, a type or reason is one of this package's
+// words. Paths, queries and header values are recorded (the bundle is the
+// record of what went out); values never are.
+
+type dnsQuery struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Transport string `json:"transport"`
+	Error     string `json:"error,omitempty"`
+}
+
+type dnsDecision struct {
+	Query  uint64 `json:"query"`
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Rcode  string `json:"rcode"`
+	Answer string `json:"answer,omitempty"`
+}
+
+// Ways an attempt named its destination.
+const (
+	viaSNI   = "sni"
+	viaHost  = "host"
+	viaProxy = "proxy"
+	viaIP    = "ip"
+)
+
+type egressAttempt struct {
+	Host  string `json:"host"`
+	Port  uint16 `json:"port"`
+	Via   string `json:"via"`
+	Addr  string `json:"addr,omitempty"`  // the address dialled, for a literal-IP dial
+	Error string `json:"error,omitempty"` // why no host could be read
+}
+
+type egressDecision struct {
+	Attempt  uint64 `json:"attempt"`
+	Decision string `json:"decision"` // allow or deny
+	Host     string `json:"host"`
+	Port     uint16 `json:"port"`
+	Rule     string `json:"rule"`
+	Reason   string `json:"reason,omitempty"` // the engine's word, when Rule is "engine"
+	Method   string `json:"method,omitempty"`
+	Status   int    `json:"status,omitempty"`
+}
+
+// ruleEngine is the rule of a request the engine (or this package, for a
+// target with no secret) refused on an allowed connection.
+const ruleEngine = "engine"
+
+type httpRequest struct {
+	Attempt uint64      `json:"attempt"`
+	Method  string      `json:"method"`
+	URL     string      `json:"url"`
+	Headers [][2]string `json:"headers"`
+	Length  int64       `json:"content_length,omitempty"`
+}
+
+type secretInjected struct {
+	Request uint64 `json:"request"`
+	Name    string `json:"name"`
+	Host    string `json:"host"`
+}
+
+type httpResponse struct {
+	Request    uint64      `json:"request"`
+	Status     int         `json:"status,omitempty"`
+	Headers    [][2]string `json:"headers,omitempty"`
+	Local      bool        `json:"local,omitempty"`
+	Chunk      *int        `json:"chunk,omitempty"`
+	Body       *string     `json:"body,omitempty"`
+	BodyBase64 []byte      `json:"body_base64,omitempty"`
+	End        bool        `json:"end,omitempty"`
+	Chunks     int         `json:"chunks,omitempty"`
+	Bytes      int64       `json:"bytes,omitempty"`
+	Error      string      `json:"error,omitempty"`
+}
+
+// chunkRecord is the record of body chunk i: the bytes as text when they
+// are UTF-8, else as base64.
+func chunkRecord(req uint64, i int, p []byte) httpResponse {
+	r := httpResponse{Request: req, Chunk: &i}
+	if utf8.Valid(p) {
+		s := string(p)
+		r.Body = &s
+	} else {
+		r.BodyBase64 = append([]byte(nil), p...)
+	}
+	return r
+}
+
+// headerList renders h as sorted [name, value] pairs, repeated names kept
+// in order.
+func headerList(h http.Header) [][2]string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out [][2]string
+	for _, k := range keys {
+		for _, v := range h[k] {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	return out
+}
