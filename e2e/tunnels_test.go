@@ -56,7 +56,8 @@ func (w *world) testTunnels(t *testing.T) {
 	c6 := newCounter(t, "tcp6", "[::1]:0")
 	_, p4, _ := net.SplitHostPort(c4.addr)
 	_, p6, _ := net.SplitHostPort(c6.addr)
-	cases := []struct{ spelled, target, why string }{
+	type guardCase struct{ spelled, target, why string } // target: as answered, when not as spelled
+	spelled := []guardCase{
 		{"127.0.0.1:" + p4, "", "loopback"},
 		{"127.1:" + p4, "", "loopback"},
 		{"127.0.1:" + p4, "", "loopback"},
@@ -82,25 +83,32 @@ func (w *world) testTunnels(t *testing.T) {
 		{"224.0.0.1:" + p4, "", "multicast"},
 		{"255.255.255.255:" + p4, "", "limited broadcast"},
 		{"[fe80::1]:" + p6, "", "link-local"},
-		// Names the Custodian's /etc/hosts resolves to guarded addresses:
-		// refused on the address it would dial.
+	}
+	// Names the Custodian's /etc/hosts resolves to guarded addresses:
+	// refused on the address it would dial.
+	resolved := []guardCase{
 		{"evil.test:" + p4, "", "loopback"},
 		{"evil6.test:" + p6, "", "loopback"},
 		{"metadata.test:80", "", "link-local (the cloud metadata address 169.254.169.254 included)"},
 		{"alibaba.test:80", "", "Alibaba Cloud metadata"},
 	}
-	for _, c := range cases {
-		t.Run("guard "+c.spelled, func(t *testing.T) {
-			target := c.target
-			if target == "" {
-				target = c.spelled
-			}
-			body := w.connectRefused(t, c.spelled, 403)
-			if want := "jr2 custodian: " + target + " is guarded (" + c.why + "); a tunnel never reaches it"; body != want {
-				t.Errorf("body %q, want %q", body, want)
-			}
-			w.logOf(target).expect(t, lineFor("action", "refuse", "target", target, "reason", "guard"))
-		})
+	for i, cases := range [][]guardCase{spelled, resolved} {
+		for _, c := range cases {
+			t.Run("guard "+c.spelled, func(t *testing.T) {
+				target, why := c.target, c.why
+				if target == "" {
+					target = c.spelled
+				}
+				if i == 1 {
+					why = w.host.ResolvedWhy(why)
+				}
+				body := w.connectRefused(t, c.spelled, 403)
+				if want := "jr2 custodian: " + target + " is guarded (" + why + "); a tunnel never reaches it"; body != want {
+					t.Errorf("body %q, want %q", body, want)
+				}
+				w.logOf(target).expect(t, lineFor("action", "refuse", "target", target, "reason", "guard"))
+			})
+		}
 	}
 	if n := c4.accepted.Load() + c6.accepted.Load(); n != 0 {
 		t.Errorf("%d guarded tunnels reached loopback", n)
