@@ -19,7 +19,8 @@
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
 //     mediator's proxy, for clients that honour them (the namespace routes
 //     the others to the mediator anyway);
-//   - the trust variables (runca.TrustVars) naming the run CA's file.
+//   - the trust variables (runca.TrustVars, and curl's CURL_CA_BUNDLE,
+//     which curl reads before the others) naming the run CA's file.
 //
 // NOT covered: any other credential in the runner's environment is passed
 // to the child as it is. Run with an environment that holds only what the
@@ -43,6 +44,11 @@ type Broker struct {
 	eng     *filter.Engine
 	removed map[string]bool // variables the child never gets from the runner
 }
+
+// extraTrust are trust variables set beside runca.TrustVars: a runner's
+// CURL_CA_BUNDLE would otherwise point curl at roots the child cannot read
+// and that do not hold the run CA.
+var extraTrust = []string{"CURL_CA_BUNDLE"}
 
 // proxyVars are removed from the child's environment in either case; the
 // run sets its own.
@@ -81,7 +87,7 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 	for _, s := range pol.Secrets {
 		b.removed[s.Env] = true
 	}
-	for _, v := range append([]string{"SSL_CERT_DIR"}, runca.TrustVars...) {
+	for _, v := range append(append([]string{"SSL_CERT_DIR"}, runca.TrustVars...), extraTrust...) {
 		b.removed[v] = true
 	}
 	return b, nil
@@ -135,6 +141,7 @@ func (b *Broker) StandInIn(s string) string {
 // doc): proxy is the mediator's proxy URL, caFile the run CA's file. It
 // also returns the variables that carry stand-ins, sorted.
 func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns []string) {
+	standIns = []string{}
 	for _, kv := range environ {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || b.removed[k] || isProxy(k) {
@@ -150,6 +157,9 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 		env = append(env, v+"="+proxy)
 	}
 	env = append(env, runca.TrustEnv(caFile)...)
+	for _, v := range extraTrust {
+		env = append(env, v+"="+caFile)
+	}
 	sort.Strings(standIns)
 	return env, standIns
 }

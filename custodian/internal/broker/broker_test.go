@@ -89,7 +89,7 @@ func TestEngineSwapsOnlyTowardBoundHosts(t *testing.T) {
 func TestChildEnv(t *testing.T) {
 	b := good(t)
 	env, standIns := b.ChildEnv([]string{"PATH=/usr/bin", "EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=gh-" + sentinel,
-		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "HOME=/root"},
+		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "CURL_CA_BUNDLE=/old.pem", "HOME=/root"},
 		"http://10.231.0.1:8080", "/tmp/ca/ca.pem")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/root",
@@ -97,7 +97,7 @@ func TestChildEnv(t *testing.T) {
 		"HTTPS_PROXY=http://10.231.0.1:8080", "https_proxy=http://10.231.0.1:8080",
 		"HTTP_PROXY=http://10.231.0.1:8080", "http_proxy=http://10.231.0.1:8080",
 		"SSL_CERT_FILE=/tmp/ca/ca.pem", "REQUESTS_CA_BUNDLE=/tmp/ca/ca.pem",
-		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem",
+		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem", "CURL_CA_BUNDLE=/tmp/ca/ca.pem",
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("env:\n%q\nwant\n%q", env, want)
@@ -109,7 +109,7 @@ func TestChildEnv(t *testing.T) {
 		t.Error("the child's environment holds a value")
 	}
 	names := Names(env)
-	if !reflect.DeepEqual(names[:3], []string{"EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
+	if !reflect.DeepEqual(names[:4], []string{"CURL_CA_BUNDLE", "EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
 		t.Errorf("names %v", names)
 	}
 }

@@ -142,6 +142,7 @@ type Mediator struct {
 	pcs     []io.Closer
 	active  sync.WaitGroup // requests and connections in flight
 	loops   sync.WaitGroup // accept and read loops
+	once    sync.Once
 }
 
 // New checks o and returns a Mediator ready to Serve.
@@ -259,8 +260,14 @@ func (m *Mediator) untrack(c net.Conn) {
 // Close stops the listeners, waits up to the grace for requests in flight,
 // then closes every connection and the upstream pools. Records written by
 // requests still in flight after Close returns may be refused by a sealed
-// bundle; nothing is sent unrecorded either way.
+// bundle; nothing is sent unrecorded either way. It is safe to call more
+// than once.
 func (m *Mediator) Close() error {
+	m.once.Do(m.close)
+	return nil
+}
+
+func (m *Mediator) close() {
 	m.mu.Lock()
 	m.closing = true
 	closers := m.pcs
@@ -277,10 +284,14 @@ func (m *Mediator) Close() error {
 	}
 	m.srv.Close()
 	m.mu.Lock()
+	open := make([]net.Conn, 0, len(m.conns))
 	for c := range m.conns {
-		c.Close()
+		open = append(open, c)
 	}
 	m.mu.Unlock()
+	for _, c := range open {
+		c.Close() // a trackedConn leaves the set itself
+	}
 	<-done
 	m.loops.Wait()
 	m.tmu.Lock()
@@ -288,7 +299,6 @@ func (m *Mediator) Close() error {
 		t.CloseIdleConnections()
 	}
 	m.tmu.Unlock()
-	return nil
 }
 
 // refuseLog writes the refuse line for target.

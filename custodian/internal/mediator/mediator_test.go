@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +22,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -211,10 +209,8 @@ func get(t *testing.T, c *http.Client, u string, header ...string) (int, string,
 	return resp.StatusCode, string(b), resp.Header, nil
 }
 
-type rec map[string]any
-
 // records closes the mediator and parses the bundle, checking its chain.
-func (f *fixture) records(t *testing.T) []rec {
+func (f *fixture) records(t *testing.T) []runtest.Rec {
 	t.Helper()
 	f.m.Close()
 	raw := f.bundle.Bytes()
@@ -222,48 +218,7 @@ func (f *fixture) records(t *testing.T) []rec {
 	if err != nil || res.Status != bundle.Truncated || res.Records == 0 {
 		t.Errorf("verify: %v %v (an unsealed bundle whose records all chain is TRUNCATED)", res, err)
 	}
-	var out []rec
-	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
-		var r rec
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("record %q: %v", line, err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// find returns the records of kind whose fields hold every pair of want.
-func find(rs []rec, kind string, want rec) []rec {
-	var out []rec
-next:
-	for _, r := range rs {
-		if r["kind"] != kind {
-			continue
-		}
-		for k, v := range want {
-			if fmt.Sprint(r[k]) != fmt.Sprint(v) {
-				continue next
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// forms are spellings of the sentinel a leak could take.
-func forms(v string) []string {
-	return []string{v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)),
-		hex.EncodeToString([]byte(v)), url.QueryEscape(v)}
-}
-
-func assertNoValue(t *testing.T, what string, b []byte) {
-	t.Helper()
-	for _, f := range forms(sentinel) {
-		if bytes.Contains(b, []byte(f)) {
-			t.Errorf("%s holds the value (as %q)", what, f)
-		}
-	}
+	return runtest.Parse(raw)
 }
 
 // TestSecretNeverInTheRecord is written first: the upstream gets the
@@ -289,21 +244,21 @@ func TestSecretNeverInTheRecord(t *testing.T) {
 	}
 	rs := f.records(t)
 	raw := f.bundle.Bytes()
-	assertNoValue(t, "the bundle", raw)
-	assertNoValue(t, "the log", f.log.Bytes())
+	runtest.AssertNoValue(t, "the bundle", raw, sentinel)
+	runtest.AssertNoValue(t, "the log", f.log.Bytes(), sentinel)
 	if bytes.Contains(f.log.Bytes(), []byte("jr2-held-")) || bytes.Contains(f.log.Bytes(), []byte("/v1/")) {
 		t.Errorf("the log holds a stand-in or a path:\n%s", f.log.Bytes())
 	}
 	for _, via := range []string{"proxy", "sni"} {
-		att := find(rs, "egress-attempt", rec{"host": "api.example.com", "port": 443, "via": via})
+		att := runtest.Find(rs, "egress-attempt", runtest.Rec{"host": "api.example.com", "port": 443, "via": via})
 		if len(att) != 1 {
 			t.Fatalf("egress-attempt via %s: %v", via, att)
 		}
-		if len(find(rs, "egress-decision", rec{"attempt": att[0]["seq"], "decision": "allow", "rule": "allow_hosts[0]"})) != 1 {
+		if len(runtest.Find(rs, "egress-decision", runtest.Rec{"attempt": att[0]["seq"], "decision": "allow", "rule": "allow_hosts[0]"})) != 1 {
 			t.Errorf("no allow decision for the attempt via %s", via)
 		}
 	}
-	reqs := find(rs, "http-request", rec{"method": "GET", "url": "https://api.example.com/v1/models?q=1"})
+	reqs := runtest.Find(rs, "http-request", runtest.Rec{"method": "GET", "url": "https://api.example.com/v1/models?q=1"})
 	if len(reqs) != 2 {
 		t.Fatalf("http-request records: %v", reqs)
 	}
@@ -311,10 +266,10 @@ func TestSecretNeverInTheRecord(t *testing.T) {
 	if !strings.Contains(hdrs, "[Authorization Bearer jr2-held-EXAMPLE_TOKEN]") || !strings.Contains(hdrs, "[Accept-Encoding identity]") {
 		t.Errorf("the recorded request shows %s; want the stand-in, and identity encoding", hdrs)
 	}
-	if n := len(find(rs, "secret-injected", rec{"request": reqs[0]["seq"], "name": "EXAMPLE_TOKEN", "host": "api.example.com:443"})); n != 1 {
+	if n := len(runtest.Find(rs, "secret-injected", runtest.Rec{"request": reqs[0]["seq"], "name": "EXAMPLE_TOKEN", "host": "api.example.com:443"})); n != 1 {
 		t.Errorf("secret-injected records: %d", n)
 	}
-	resp := find(rs, "http-response", rec{"request": reqs[0]["seq"]})
+	resp := runtest.Find(rs, "http-response", runtest.Rec{"request": reqs[0]["seq"]})
 	var body strings.Builder
 	for _, r := range resp {
 		if b, ok := r["body"].(string); ok {
@@ -390,27 +345,27 @@ func TestDenials(t *testing.T) {
 
 	rs := f.records(t)
 	for _, tc := range []struct {
-		attempt  rec
-		decision rec
+		attempt  runtest.Rec
+		decision runtest.Rec
 	}{
-		{rec{"host": "evil.example", "port": 443, "via": "proxy"}, rec{"decision": "deny", "rule": "default-deny"}},
-		{rec{"host": "evil.example", "port": 443, "via": "sni"}, rec{"decision": "deny", "rule": "default-deny"}},
-		{rec{"host": "evil.example", "via": "host"}, rec{"decision": "deny", "rule": "default-deny"}},
-		{rec{"host": "plain.example.com", "port": 80, "via": "host"}, rec{"decision": "allow", "rule": "allow_hosts[2]"}},
-		{rec{"host": "", "via": "ip", "addr": "127.0.0.2"}, rec{"decision": "deny", "rule": "default-deny"}},
-		{rec{"host": "", "via": "ip", "addr": "10.9.8.7"}, rec{"decision": "deny", "rule": "default-deny"}},
-		{rec{"host": "plain.example.com", "port": 80, "via": "proxy"}, rec{"decision": "deny", "rule": "engine", "reason": "stand-in", "status": 403}},
-		{rec{"host": "api.example.com", "port": 443, "via": "proxy"}, rec{"decision": "deny", "rule": "engine", "reason": "no-stand-in", "status": 403}},
-		{rec{"host": "api.example.com", "port": 443, "via": "proxy"}, rec{"decision": "deny", "rule": "engine", "reason": "plaintext", "status": 403}},
-		{rec{"host": "open.example.com", "via": "sni"}, rec{"decision": "deny", "rule": "engine", "reason": "host", "status": 421}},
+		{runtest.Rec{"host": "evil.example", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
+		{runtest.Rec{"host": "evil.example", "port": 443, "via": "sni"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
+		{runtest.Rec{"host": "evil.example", "via": "host"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
+		{runtest.Rec{"host": "plain.example.com", "port": 80, "via": "host"}, runtest.Rec{"decision": "allow", "rule": "allow_hosts[2]"}},
+		{runtest.Rec{"host": "", "via": "ip", "addr": "127.0.0.2"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
+		{runtest.Rec{"host": "", "via": "ip", "addr": "10.9.8.7"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
+		{runtest.Rec{"host": "plain.example.com", "port": 80, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "stand-in", "status": 403}},
+		{runtest.Rec{"host": "api.example.com", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "no-stand-in", "status": 403}},
+		{runtest.Rec{"host": "api.example.com", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "plaintext", "status": 403}},
+		{runtest.Rec{"host": "open.example.com", "via": "sni"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "host", "status": 421}},
 	} {
 		found := false
-		for _, a := range find(rs, "egress-attempt", tc.attempt) {
-			want := rec{"attempt": a["seq"]}
+		for _, a := range runtest.Find(rs, "egress-attempt", tc.attempt) {
+			want := runtest.Rec{"attempt": a["seq"]}
 			for k, v := range tc.decision {
 				want[k] = v
 			}
-			if len(find(rs, "egress-decision", want)) == 1 {
+			if len(runtest.Find(rs, "egress-decision", want)) == 1 {
 				found = true
 			}
 		}
@@ -479,19 +434,19 @@ func TestDNS(t *testing.T) {
 		t.Errorf("TCP: %x %v", reply, err)
 	}
 	rs := f.records(t)
-	for _, tc := range []struct{ q, d rec }{
-		{rec{"name": "evil.example", "type": "A", "transport": "udp"}, rec{"rcode": "NOERROR", "answer": "127.0.0.1"}},
-		{rec{"name": "evil.example", "type": "AAAA"}, rec{"rcode": "NOERROR", "answer": nil}},
-		{rec{"name": "", "error": "invalid-name"}, rec{"rcode": "REFUSED"}},
-		{rec{"name": "api.example.com", "transport": "tcp"}, rec{"answer": "127.0.0.1"}},
+	for _, tc := range []struct{ q, d runtest.Rec }{
+		{runtest.Rec{"name": "evil.example", "type": "A", "transport": "udp"}, runtest.Rec{"rcode": "NOERROR", "answer": "127.0.0.1"}},
+		{runtest.Rec{"name": "evil.example", "type": "AAAA"}, runtest.Rec{"rcode": "NOERROR", "answer": nil}},
+		{runtest.Rec{"name": "", "error": "invalid-name"}, runtest.Rec{"rcode": "REFUSED"}},
+		{runtest.Rec{"name": "api.example.com", "transport": "tcp"}, runtest.Rec{"answer": "127.0.0.1"}},
 	} {
-		qs := find(rs, "dns-query", tc.q)
+		qs := runtest.Find(rs, "dns-query", tc.q)
 		if len(qs) != 1 {
 			t.Errorf("dns-query %v: %v", tc.q, qs)
 			continue
 		}
 		tc.d["query"] = qs[0]["seq"]
-		if len(find(rs, "dns-decision", tc.d)) != 1 {
+		if len(runtest.Find(rs, "dns-decision", tc.d)) != 1 {
 			t.Errorf("dns-decision %v missing", tc.d)
 		}
 	}

@@ -1,0 +1,358 @@
+// Package run is `custodian run`: it wires the policy, the broker, the run
+// CA, the launcher's namespaces, the mediator and the bundle into one
+// contained run of a command, and returns the command's exit code.
+//
+//	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+//
+// Invariant: the command runs only contained (launcher), with stand-ins
+// only (broker), and only after the bundle holds run-start, policy and
+// env; every attempt it makes is recorded by the mediator before it is
+// decided; when it ends, run-end and the seal close the bundle. A run that
+// cannot start contained does not start at all, and says why.
+//
+// # Order
+//
+//  1. the policy is loaded (its hash is of the bytes on disk), the mode
+//     checked (live only), the bundle refused where a read or write path
+//     would expose it;
+//  2. the secrets' values are read from the runner's environment and the
+//     engine built; a missing or unusable value refuses the run, naming it;
+//  3. the bundle is created (it must not exist), runs left by a killed
+//     runner are swept, run-start and policy are recorded;
+//  4. the namespaces are made; the mediator listens on its address for DNS
+//     (UDP and TCP 53) and catches TCP 80, 443, 8080 and every port of
+//     allow_hosts at any address; the run CA's certificate is written to
+//     a directory the child may read;
+//  5. env is recorded (names only), the command runs contained; SIGINT,
+//     SIGTERM, SIGHUP and SIGQUIT reach it;
+//  6. when it has ended: the mediator stops, run-end (its exit code) is
+//     recorded, the bundle sealed, the namespaces and the CA file removed.
+//
+// A runner killed outright (SIGKILL) leaves a bundle that verifies as
+// TRUNCATED with every record it wrote; the child dies with it (parent
+// death signal) and the next run sweeps the namespaces.
+package run
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"jr2.dev/boundary/custodian/internal/broker"
+	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/custodian/internal/launcher"
+	"jr2.dev/boundary/custodian/internal/mediator"
+	"jr2.dev/boundary/custodian/internal/policy"
+	"jr2.dev/boundary/custodian/internal/runca"
+)
+
+// Modes are the modes a run knows. Only live exists today: the command's
+// effects happen.
+var Modes = []string{"live"}
+
+// ProxyPort is the mediator's explicit proxy port.
+const ProxyPort = 8080
+
+// fixedPorts are caught whatever the policy: HTTP, HTTPS and the proxy.
+var fixedPorts = []uint16{80, 443, ProxyPort}
+
+// Options are one run.
+type Options struct {
+	Policy string   // the policy file
+	Bundle string   // the bundle to create; it must not exist
+	Mode   string   // "" is live
+	Argv   []string // the command
+	// Environ is the runner's environment: the secrets' values are read
+	// from it, and the child's environment built from it. nil is
+	// os.Environ().
+	Environ []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	// Stderr is the child's, and the mediator's refuse and intercept
+	// lines; Run serialises the two unless it is an *os.File.
+	Stderr io.Writer
+	// Resolve, when set, gives the address the mediator dials for an
+	// allowed host:port (tests); nil is the system resolver.
+	Resolve func(host string, port uint16) (string, error)
+	// UpstreamRoots verify the upstreams' TLS; nil is the system roots.
+	UpstreamRoots *x509.CertPool
+}
+
+// Errors a run can end with before its command ran.
+var (
+	ErrUsage = errors.New("custodian run: usage")
+)
+
+// Run runs o's command contained and returns its exit code. The error is
+// for a run whose command did not run, or whose record could not be
+// completed; with a *launcher.ChildError the code is the failed step's.
+func Run(ctx context.Context, o Options) (int, error) {
+	if len(o.Argv) == 0 || o.Argv[0] == "" {
+		return 2, fmt.Errorf("%w: no command; write it after --", ErrUsage)
+	}
+	mode := o.Mode
+	if mode == "" {
+		mode = "live"
+	}
+	if !contains(Modes, mode) {
+		return 2, fmt.Errorf("%w: --mode %q: the modes are: %v", ErrUsage, o.Mode, Modes)
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	for _, w := range []*io.Writer{&o.Stdout, &o.Stderr} {
+		if *w == nil {
+			*w = io.Discard
+		}
+	}
+	if _, isFile := o.Stderr.(*os.File); !isFile {
+		// A file is written by the kernel one write at a time, and the
+		// child keeps it as its own (a terminal stays a terminal).
+		o.Stderr = &lockedWriter{w: o.Stderr}
+	}
+	pol, err := policy.Load(o.Policy)
+	if err != nil {
+		return 1, err
+	}
+	bundlePath, err := filepath.Abs(o.Bundle)
+	if err != nil || o.Bundle == "" {
+		return 2, fmt.Errorf("%w: --bundle: name the file to write the record to", ErrUsage)
+	}
+	if err := pol.Exposes(bundlePath); err != nil {
+		return 1, fmt.Errorf("policy: %w", err)
+	}
+	ports, err := caughtPorts(pol)
+	if err != nil {
+		return 1, err
+	}
+	br, err := broker.New(pol, o.Environ)
+	if err != nil {
+		return 1, err
+	}
+	id := runID()
+	ca, err := runca.New("jr2 run " + id)
+	if err != nil {
+		return 1, err
+	}
+	w, err := bundle.Create(bundlePath, bundle.Options{ContainsSecret: br.Contains})
+	if err != nil {
+		return 1, err
+	}
+	r := &runner{o: o, pol: pol, br: br, ca: ca, w: w, ports: ports}
+	code, runErr := r.run(ctx, id, mode, bundlePath)
+	if _, err := w.Append(bundle.KindRunEnd, runEnd{Exit: code, Error: errText(runErr)}); err != nil {
+		w.Close()
+		return code, errors.Join(runErr, err)
+	}
+	if err := w.Seal(); err != nil {
+		return code, errors.Join(runErr, err)
+	}
+	return code, runErr
+}
+
+type runStart struct {
+	Run  string   `json:"run"`
+	Mode string   `json:"mode"`
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+}
+
+type policyRecord struct {
+	Hash string `json:"hash"`
+	Path string `json:"path"`
+}
+
+type envRecord struct {
+	Names    []string `json:"names"`
+	StandIns []string `json:"stand_ins"`
+}
+
+type runEnd struct {
+	Exit  int    `json:"exit"`
+	Error string `json:"error,omitempty"`
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// runner is one run between the bundle's creation and run-end.
+type runner struct {
+	o     Options
+	pol   *policy.Policy
+	br    *broker.Broker
+	ca    *runca.CA
+	w     *bundle.Writer
+	ports []uint16
+}
+
+func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		dir = "/"
+	}
+	policyPath, _ := filepath.Abs(r.o.Policy)
+	if _, err := r.w.Append(bundle.KindRunStart, runStart{Run: id, Mode: mode, Argv: r.o.Argv, Dir: dir}); err != nil {
+		return 1, err
+	}
+	if _, err := r.w.Append(bundle.KindPolicy, policyRecord{Hash: r.pol.Hash, Path: policyPath}); err != nil {
+		return 1, err
+	}
+	if _, err := launcher.Sweep(); err != nil {
+		fmt.Fprintf(r.o.Stderr, "custodian run: a run a killed runner left could not be swept: %v\n", err)
+	}
+	n, err := launcher.NewNetwork()
+	if err != nil {
+		return 1, err
+	}
+	defer n.Close()
+	m, err := r.mediate(n)
+	if err != nil {
+		return 1, err
+	}
+	defer m.Close() // again after the explicit Close below: a no-op
+	caDir, err := os.MkdirTemp("", "jr2-run-ca-")
+	if err != nil {
+		return 1, fmt.Errorf("custodian run: %w", err)
+	}
+	defer os.RemoveAll(caDir)
+	caFile := filepath.Join(caDir, "ca.pem")
+	if err := os.Chmod(caDir, 0o755); err != nil {
+		return 1, fmt.Errorf("custodian run: %w", err)
+	}
+	if err := os.WriteFile(caFile, r.ca.PEM(), 0o644); err != nil {
+		return 1, fmt.Errorf("custodian run: %w", err)
+	}
+	proxy := "http://" + net.JoinHostPort(n.Mediator.String(), fmt.Sprint(ProxyPort))
+	env, standIns := r.br.ChildEnv(r.o.Environ, proxy, caFile)
+	if _, err := r.w.Append(bundle.KindEnv, envRecord{Names: broker.Names(env), StandIns: standIns}); err != nil {
+		return 1, err
+	}
+	if err := r.w.Sync(); err != nil {
+		return 1, err
+	}
+	code, err := n.Run(ctx, launcher.Spec{
+		Argv:       r.o.Argv,
+		Env:        env,
+		Dir:        dir,
+		ReadPaths:  append(append([]string(nil), r.pol.ReadPaths...), caDir),
+		WritePaths: r.pol.WritePaths,
+		Hidden:     []string{bundlePath},
+		Stdin:      r.o.Stdin,
+		Stdout:     r.o.Stdout,
+		Stderr:     r.o.Stderr,
+	})
+	m.Close()
+	var ce *launcher.ChildError
+	if errors.As(err, &ce) {
+		return ce.Code, err
+	}
+	if err != nil {
+		return 1, err
+	}
+	return code, nil
+}
+
+// mediate opens the mediator's listeners in n and starts it.
+func (r *runner) mediate(n *launcher.Network) (*mediator.Mediator, error) {
+	m, err := mediator.New(mediator.Options{
+		Policy:  r.pol,
+		Broker:  r.br,
+		Record:  r.w,
+		CA:      r.ca,
+		Addr:    n.Mediator,
+		Log:     r.o.Stderr,
+		Resolve: r.o.Resolve,
+		Roots:   r.o.UpstreamRoots,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var l mediator.Listeners
+	var opened []io.Closer
+	fail := func(err error) (*mediator.Mediator, error) {
+		for _, c := range opened {
+			c.Close()
+		}
+		return nil, err
+	}
+	if l.DNS, err = n.ListenUDP(53); err != nil {
+		return fail(err)
+	}
+	opened = append(opened, l.DNS)
+	if l.DNSTCP, err = n.ListenTCP(53); err != nil {
+		return fail(err)
+	}
+	opened = append(opened, l.DNSTCP)
+	for _, p := range r.ports {
+		ln, err := n.CatchTCP(int(p))
+		if err != nil {
+			return fail(err)
+		}
+		opened = append(opened, ln)
+		l.TCP = append(l.TCP, mediator.Caught{Listener: ln})
+	}
+	m.Serve(l)
+	return m, nil
+}
+
+// caughtPorts are the fixed ports and every port of allow_hosts, sorted.
+// Port 53 is the mediator's DNS and cannot be an allowed host's.
+func caughtPorts(pol *policy.Policy) ([]uint16, error) {
+	set := map[uint16]bool{}
+	for _, p := range fixedPorts {
+		set[p] = true
+	}
+	for i, h := range pol.AllowHosts {
+		if h.Port == 53 {
+			return nil, fmt.Errorf("policy: allow_hosts[%d]: %s: port 53 is the mediator's DNS in a contained run; the child cannot reach another resolver", i, h)
+		}
+		set[h.Port] = true
+	}
+	out := make([]uint16, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+// lockedWriter serialises writes: the child's stderr is copied by one
+// goroutine while the mediator logs from others.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func runID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
