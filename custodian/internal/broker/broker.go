@@ -12,15 +12,16 @@
 //
 // # The child's environment
 //
-// The runner's environment, less each secret's variable, every proxy
-// variable (either case) and every trust variable, plus:
+// The runner's environment, less each secret's variable and every proxy
+// or trust variable (filter.ProxyTrustVars, any case), plus:
 //
 //   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
-//     mediator's proxy, for clients that honour them (the namespace routes
-//     the others to the mediator anyway);
-//   - the trust variables (runca.TrustVars, and curl's CURL_CA_BUNDLE,
-//     which curl reads before the others) naming the run CA's file.
+//     mediator's proxy, and NODE_USE_ENV_PROXY=1, for clients that honour
+//     them (the namespace routes the others to the mediator anyway);
+//   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
+//     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
+//     naming the run CA's file.
 //
 // NOT covered: any other credential in the runner's environment is passed
 // to the child as it is. Run with an environment that holds only what the
@@ -45,14 +46,10 @@ type Broker struct {
 	removed map[string]bool // variables the child never gets from the runner
 }
 
-// extraTrust are trust variables set beside runca.TrustVars: a runner's
-// CURL_CA_BUNDLE would otherwise point curl at roots the child cannot read
-// and that do not hold the run CA.
-var extraTrust = []string{"CURL_CA_BUNDLE"}
-
-// proxyVars are removed from the child's environment in either case; the
-// run sets its own.
-var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY"}
+// extraTrust are trust variables set beside runca.TrustVars: tools that
+// read one of these first would otherwise trust roots that do not hold the
+// run CA (and that the child may not be able to read).
+var extraTrust = []string{"CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "PIP_CERT"}
 
 // New reads the value of each of pol's secrets from environ (the runner's
 // environment, "KEY=value" entries) and builds the engine. A secret whose
@@ -81,14 +78,11 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 	}
 	eng, err := filter.New(cfg, values)
 	if err != nil {
-		return nil, fmt.Errorf("%w (from the runner's environment)", err)
+		return nil, err
 	}
 	b := &Broker{pol: pol, eng: eng, removed: map[string]bool{}}
 	for _, s := range pol.Secrets {
 		b.removed[s.Env] = true
-	}
-	for _, v := range append(append([]string{"SSL_CERT_DIR"}, runca.TrustVars...), extraTrust...) {
-		b.removed[v] = true
 	}
 	return b, nil
 }
@@ -144,7 +138,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	standIns = []string{}
 	for _, kv := range environ {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || b.removed[k] || isProxy(k) {
+		if !ok || b.removed[k] || filter.ProxyOrTrustVar(k) {
 			continue
 		}
 		env = append(env, kv)
@@ -156,21 +150,13 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
 		env = append(env, v+"="+proxy)
 	}
+	env = append(env, "NODE_USE_ENV_PROXY=1")
 	env = append(env, runca.TrustEnv(caFile)...)
 	for _, v := range extraTrust {
 		env = append(env, v+"="+caFile)
 	}
 	sort.Strings(standIns)
 	return env, standIns
-}
-
-func isProxy(k string) bool {
-	for _, v := range proxyVars {
-		if strings.EqualFold(k, v) {
-			return true
-		}
-	}
-	return false
 }
 
 // Names returns the variable names of env, sorted: what the env record

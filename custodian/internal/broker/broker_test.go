@@ -89,15 +89,16 @@ func TestEngineSwapsOnlyTowardBoundHosts(t *testing.T) {
 func TestChildEnv(t *testing.T) {
 	b := good(t)
 	env, standIns := b.ChildEnv([]string{"PATH=/usr/bin", "EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=gh-" + sentinel,
-		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "CURL_CA_BUNDLE=/old.pem", "HOME=/root"},
+		"https_proxy=http://old:1", "Http_Proxy=http://old:2", "NO_PROXY=*", "SSL_CERT_FILE=/old.pem", "CURL_CA_BUNDLE=/old.pem", "node_options=--x", "HOME=/root"},
 		"http://10.231.0.1:8080", "/tmp/ca/ca.pem")
 	want := []string{
 		"PATH=/usr/bin", "HOME=/root",
 		"EXAMPLE_TOKEN=jr2-held-EXAMPLE_TOKEN", "GITHUB_TOKEN=jr2-held-GH",
 		"HTTPS_PROXY=http://10.231.0.1:8080", "https_proxy=http://10.231.0.1:8080",
-		"HTTP_PROXY=http://10.231.0.1:8080", "http_proxy=http://10.231.0.1:8080",
+		"HTTP_PROXY=http://10.231.0.1:8080", "http_proxy=http://10.231.0.1:8080", "NODE_USE_ENV_PROXY=1",
 		"SSL_CERT_FILE=/tmp/ca/ca.pem", "REQUESTS_CA_BUNDLE=/tmp/ca/ca.pem",
-		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem", "CURL_CA_BUNDLE=/tmp/ca/ca.pem",
+		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem",
+		"CURL_CA_BUNDLE=/tmp/ca/ca.pem", "AWS_CA_BUNDLE=/tmp/ca/ca.pem", "PIP_CERT=/tmp/ca/ca.pem",
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("env:\n%q\nwant\n%q", env, want)
@@ -109,7 +110,7 @@ func TestChildEnv(t *testing.T) {
 		t.Error("the child's environment holds a value")
 	}
 	names := Names(env)
-	if !reflect.DeepEqual(names[:4], []string{"CURL_CA_BUNDLE", "EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
+	if !reflect.DeepEqual(names[:5], []string{"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
 		t.Errorf("names %v", names)
 	}
 }
