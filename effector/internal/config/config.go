@@ -46,6 +46,9 @@ const (
 	// can only make the replica answer sooner or forget sooner.
 	EnvTestPollMs   = "JR2_EFFECTOR_TEST_POLL_MS"
 	EnvTestExpireMs = "JR2_EFFECTOR_TEST_EXPIRE_MS"
+	// EnvTestTerminationLog replaces /dev/termination-log, where a start
+	// that cannot serve writes its reason (read by package serve).
+	EnvTestTerminationLog = "JR2_EFFECTOR_TEST_TERMINATION_LOG"
 )
 
 // Defaults.
@@ -89,8 +92,12 @@ type Config struct {
 	// Roots are the system roots plus JR2_CA_FILE's certificates.
 	Roots *x509.CertPool
 
-	Work    string // JR2_EFFECTOR_WORK, or "" (the Instance placement)
-	Scratch string
+	Work    string // JR2_EFFECTOR_WORK, absolute, or "" (the Instance placement)
+	Scratch string // JR2_EFFECTOR_SCRATCH, absolute, or ""
+
+	// Where the Effector's own files are, absolute ("" when unset): what a
+	// credentialed command's child is denied (see OwnPaths).
+	KeyFile, ConfigFile, SecretsDir, Git, Repos string
 
 	Drain  time.Duration
 	Hold   time.Duration
@@ -164,13 +171,63 @@ func Load(getenv func(string) string) (*Config, error) {
 	if c.Roots, err = loadRoots(getenv(EnvCAFile)); err != nil {
 		return nil, err
 	}
-	if c.Work = getenv(EnvWork); c.Work != "" {
-		if st, err := os.Stat(c.Work); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("%s: not a directory; mount the worktree's read-only view there, or unset it on the Instance Effector", EnvWork)
+	if c.Work, err = dirEnv(getenv, EnvWork, "mount the worktree's read-only view there, or unset it on the Instance Effector"); err != nil {
+		return nil, err
+	}
+	if c.Scratch, err = dirEnv(getenv, EnvScratch, "mount the Effector's writable scratch there"); err != nil {
+		return nil, err
+	}
+	if c.Commands && (c.Work == "" || c.Scratch == "") {
+		return nil, fmt.Errorf("effector.json: commands: true, but a credentialed command needs %s (the worktree it checks out) and %s (where it runs); set both (a Sandbox Effector), or write commands false", EnvWork, EnvScratch)
+	}
+	for _, p := range []struct {
+		dst *string
+		env string
+	}{{&c.KeyFile, EnvKey}, {&c.ConfigFile, EnvConfig}, {&c.SecretsDir, EnvSecrets}, {&c.Git, EnvGit}, {&c.Repos, EnvRepos}} {
+		if *p.dst, err = absEnv(getenv, p.env); err != nil {
+			return nil, err
 		}
 	}
-	c.Scratch = getenv(EnvScratch)
 	return c, nil
+}
+
+// OwnPaths lists every place the Effector's own files are: the key,
+// effector.json, the secrets directory, the push credentials, the
+// worktree, the repo caches and the scratch root. A credentialed command's
+// child is denied each (effector confine --deny).
+func (c *Config) OwnPaths() []string {
+	var out []string
+	for _, p := range []string{c.KeyFile, c.ConfigFile, c.SecretsDir, c.Git, c.Work, c.Repos, c.Scratch} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// absEnv is the env variable's path made absolute, or "" when unset.
+func absEnv(getenv func(string) string, name string) (string, error) {
+	v := getenv(name)
+	if v == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot be made absolute (%s); give an absolute path", name, oserr.Why(err))
+	}
+	return abs, nil
+}
+
+// dirEnv is absEnv for a directory that must exist.
+func dirEnv(getenv func(string) string, name, fix string) (string, error) {
+	p, err := absEnv(getenv, name)
+	if err != nil || p == "" {
+		return p, err
+	}
+	if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s: not a directory; %s", name, fix)
+	}
+	return p, nil
 }
 
 func testMillis(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {

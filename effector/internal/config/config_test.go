@@ -131,6 +131,15 @@ func TestEnvRefusals(t *testing.T) {
 		{"CA file holds no certificate", func(f *fixture) { f.write("ca.pem", sentinel); f.env[EnvCAFile] = filepath.Join(f.dir, "ca.pem") }, "holds no PEM certificate"},
 		{"work not a directory", func(f *fixture) { f.env[EnvWork] = filepath.Join(f.dir, "key") }, "JR2_EFFECTOR_WORK: not a directory"},
 		{"test poll not a number", func(f *fixture) { f.env[EnvTestPollMs] = "x" }, "test-only"},
+		{"scratch not a directory", func(f *fixture) { f.env[EnvScratch] = filepath.Join(f.dir, "key") }, "JR2_EFFECTOR_SCRATCH: not a directory"},
+		{"commands without a worktree", func(f *fixture) {
+			f.env[EnvScratch] = f.dir
+			f.write("effector.json", `{"placement":"sandbox-1","commands":true}`)
+		}, "effector.json: commands: true, but a credentialed command needs JR2_EFFECTOR_WORK"},
+		{"commands without a scratch", func(f *fixture) {
+			f.env[EnvWork] = f.dir
+			f.write("effector.json", `{"placement":"sandbox-1","commands":true}`)
+		}, "and JR2_EFFECTOR_SCRATCH (where it runs); set both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -200,6 +209,38 @@ func TestCAFile(t *testing.T) {
 	}
 	if _, err := ca.Cert.Verify(x509.VerifyOptions{Roots: c.Roots}); err != nil {
 		t.Errorf("the CA file's certificate is not a root: %v", err)
+	}
+}
+
+// TestOwnPaths: every place the Effector's own files are, absolute, is
+// what a command's child is denied; an unset one is left out.
+func TestOwnPaths(t *testing.T) {
+	f := newFixture(t)
+	for _, d := range []string{"work", "scratch", "git"} {
+		if err := os.Mkdir(filepath.Join(f.dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.env[EnvWork] = filepath.Join(f.dir, "work")
+	f.env[EnvScratch] = filepath.Join(f.dir, "scratch")
+	f.env[EnvGit] = filepath.Join(f.dir, "git")
+	f.write("effector.json", `{"placement":"sandbox-1","commands":true}`)
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"key", "effector.json", "secrets", "git", "work", "scratch"}
+	got := c.OwnPaths()
+	if len(got) != len(want) {
+		t.Fatalf("own paths %q, want %q under %s", got, want, f.dir)
+	}
+	for i, w := range want {
+		if got[i] != filepath.Join(f.dir, w) {
+			t.Errorf("own path %d: %q, want %q", i, got[i], filepath.Join(f.dir, w))
+		}
+	}
+	if !c.Commands || c.Repos != "" {
+		t.Errorf("commands %v, repos %q", c.Commands, c.Repos)
 	}
 }
 

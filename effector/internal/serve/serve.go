@@ -5,7 +5,10 @@
 //
 // Invariant: a start that cannot serve ends the process with one
 // `action=exit reason=<word>` line on stdout and the reason, which names the
-// env variable or field to fix and never a value or a path, on stderr.
+// env variable or field to fix and never a value or a path, on stderr and
+// in the container's termination message (/dev/termination-log, where it
+// is writable). A Sandbox Effector whose effector.json holds commands never
+// says ready on a node whose Landlock probe failed.
 package serve
 
 import (
@@ -23,13 +26,16 @@ import (
 	"syscall"
 	"time"
 
+	"jr2.dev/boundary/effector/internal/classlock"
 	"jr2.dev/boundary/effector/internal/commandkind"
 	"jr2.dev/boundary/effector/internal/config"
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/httpkind"
+	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/server"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/landlock"
 	"jr2.dev/boundary/internal/logline"
 )
 
@@ -38,8 +44,13 @@ import (
 func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	started := time.Now()
 	log := logline.NewWriter(stdout, logline.Effector)
+	termination := getenv(config.EnvTestTerminationLog)
+	if termination == "" {
+		termination = TerminationLog
+	}
 	exit := func(word string, err error) int {
 		fmt.Fprintf(stderr, "effector: %v\n", err)
+		writeTermination(termination, err.Error())
 		log.Log("action", "exit", "reason", word)
 		return 1
 	}
@@ -47,15 +58,19 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exit("config", err)
 	}
-	_, probe := commandkind.Probe()
+	_, probe := landlock.Probe()
 	if err := landlockGate(cfg.Commands, cfg.Node, probe); err != nil {
 		return exit("landlock", err)
+	}
+	shared, err := newShared(cfg.Commands)
+	if err != nil {
+		return exit("subreaper", err)
 	}
 	srv, err := server.New(server.Options{
 		Replica: cfg.Replica,
 		Key:     cfg.Key,
 		Started: started,
-		Kinds:   Kinds(cfg, probe),
+		Kinds:   Kinds(cfg, probe, shared),
 		Held:    Held(cfg),
 		Log:     stdout,
 		Hold:    cfg.Hold,
@@ -104,19 +119,59 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// TerminationLog is where Kubernetes reads a container's termination
+// message. A start that cannot serve writes its reason there when the file
+// exists and is writable; JR2_EFFECTOR_TEST_TERMINATION_LOG replaces it in
+// tests.
+const TerminationLog = "/dev/termination-log"
+
+// writeTermination writes reason to path if it is there and writable; it
+// never creates it.
+func writeTermination(path, reason string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(reason + "\n")
+	_ = f.Close()
+}
+
+// Shared is what the kinds that start processes share: the Effector's one
+// Tracker and class lock, and its own binary (run as keep and confine).
+type Shared struct {
+	Tracker *reap.Tracker
+	Lock    *classlock.Lock
+	Self    string
+}
+
+// newShared makes this process the subreaper of its descendants (ADR-0068,
+// rule 1) and finds its own binary. With commands, either failing ends the
+// start; without, no process is ever started and a failure is left unused.
+func newShared(commands bool) (Shared, error) {
+	sh := Shared{Tracker: reap.NewTracker(), Lock: &classlock.Lock{}}
+	err := reap.SetChildSubreaper()
+	if err == nil {
+		sh.Self, err = os.Executable()
+	}
+	if err != nil && commands {
+		return sh, fmt.Errorf("effector.json holds commands, which need the subreaper and the Effector's own binary: %w", err)
+	}
+	return sh, nil
+}
+
 // landlockGate refuses the start of an Effector whose effector.json holds a
 // credentialed command on a node whose Landlock probe failed: it must not
 // become ready (ADR-0068). Without commands, the probe's failure only makes
 // a command start answer 400 with the same reason.
 func landlockGate(commands bool, node string, probe error) error {
 	if commands && probe != nil {
-		return errors.New(commandkind.Unavailable(node, probe))
+		return errors.New(landlock.Unavailable(node, probe))
 	}
 	return nil
 }
 
 // Kinds wires the kinds this build runs.
-func Kinds(cfg *config.Config, probe error) map[string]effect.Kind {
+func Kinds(cfg *config.Config, probe error, sh Shared) map[string]effect.Kind {
 	targets := make([]httpkind.Target, len(cfg.Targets))
 	for i, t := range cfg.Targets {
 		targets[i] = httpkind.Target(t)
@@ -125,7 +180,11 @@ func Kinds(cfg *config.Config, probe error) map[string]effect.Kind {
 		wire.KindHTTP: httpkind.New(httpkind.Options{
 			Targets: targets, Values: cfg.Secret, Roots: cfg.Roots, Work: cfg.Work,
 		}),
-		wire.KindCommand: commandkind.New(cfg.Commands, cfg.Node, probe),
+		wire.KindCommand: commandkind.New(commandkind.Options{
+			Commands: cfg.Commands, Node: cfg.Node, Probe: probe,
+			Values: cfg.Secret, SecretsDir: cfg.SecretsDir, Work: cfg.Work, Scratch: cfg.Scratch, Deny: cfg.OwnPaths(),
+			Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
+		}),
 	}
 }
 

@@ -24,7 +24,7 @@ func TestHeld(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	kinds := Kinds(&config.Config{}, nil)
+	kinds := Kinds(&config.Config{}, nil, Shared{})
 	for _, k := range []string{wire.KindHTTP, wire.KindCommand} {
 		if kinds[k] == nil {
 			t.Errorf("no %s kind", k)

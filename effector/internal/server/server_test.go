@@ -91,7 +91,7 @@ func newRig(t *testing.T, o rigOptions) *rig {
 				Targets: []httpkind.Target{{Scheme: "https", Host: "127.0.0.1", Port: r.up.Port, Secrets: []string{"SENTINEL"}}},
 				Values:  values, Roots: pki.Pool,
 			}),
-			wire.KindCommand: commandkind.New(false, "node-a", nil),
+			wire.KindCommand: commandkind.New(commandkind.Options{Node: "node-a"}),
 		},
 		Held: held, Log: r.log, Hold: o.hold, Expire: o.expire,
 	})

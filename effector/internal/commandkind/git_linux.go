@@ -1,0 +1,247 @@
+package commandkind
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The clean checkout (ADR-0068: git never takes config or hooks from the
+// agent's repository).
+//
+// The worktree is the agent's: its .git/config can name programs
+// (core.fsmonitor, core.sshCommand, filter.<driver>.clean and .smudge,
+// core.hooksPath, a promisor remote's transport, include.path …) and its
+// .gitattributes can name a filter driver. So the Effector's git never
+// works in it as in a repository of its own:
+//
+//   - HEAD is read with `git ls-remote` and the commits with
+//     `git clone --no-local`, over git's transport: the agent's repository
+//     is read only by upload-pack, which git runs in untrusted
+//     repositories by design (no hook; its one program setting,
+//     uploadpack.packObjectsHook, is read only from protected config,
+//     never from the repository's).
+//   - The checkout is a new repository, made with no template (no hook),
+//     whose config the clone writes. A .gitattributes of the tree can name
+//     a filter driver, but only a config defines one and no config the
+//     Effector's git reads defines any: no smudge runs.
+//   - dirty is `git status` of the worktree through a git dir of the
+//     Effector's own: its objects are the worktree's (an alternate), its
+//     index the worktree's (GIT_INDEX_FILE, read only with
+//     GIT_OPTIONAL_LOCKS=0), its HEAD the sha ls-remote read, its config
+//     the Effector's. The worktree's config, hooks and attributes file are
+//     never read; .git/info/exclude is copied, so an excluded file does not
+//     read as untracked. Submodules are not looked into.
+//   - Every git gets a clean env (gitEnv) and command-line config, which
+//     wins over every other scope (hardening).
+//   - The global config names the worktree as a safe.directory: git 2.39
+//     honours it there only, and the worktree is the agent's uid's.
+//
+// Not covered: a bug in git's own parsing of a hostile repository; a pin
+// may name any commit in the worktree's object store, its alternates
+// included (protocol v2 serves a want by sha); a worktree whose .git is a
+// file (a linked worktree) reads as dirty.
+
+// hardening is command-line config: it wins over the system, global and
+// repository scopes alike.
+var hardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "protocol.allow=never",
+	"-c", "protocol.file.allow=always",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "advice.detachedHead=false",
+}
+
+// gitEnv is every git's whole environment.
+func gitEnv(home, ceiling string) []string {
+	return []string{
+		"PATH=" + FixedPath,
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, "config"),
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_CEILING_DIRECTORIES=" + ceiling,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_OPTIONAL_LOCKS=0",
+		"LC_ALL=C",
+	}
+}
+
+// checkout is what the checkout made.
+type checkout struct {
+	sha   string // the commit checked out
+	dirty bool
+}
+
+// gitDir is where the Effector's own git files for one effect are: git's
+// HOME and global config, and the status git dir. The child's scratch does
+// not hold it.
+func (r *runner) gitDir() string { return filepath.Join(r.dir, "git") }
+
+// checkout makes r.dir/checkout a clean checkout of the pin (default: the
+// worktree's HEAD) and reads whether the worktree is dirty. An error is
+// the reason the command did not run.
+func (r *runner) checkout(ctx context.Context) (checkout, error) {
+	var c checkout
+	work := r.k.o.Work
+	cfg := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", work, filepath.Join(work, ".git"))
+	if err := os.WriteFile(filepath.Join(r.gitDir(), "config"), []byte(cfg), 0o600); err != nil {
+		return c, fmt.Errorf("the effect's git config could not be written: %w", err)
+	}
+	out, err := r.git(ctx, "", "ls-remote", "--", work, "HEAD")
+	if err != nil {
+		return c, fmt.Errorf("the worktree's HEAD could not be read: %w", err)
+	}
+	head, err := parseHead(out)
+	if err != nil {
+		return c, err
+	}
+	c.sha = r.p.pin
+	if c.sha == "" {
+		c.sha = head
+	}
+	c.dirty = r.dirty(ctx, head)
+	dst := filepath.Join(r.dir, "checkout")
+	if _, err := r.git(ctx, "", "clone", "--quiet", "--no-local", "--no-checkout", "--template=", "--", work, dst); err != nil {
+		return c, fmt.Errorf("the worktree could not be cloned: %w", err)
+	}
+	if _, err := r.git(ctx, dst, "checkout", "--quiet", "--detach", c.sha, "--"); err != nil {
+		// Not on a branch or tag the clone took: ask for it by sha.
+		if _, ferr := r.git(ctx, dst, "fetch", "--quiet", "origin", c.sha); ferr != nil {
+			return c, fmt.Errorf("commit %s is not in the worktree: %w", c.sha, ferr)
+		}
+		if _, err := r.git(ctx, dst, "checkout", "--quiet", "--detach", c.sha, "--"); err != nil {
+			return c, fmt.Errorf("commit %s could not be checked out: %w", c.sha, err)
+		}
+	}
+	return c, nil
+}
+
+// parseHead reads `git ls-remote <repo> HEAD`: "<sha>\tHEAD".
+func parseHead(out []byte) (string, error) {
+	for _, line := range strings.Split(string(out), "\n") {
+		sha, ref, ok := strings.Cut(line, "\t")
+		if ok && ref == "HEAD" && reSHA.MatchString(sha) {
+			return sha, nil
+		}
+	}
+	return "", errors.New("the worktree has no commit to check out (its HEAD names none)")
+}
+
+// dirty reports whether the worktree has changes its HEAD does not hold:
+// `git status --porcelain` through a git dir of the Effector's own. When
+// that cannot be told it says dirty: the flag promises a clean tree only
+// when one was seen.
+func (r *runner) dirty(ctx context.Context, head string) bool {
+	dotgit := filepath.Join(r.k.o.Work, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.IsDir() {
+		return true
+	}
+	probe := filepath.Join(r.gitDir(), "status.git")
+	for _, d := range []string{"objects/info", "refs", "info"} {
+		if err := os.MkdirAll(filepath.Join(probe, d), 0o700); err != nil {
+			return true
+		}
+	}
+	files := map[string]string{
+		"HEAD":                    head + "\n",
+		"config":                  "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+		"objects/info/alternates": filepath.Join(dotgit, "objects") + "\n",
+	}
+	if b, err := readSmall(filepath.Join(dotgit, "info", "exclude"), 1<<20); err == nil {
+		files["info/exclude"] = string(b)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(probe, name), []byte(content), 0o600); err != nil {
+			return true
+		}
+	}
+	out, err := r.gitWith(ctx, "", []string{"GIT_INDEX_FILE=" + filepath.Join(dotgit, "index")},
+		"--git-dir="+probe, "--work-tree="+r.k.o.Work,
+		"status", "--porcelain", "--ignore-submodules=all", "--untracked-files=normal")
+	return err != nil || len(bytes.TrimSpace(out)) > 0
+}
+
+// readSmall reads a regular file of at most max bytes, without following
+// a link at its end.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > max {
+		return nil, errors.New("not a small regular file")
+	}
+	return os.ReadFile(path)
+}
+
+// git runs git with the hardening in dir (the effect's git dir when ""),
+// through the Tracker, and returns its stdout. It ends with ctx.
+func (r *runner) git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return r.gitWith(ctx, dir, nil, args...)
+}
+
+func (r *runner) gitWith(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
+	cmd := exec.Command(r.k.git, append(append([]string(nil), hardening...), args...)...)
+	cmd.Dir = dir
+	if dir == "" {
+		cmd.Dir = r.gitDir()
+	}
+	cmd.Env = append(gitEnv(r.gitDir(), r.dir), extraEnv...)
+	var stdout, stderr bounded
+	stdout.max, stderr.max = 1<<20, 4<<10
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	p, err := startProc(r.k.o.Tracker, r.key, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("git could not start: %w", err)
+	}
+	select {
+	case <-p.ended:
+	case <-ctx.Done():
+		p.signal(unix.SIGKILL)
+	}
+	if err := p.wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("git %s: %v (%s)", args[0], err, lastLine(stderr.b))
+	}
+	return stdout.b, nil
+}
+
+// bounded keeps the first max bytes written to it.
+type bounded struct {
+	b   []byte
+	max int
+}
+
+func (w *bounded) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last non-empty line of git's stderr: its reason.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
+		return l
+	}
+	return "no message"
+}
