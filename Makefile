@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
 
-.PHONY: all test vet fmt-check unit plugin bench fuzz demo clean
+.PHONY: all test vet fmt-check unit plugin bench bench-serve fuzz demo clean
 
 all: test
 
@@ -30,8 +30,13 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 plugin:
 	$(GO) build -buildmode=c-shared -o $(BIN)/custodian.so ./filter/plugin
 
-bench:
-	@echo "bench: nothing measured yet"
+bench: bench-serve
+
+# custodian serve against the same upstream reached directly, in one run:
+# requests/s with keep-alive (1 KiB, 1 MiB), added p50/p99 latency, the first
+# SSE event's delay; a table of ratios (e2e/bench_test.go).
+bench-serve:
+	$(GO) test -run '^$$' -bench '^BenchmarkServe$$' -count=1 ./e2e
 
 # Every fuzz target, FUZZTIME each (default 10s).
 fuzz:

@@ -40,8 +40,8 @@ type Host interface {
 	// render.
 	RenderArgs() []string
 	// Start starts the Custodian from dir (controlplane render's --out) in
-	// its own mount namespace, with hosts bind-mounted over /etc/hosts, and
-	// returns once its listeners serve.
+	// its own mount namespace, with hosts bind-mounted over /etc/hosts (or,
+	// with hosts empty, in this one), and returns once its listeners serve.
 	Start(t testing.TB, dir, hosts string) *Running
 	// HeaderName is a request header's name as this host hands it to the
 	// engine, so as it appears in an answer that names it: net/http
@@ -176,10 +176,16 @@ const hostsFileEnv = "JR2_E2E_HOSTS_FILE"
 // hostsns role, in a new mount namespace (CLONE_NEWNS) where hosts is
 // /etc/hosts — the system resolver the Custodian uses then answers names
 // the suite chose, and nothing outside that process sees them.
+//
+// With hosts empty, argv runs as it is, in this mount namespace.
 func startProcess(t testing.TB, hosts string, argv ...string) *Running {
 	cmd := exec.Command(bins.self, argv...)
 	cmd.Env = append(os.Environ(), roleEnv+"=hostsns", hostsFileEnv+"="+hosts)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if hosts == "" {
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	}
 	r := &Running{cmd: cmd, out: &output{}, exited: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

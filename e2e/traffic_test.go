@@ -37,7 +37,7 @@ func (w *world) testClient(t *testing.T, c client) {
 	}
 
 	t.Run("swap and scrub", func(t *testing.T) {
-		resp := c.do(t, w.env, request{Method: "GET", URL: url(u.target, "/v1/echo?q=1"), Headers: [][2]string{{"x-api-key", si}}})
+		resp := c.do(t, w.env, request{Method: "GET", URL: httpsURL(u.target, "/v1/echo?q=1"), Headers: [][2]string{{"x-api-key", si}}})
 		got, _ := u.last()
 		if got.Header.Get("X-Api-Key") != value {
 			t.Fatalf("the upstream got x-api-key %q, want the value", redact(got.Header.Get("X-Api-Key"), value))
@@ -50,7 +50,7 @@ func (w *world) testClient(t *testing.T, c client) {
 	})
 
 	t.Run("bearer and body", func(t *testing.T) {
-		resp := c.do(t, w.env, request{Method: "POST", URL: url(u.target, "/v1/echo"), Body: "hello from " + c.name,
+		resp := c.do(t, w.env, request{Method: "POST", URL: httpsURL(u.target, "/v1/echo"), Body: "hello from " + c.name,
 			Headers: [][2]string{{"authorization", "Bearer " + si}, {"content-type", "text/plain"}}})
 		got, _ := u.last()
 		if got.Header.Get("Authorization") != "Bearer "+value || got.Body != "hello from "+c.name {
@@ -81,7 +81,7 @@ func (w *world) testClient(t *testing.T, c client) {
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
 			before := u.hits.Load()
-			resp := c.do(t, w.env, request{Method: r.method, URL: url(u.target, r.path), Headers: r.headers})
+			resp := c.do(t, w.env, request{Method: r.method, URL: httpsURL(u.target, r.path), Headers: r.headers})
 			if want := "jr2 custodian: " + r.body; resp.Status != r.status || resp.Body != want {
 				t.Errorf("%d %q, want %d %q", resp.Status, resp.Body, r.status, want)
 			}
@@ -93,7 +93,7 @@ func (w *world) testClient(t *testing.T, c client) {
 	}
 
 	t.Run("SSE event by event", func(t *testing.T) {
-		p := c.stream(t, w.env, request{Method: "GET", URL: url(u.target, "/v1/sse"), Headers: [][2]string{{"x-api-key", si}}})
+		p := c.stream(t, w.env, request{Method: "GET", URL: httpsURL(u.target, "/v1/sse"), Headers: [][2]string{{"x-api-key", si}}})
 		for i, ev := range sseEvents {
 			line := p.next(t, 10*time.Second)
 			if strings.HasPrefix(line, "status ") {

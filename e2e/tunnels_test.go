@@ -44,7 +44,7 @@ func (w *world) testTunnels(t *testing.T) {
 	})
 
 	t.Run("curl to an HTTPS host that is not bound", func(t *testing.T) {
-		resp := curlClient.do(t, w.env, request{Method: "GET", URL: url(ns.https(), "/hello")})
+		resp := curlClient.do(t, w.env, request{Method: "GET", URL: httpsURL(ns.https(), "/hello")})
 		if want := "hello from the test namespace, GET /hello\n"; resp.Status != 200 || resp.Body != want {
 			t.Fatalf("%d %q, want 200 %q", resp.Status, resp.Body, want)
 		}

@@ -79,6 +79,9 @@ type manifestSecret struct {
 
 // newWorld builds the world and starts the Custodian on host.
 func newWorld(t *testing.T, host Host) *world {
+	if _, err := os.Stat(filepath.Join("node", "node_modules", "https-proxy-agent")); err != nil {
+		t.Fatal("the Node client's proxy agent is not installed: run npm ci --prefix e2e/node (make test does)")
+	}
 	tmp := t.TempDir()
 	w := &world{host: host, values: map[string]string{}, echo: map[string]*echoUpstream{}}
 	w.upstreamCA = testpki.NewCA(t, "e2e upstream CA")
@@ -212,8 +215,8 @@ func (w *world) heldNames() []string {
 	return ns
 }
 
-// url is https://target + path.
-func url(target, path string) string { return "https://" + target + path }
+// httpsURL is https://target + path.
+func httpsURL(target, path string) string { return "https://" + target + path }
 
 // standIn is the stand-in of name.
 func standIn(name string) string { return filter.StandIn(name) }
