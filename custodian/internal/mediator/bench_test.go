@@ -229,7 +229,7 @@ func benchMediator(b *testing.B, up *benchUp) (*url.URL, *x509.CertPool) {
 		b.Fatal(err)
 	}
 	m, err := New(Options{Policy: pol, Broker: br, Record: w, CA: ca, Addr: netip.MustParseAddr("127.0.0.1"),
-		Resolve: func(string, uint16) (string, error) { return up.addr, nil }, Roots: up.roots})
+		Resolve: func(string, uint16) (string, error) { return up.addr, nil }, Roots: up.roots, LocalUpstreams: true})
 	if err != nil {
 		b.Fatal(err)
 	}

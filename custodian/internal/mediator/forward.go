@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/bundle"
@@ -71,6 +74,9 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		if r.Context().Err() != nil {
 			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
 			return
+		}
+		if errors.Is(err, errGuarded) {
+			m.refuseLog(target, filter.ReasonGuard)
 		}
 		m.localReply(w, reqSeq, relay.Failure(eng, target, sent, err))
 		return
@@ -230,6 +236,9 @@ func safeMethod(m string) string {
 	return m
 }
 
+// errGuarded is the dial guard's refusal of an address.
+var errGuarded = errors.New("the address it resolved to is guarded")
+
 // transport is the pool for scheme toward host:port, made on first use:
 // HTTP/1.1 only, upstream TLS verified against the roots and the host, the
 // address from Resolve when set.
@@ -241,6 +250,31 @@ func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
 		return t
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	target := filter.JoinTarget(host, int(port))
+	eng := m.o.Broker.Engine()
+	bound := m.o.Broker.Bound(target)
+	// The dial guard on the address actually dialled, after resolution: an
+	// allowed name that resolves to loopback, link-local (metadata) or
+	// another guarded address is not dialled, as the Custodian's host
+	// refuses it for a bound target (DialBound) and a tunnel (AllowDial).
+	dialer := *m.dialer
+	dialer.Control = func(_, address string, _ syscall.RawConn) error {
+		if m.o.LocalUpstreams {
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		rep := eng.AllowDial(target, ap.Addr())
+		if bound {
+			rep = eng.DialBound(target, ap.Addr())
+		}
+		if rep != nil {
+			return errGuarded
+		}
+		return nil
+	}
 	t := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -251,7 +285,7 @@ func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
 					return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 				}
 			}
-			return m.dialer.DialContext(ctx, "tcp", a)
+			return dialer.DialContext(ctx, "tcp", a)
 		},
 		TLSClientConfig: &tls.Config{
 			RootCAs:    m.o.Roots,

@@ -42,7 +42,12 @@
 // is sent only toward its bound hosts, and there only swapped), it asks for
 // identity encoding, and its answer is scrubbed like any other: the run's
 // values are scrubbed from every answer. A request to a bound host over
-// plain HTTP is refused: values cross the network only inside TLS.
+// plain HTTP is refused: values cross the network only inside TLS. The
+// mediator dials allowed hosts itself, from the runner's namespace, with the
+// Custodian's dial guard on the address dialled (filter: DialBound for a
+// bound host, AllowDial for another): an allowed name that resolves to
+// loopback, link-local or another guarded address is answered 502 and not
+// dialled.
 //
 // # Records (bundle kinds, spec run.md)
 //
@@ -104,6 +109,11 @@ type Options struct {
 	Resolve func(host string, port uint16) (string, error)
 	// Roots verify upstream TLS; nil is the system's roots.
 	Roots *x509.CertPool
+	// LocalUpstreams lets the mediator dial guarded addresses (loopback
+	// among them): for tests and benchmarks whose upstream is on this
+	// machine. Off, an allowed name that resolves to a guarded address is
+	// refused, after resolution, on the address dialled.
+	LocalUpstreams bool
 	// HandshakeTimeout bounds reading the first bytes, the ClientHello and
 	// the TLS handshake of a connection; 0 is 10 s.
 	HandshakeTimeout time.Duration

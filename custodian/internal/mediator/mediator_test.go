@@ -112,7 +112,9 @@ type fixture struct {
 	resolved []string
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture serves a mediator on loopback; local lets it dial its
+// loopback upstreams (the dial guard would refuse them).
+func newFixture(t *testing.T, local bool) *fixture {
 	t.Helper()
 	pol, err := policy.Parse([]byte(testPolicy))
 	if err != nil {
@@ -146,6 +148,7 @@ func newFixture(t *testing.T) *fixture {
 		},
 		Roots:            upCA.Pool(),
 		HandshakeTimeout: 3 * time.Second,
+		LocalUpstreams:   local,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +227,7 @@ func (f *fixture) records(t *testing.T) []runtest.Rec {
 // TestSecretNeverInTheRecord is written first: the upstream gets the
 // value; the child's answer, the bundle and the log hold no form of it.
 func TestSecretNeverInTheRecord(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, true)
 	for _, viaProxy := range []bool{true, false} {
 		st, body, h, err := get(t, f.client(viaProxy), "https://api.example.com/v1/models?q=1", "Authorization", "Bearer jr2-held-EXAMPLE_TOKEN")
 		if err != nil || st != 200 {
@@ -285,7 +288,7 @@ func TestSecretNeverInTheRecord(t *testing.T) {
 }
 
 func TestDenials(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, true)
 	proxy, direct := f.client(true), f.client(false)
 
 	// A host the policy does not allow: 403 through the proxy, an alert on
@@ -383,8 +386,35 @@ func TestDenials(t *testing.T) {
 	}
 }
 
+// TestDialGuard: an allowed name that resolves to a guarded address
+// (here loopback) is not dialled, bound or not; the refusal is recorded
+// and the upstream gets nothing.
+func TestDialGuard(t *testing.T) {
+	f := newFixture(t, false)
+	for _, tc := range []struct{ url, auth string }{
+		{"https://api.example.com/", "Bearer jr2-held-EXAMPLE_TOKEN"},
+		{"https://open.example.com/", ""},
+		{"http://plain.example.com/", ""},
+	} {
+		st, body, _, err := get(t, f.client(true), tc.url, "Authorization", tc.auth)
+		if err != nil || st != 502 || !strings.Contains(body, "could not be reached: dial: the address it resolved to is guarded") {
+			t.Errorf("%s: %d %q %v", tc.url, st, body, err)
+		}
+	}
+	if got := append(f.tlsUp.received(), f.plainUp.received()...); len(got) != 0 {
+		t.Errorf("a guarded upstream was reached: %q", got)
+	}
+	rs := f.records(t)
+	if n := len(runtest.Find(rs, "http-response", runtest.Rec{"status": 502, "local": true})); n != 3 {
+		t.Errorf("%d local 502 records, want 3", n)
+	}
+	if n := bytes.Count(f.log.Bytes(), []byte("reason=guard")); n != 3 {
+		t.Errorf("%d guard lines in the log:\n%s", n, f.log.Bytes())
+	}
+}
+
 func TestDNS(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, true)
 	query := func(name string, typ uint16) []byte {
 		b := []byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}
 		for _, l := range strings.Split(name, ".") {

@@ -85,6 +85,10 @@ type Options struct {
 	Resolve func(host string, port uint16) (string, error)
 	// UpstreamRoots verify the upstreams' TLS; nil is the system roots.
 	UpstreamRoots *x509.CertPool
+	// LocalUpstreams lets the mediator dial loopback and the other
+	// addresses the dial guard refuses (tests whose upstream is on this
+	// machine). The CLI never sets it.
+	LocalUpstreams bool
 }
 
 // Errors a run can end with before its command ran.
@@ -276,6 +280,8 @@ func (r *runner) mediate(n *launcher.Network) (*mediator.Mediator, error) {
 		Log:     r.o.Stderr,
 		Resolve: r.o.Resolve,
 		Roots:   r.o.UpstreamRoots,
+
+		LocalUpstreams: r.o.LocalUpstreams,
 	})
 	if err != nil {
 		return nil, err

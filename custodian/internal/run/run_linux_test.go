@@ -146,6 +146,7 @@ func contained(t *testing.T, pol string, u *upstream, environ []string, argv ...
 			return "", errors.New("no such test host")
 		}
 		o.UpstreamRoots = u.roots.Pool()
+		o.LocalUpstreams = true
 	}
 	res := &result{}
 	res.code, res.err = Run(context.Background(), o)
