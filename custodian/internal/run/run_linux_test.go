@@ -396,18 +396,15 @@ func errnoOrNil(e syscall.Errno) error {
 	return e
 }
 
-// TestKilledRunLeavesPrefix: kill -9 of the runner mid-run leaves a bundle
-// that verifies as TRUNCATED with the records written so far, the denial
-// among them; the next run's sweep removes the namespaces it left.
-func TestKilledRunLeavesPrefix(t *testing.T) {
-	requireRun(t, "curl", "sh", "sleep")
-	pol := writePolicy(t, []string{}, nil, nil, "")
-	bundlePath := filepath.Join(t.TempDir(), "run.jsonl")
-	args, _ := json.Marshal([]string{"--policy", pol, "--bundle", bundlePath, "--", "sh", "-c",
-		curlFlags + " https://evil.example/; echo ready; exec sleep 60"})
+// startRunner starts `custodian run args…` as a subprocess (the test
+// binary in runner mode) and returns once the contained command printed
+// "ready".
+func startRunner(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	js, _ := json.Marshal(args)
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), modeEnv+"=runner", argsEnv+"="+string(args), "PATH=/usr/bin:/bin")
+	cmd.Env = append(os.Environ(), modeEnv+"=runner", argsEnv+"="+string(js), "PATH=/usr/bin:/bin")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -415,22 +412,61 @@ func TestKilledRunLeavesPrefix(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
+	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if sc.Text() == "ready" {
-				ready <- "ready"
+				close(ready)
 			}
 		}
-		close(ready)
 	}()
 	select {
 	case <-ready:
 	case <-time.After(20 * time.Second):
 		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatal("the contained command never said ready")
 	}
+	return cmd
+}
+
+// TestSignalReachesChild: SIGTERM to the runner goes to the command; when
+// it has ended, run-end (its exit code) and the seal close the bundle, and
+// the namespaces are gone.
+func TestSignalReachesChild(t *testing.T) {
+	requireRun(t, "sh", "sleep")
+	pol := writePolicy(t, []string{}, nil, nil, "")
+	bundlePath := filepath.Join(t.TempDir(), "run.jsonl")
+	cmd := startRunner(t, "--policy", pol, "--bundle", bundlePath, "--", "sh", "-c", "echo ready; exec sleep 60")
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("runner exit %d, want %d (the command's SIGTERM)", code, 128+int(syscall.SIGTERM))
+	}
+	v, err := bundle.Verify(bundlePath)
+	if err != nil || v.Status != bundle.Verified {
+		t.Fatalf("verify: %v %v; want VERIFIED", v, err)
+	}
+	raw, _ := os.ReadFile(bundlePath)
+	if n := len(runtest.Find(runtest.Parse(raw), "run-end", runtest.Rec{"exit": 143})); n != 1 {
+		t.Errorf("run-end with exit 143: %d records", n)
+	}
+	left, _ := filepath.Glob("/run/netns/jr2-" + strconv.Itoa(cmd.Process.Pid) + "-*")
+	if len(left) != 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+}
+
+// TestKilledRunLeavesPrefix: kill -9 of the runner mid-run leaves a bundle
+// that verifies as TRUNCATED with the records written so far, the denial
+// among them; the next run's sweep removes the namespaces it left.
+func TestKilledRunLeavesPrefix(t *testing.T) {
+	requireRun(t, "curl", "sh", "sleep")
+	pol := writePolicy(t, []string{}, nil, nil, "")
+	bundlePath := filepath.Join(t.TempDir(), "run.jsonl")
+	cmd := startRunner(t, "--policy", pol, "--bundle", bundlePath, "--", "sh", "-c",
+		curlFlags+" https://evil.example/; echo ready; exec sleep 60")
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
