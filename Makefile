@@ -42,5 +42,13 @@ bench-serve:
 fuzz:
 	./scripts/fuzz.sh
 
+# The Custodian's main job on this machine, no network: renders an example
+# pod, starts a local HTTPS upstream and custodian serve, runs curl holding
+# only the stand-in, and prints what each side saw (package demo).
+demo:
+	$(GO) build -o $(BIN)/custodian ./custodian
+	$(GO) build -o $(BIN)/controlplane ./controlplane
+	$(GO) run ./demo/cmd/demo --bin $(BIN)
+
 clean:
 	rm -rf $(BIN)
