@@ -253,7 +253,7 @@ func (m *Mediator) admitUnnamed(s string, port uint16, via string) {
 
 // deniedReply is the 403 for a host the policy does not allow.
 func deniedReply(host string, port uint16) *filter.Reply {
-	what := "an IP address"
+	what := "a destination without a host name (an IP address, or none)"
 	if host != "" {
 		what = filter.JoinTarget(host, int(port))
 	}
