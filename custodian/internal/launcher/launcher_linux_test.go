@@ -485,7 +485,10 @@ func TestSweep(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("Sweep removed %v, not %s", removed, name)
+		// Another test binary's run may have swept it first (custodian
+		// run sweeps at start, and go test runs packages in parallel);
+		// assertGone still fails if nobody did.
+		t.Logf("Sweep removed %v, not %s", removed, name)
 	}
 	assertGone(t, name)
 	if _, err := os.Stat(filepath.Join(netnsDir, live.Name)); err != nil {
