@@ -43,7 +43,7 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 		return nil, errors.New("engine: no config")
 	}
 	if err := c.check(); err != nil {
-		return nil, fmt.Errorf("custodian.json: %w", err)
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
 	e := &Engine{
 		cfg:      c,

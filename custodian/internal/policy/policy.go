@@ -55,6 +55,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/dialguard"
 )
 
 // MaxSize bounds the policy file; a larger one is refused unread.
@@ -292,6 +293,8 @@ func (c *checker) host(key, entry string) (Host, bool) {
 			c.fail(key, "%q: write the host without the trailing dot", entry)
 		case err != nil:
 			c.fail(key, "%q: not a host name: %v", entry, err)
+		case dialguard.Judge(name).Guarded:
+			c.fail(key, "%q: guarded (%s): the mediator never dials it; name a host outside loopback, link-local and metadata addresses", entry, dialguard.Judge(name).Why)
 		default:
 			return Host{Name: name, Port: uint16(port)}, true
 		}
