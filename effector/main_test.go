@@ -206,7 +206,7 @@ func get(u string) *wire.Start {
 }
 
 // settle polls the replica at addr until the effect settles.
-func settle(t *testing.T, c *client.Client, id, addr string) *wire.Outcome {
+func settle(t testing.TB, c *client.Client, id, addr string) *wire.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
