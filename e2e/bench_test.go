@@ -89,16 +89,22 @@ func BenchmarkServe(b *testing.B) {
 	// The table: every row compares serve to direct from this one run.
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "custodian serve vs direct\tdirect\tserve\tserve/direct\tadded\t")
+	// A cell of a run that failed reads "failed" (its error is above).
+	cell := func(v float64, unit string) string {
+		if v == 0 {
+			return "failed"
+		}
+		return fmt.Sprintf("%.0f %s", v, unit)
+	}
 	row := func(label string, d, s float64, unit string, added bool) {
-		if d == 0 || s == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t\n", label)
-			return
+		ratio, a := "-", ""
+		if d != 0 && s != 0 {
+			ratio = fmt.Sprintf("%.2f", s/d)
+			if added {
+				a = fmt.Sprintf("%+.0f %s", s-d, unit)
+			}
 		}
-		a := ""
-		if added {
-			a = fmt.Sprintf("%+.0f %s", s-d, unit)
-		}
-		fmt.Fprintf(tw, "%s\t%.0f %s\t%.0f %s\t%.2f\t%s\t\n", label, d, unit, s, unit, s/d, a)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", label, cell(d, unit), cell(s, unit), ratio, a)
 	}
 	for name := range failed {
 		if failed[name] {
