@@ -129,17 +129,6 @@ func (r *runner) checkout(ctx context.Context) (checkout, error) {
 	return c, nil
 }
 
-// parseHead reads `git ls-remote <repo> HEAD`: "<sha>\tHEAD".
-func parseHead(out []byte) (string, error) {
-	for _, line := range strings.Split(string(out), "\n") {
-		sha, ref, ok := strings.Cut(line, "\t")
-		if ok && ref == "HEAD" && reSHA.MatchString(sha) {
-			return sha, nil
-		}
-	}
-	return "", errors.New("the worktree has no commit to check out (its HEAD names none)")
-}
-
 // dirty reports whether the worktree has changes its HEAD does not hold:
 // `git status --porcelain` through a git dir of the Effector's own. When
 // that cannot be told it says dirty: the flag promises a clean tree only

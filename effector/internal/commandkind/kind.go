@@ -19,8 +19,8 @@
 //   - The child's env holds only what the start names, HOME, TMPDIR, a fixed
 //     PATH and LANG. A secret value reaches the child only there; it never
 //     reaches argv, a log line or a file of the Effector's.
-//   - git never takes config or hooks from the agent's repository (see
-//     [Checkout] in git_linux.go): the checkout is a clone over git's
+//   - git never takes config or hooks from the agent's repository (the
+//     clean checkout, in git_linux.go): the checkout is a clone over git's
 //     transport into the effect's scratch, and the dirty check reads the
 //     worktree through a git dir of the Effector's own.
 //

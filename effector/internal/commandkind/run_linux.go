@@ -207,7 +207,12 @@ func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd s
 	rep, err := keep.ParseReport(line)
 	switch {
 	case err == nil && rep.Failed != "":
-		return notRun("the keeper could not start the confiner: " + rep.Failed)
+		// The keeper failed (it says why on the command's stderr): before
+		// its child started, or after, while it ended what the child left.
+		// Which, the report does not say; the keeper's own code is what
+		// there is (126).
+		code := cmd.ProcessState.ExitCode()
+		out.Code = &code
 	case err == nil && rep.Signal != "":
 		out.Signal = rep.Signal
 	case err == nil:
@@ -270,6 +275,9 @@ func (r *runner) watch(ctx context.Context, keeper *proc, deadline time.Time) (s
 	}
 }
 
+// settleRounds bounds the settle loop's retries (20 ms apart).
+const settleRounds = 50
+
 // settle runs the settle loop for the effect once, then removes its
 // scratch: nothing reads it after the loop, so it goes before the outcome
 // exists (earlier than ADR-0068's "when the outcome is read").
@@ -278,10 +286,11 @@ func (r *runner) settle() {
 		return
 	}
 	r.settled = true
-	if err := r.k.o.Tracker.Settle(r.key); err != nil {
-		// Only a /proc that cannot be read fails it; one more round.
-		time.Sleep(100 * time.Millisecond)
-		_ = r.k.o.Tracker.Settle(r.key)
+	// A scan of /proc fails only on a process caught mid-exit or a /proc
+	// that cannot be read: the loop is run again until it completes, for a
+	// while. The effect is no longer live after the first round.
+	for i := 0; i < settleRounds && r.k.o.Tracker.Settle(r.key) != nil; i++ {
+		time.Sleep(20 * time.Millisecond)
 	}
 	if r.dir != "" {
 		removeTree(r.dir)

@@ -96,6 +96,15 @@ var responses = map[string]any{
 		Kind: OutcomeTimeout, Reason: "the command ran past its 600000 ms", Stdout: "step 1\n", Stderr: ""}},
 	"200-settled-command-unknown": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
 		Kind: OutcomeUnknown, Reason: "did not run: a stop for this effect arrived before its start"}},
+	// What a stop of a command that ignores SIGTERM gives: the keeper was
+	// killed past the grace, so no code.
+	"200-settled-exited-sigkill": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
+		Kind: OutcomeExited, Signal: "SIGKILL", Stdout: "step 1\n", Stderr: ""}},
+	"200-settled-command-stopped-before-start": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
+		Kind: OutcomeUnknown, Reason: "did not run: stopped before it started"}},
+	"200-settled-command-timeout-before-start": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
+		Kind: OutcomeTimeout, Reason: "the command did not start within its 30000 ms (waiting for GPG pushes to end); it did not run"}},
+	"400-command-landlock": &Error{Error: "landlock: unavailable on node node-a (ENOSYS: not supported by kernel or not enabled at boot time)", Replica: replica},
 	"200-settled-pushed": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567",
 		Outcome: &Outcome{Kind: OutcomePushed, Commit: "89abcdef0123456789abcdef0123456789abcdef", Ref: "refs/heads/jr2/fix"}},
 	"200-settled-rejected": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{

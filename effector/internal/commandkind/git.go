@@ -1,6 +1,7 @@
 package commandkind
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,4 +18,15 @@ func LookFixed(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no %s in %s", name, FixedPath)
+}
+
+// parseHead reads `git ls-remote <repo> HEAD`: "<sha>\tHEAD".
+func parseHead(out []byte) (string, error) {
+	for _, line := range strings.Split(string(out), "\n") {
+		sha, ref, ok := strings.Cut(line, "\t")
+		if ok && ref == "HEAD" && reSHA.MatchString(sha) {
+			return sha, nil
+		}
+	}
+	return "", errors.New("the worktree has no commit to check out (its HEAD names none)")
 }
