@@ -24,6 +24,7 @@ import (
 // few rules when none is; it is recorded, sent, and its answer streamed
 // back through the scrubber and recorded chunk by chunk.
 func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo) {
+	relay.FullDuplex(w)
 	eng := m.o.Broker.Engine()
 	target := ci.target()
 	req := relay.RequestOf(r)

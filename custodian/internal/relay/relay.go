@@ -27,6 +27,15 @@ import (
 	"jr2.dev/boundary/filter"
 )
 
+// FullDuplex lets a handler keep reading the request body after the answer
+// began. An upstream may answer before the forwarder has read the end of
+// the body it streams; without this, net/http closes the request body once
+// the handler writes, the forwarder's last read fails, and the answer is
+// cut. Call it first thing in a handler that forwards r.Body.
+func FullDuplex(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
+}
+
 // RequestOf is what the engine judges of r: the method, the Host, the
 // request target as sent, and every end-to-end header (hop-by-hop headers,
 // and those Connection names, are the transport's and never forwarded).

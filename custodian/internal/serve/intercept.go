@@ -78,6 +78,7 @@ func (s *Server) newInterceptor(target string) *interceptor {
 }
 
 func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	relay.FullDuplex(w)
 	s := ic.s
 	req := relay.RequestOf(r)
 	d := s.eng.DecideRequest(ic.target, &req)

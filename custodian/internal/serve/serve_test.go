@@ -92,6 +92,10 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 			fmt.Fprintf(zw, "you sent %s", r.Header.Get("X-Api-Key"))
 			zw.Close()
 			return
+		case "/v1/echo-body":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(body)
+			return
 		case "/v1/br":
 			w.Header().Set("Content-Encoding", "br")
 			io.WriteString(w, "opaque")
@@ -604,5 +608,26 @@ func TestBoundNameResolvingToLoopback(t *testing.T) {
 	}
 	if up.hits.Load() != 0 {
 		t.Fatal("the value reached a loopback address")
+	}
+}
+
+// A large body echoed back arrives whole, every time: the answer may start
+// before the forwarder has read the end of the request body, and neither
+// side may cut the other then (a regression: the server used to close the
+// request body under the forwarder once the answer began).
+func TestLargeEchoIsWhole(t *testing.T) {
+	f := newFixture(t, nil)
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	c := f.client()
+	for i := 0; i < 40; i++ {
+		req, _ := http.NewRequest("POST", "https://"+f.up.target+"/v1/echo-body", bytes.NewReader(body))
+		req.Header.Set("x-api-key", keySI)
+		resp, err := c.Do(req)
+		must(t, err)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, body) {
+			t.Fatalf("round %d: status %d, %d of %d bytes, err %v", i, resp.StatusCode, len(got), len(body), err)
+		}
 	}
 }
