@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make bench: every measurement the issues ask for, each printed as a table
+# with its comparison. Timings are of this machine at this moment: run it on
+# a quiet machine, and compare rows of one run, not runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+table() { go run ./scripts/benchtable "$@"; }
+status=0
+
+echo "# jr2 boundary: make bench ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
+
+# The engine (issue 2): the scrubber beside bytes.Index of one pattern and a
+# naive per-form replace loop; one request's decision with 100 held secrets.
+go test ./filter/scrub -run '^$' -bench 'Scrub/|Baseline' -benchtime 1s \
+	| table -title "scrub throughput on 64 KiB chunks of mixed text (MB/s; ratio to bytes.Index of one pattern)" -vs 'Baseline/bytes.Index' -unit MB/s || status=1
+go test ./filter -run '^$' -bench 'DecideRequest' -benchmem \
+	| table -title "one intercepted request's decision, 100 held secrets" || status=1
+go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
+	| table -title "the Envoy adapter over fakes of the SDK (no Envoy here)" || status=1
+
+# controlplane render (issue 3): a cold process, 10 to 400 targets.
+go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
+	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' || status=1
+
+# custodian serve (issue 4): through the Custodian versus direct.
+go test ./e2e -run '^$' -bench '^BenchmarkServe$' -count=1 || status=1
+
+# The Effector (issues 5, 6).
+go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
+	| table -title "signed http effect vs a direct call to the same upstream (x-direct: ratio)" || status=1
+go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
+	| table -title "start cost of a confined /bin/true" -vs '^Start/bare$' || status=1
+
+# custodian run (issue 7): HTTPS through the mediator vs direct vs mitmdump.
+command -v mitmdump >/dev/null || echo "bench: mitmdump not installed (apt-get install mitmproxy); its column is left out"
+go test ./custodian/internal/mediator -run '^$' -bench BenchmarkHTTPS -benchtime 2000x || status=1
+
+exit $status
