@@ -267,6 +267,8 @@ func sampler(t *testing.T, env, marker string) func() sampleCounts {
 			if c && w {
 				s.both++
 			}
+			// Every process sampled here lives 150 ms or more.
+			time.Sleep(time.Millisecond)
 		}
 		done <- s
 	}()
