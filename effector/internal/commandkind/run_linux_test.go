@@ -313,6 +313,29 @@ func TestRepoConfigNeverRuns(t *testing.T) {
 	}
 }
 
+// TestWorktreeOfAnotherUser: the worktree belongs to the agent's uid, not
+// the Effector's; git refuses such a repository unless it is named a
+// safe.directory, which the Effector's own global config does.
+func TestWorktreeOfAnotherUser(t *testing.T) {
+	r := newRig(t)
+	err := filepath.WalkDir(r.f.Work, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 4242, 4242)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "ls-remote", r.f.Work, "HEAD").CombinedOutput(); err == nil {
+		t.Fatalf("git takes a worktree of another uid without safe.directory: the test proves nothing (%s)", out)
+	}
+	run, _ := r.plan(t, "c1", 20000, sh("cat README"))
+	if o := run(); o.Kind != wire.OutcomeExited || code(o) != "0" || o.Stdout != "committed one\n" || o.Dirty {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
 // TestDirty: dirty is what git status says of the worktree: an edit, a
 // new file; a file its exclude lists is not one.
 func TestDirty(t *testing.T) {
