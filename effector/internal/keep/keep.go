@@ -37,7 +37,7 @@ import (
 
 // Report is the child's own end, as the keeper writes it: one line,
 // "exited code=N", "exited signal=SIGNAME", or "failed REASON" when the
-// child could not be started.
+// child could not be started or its end could not be read.
 type Report struct {
 	Code   int    // the exit code; -1 when a signal ended the child or it did not start
 	Signal string // the signal's name (SIGTERM) when one ended the child

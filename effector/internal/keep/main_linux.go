@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -164,8 +165,19 @@ wait:
 		break
 	}
 	_ = p.Release()
-	if err := reap.KillAndReapAll(); err != nil {
-		return fail("%v", err)
+	// The child's own end is known now and is what the report carries. What
+	// it left is killed and reaped; should that keep failing, the report
+	// still goes out: once the keeper exits, whatever is left is the
+	// Effector's, and its settle loop ends it.
+	var rerr error
+	for try := 0; try < 5; try++ {
+		if rerr = reap.KillAndReapAll(); rerr == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if rerr != nil {
+		fmt.Fprintf(os.Stderr, "effector keep: reaping what the child left: %v\n", rerr)
 	}
 	if ws.Signaled() {
 		name := unix.SignalName(ws.Signal())

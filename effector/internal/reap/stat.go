@@ -36,8 +36,10 @@ func ParseStat(b []byte) (Proc, error) {
 	}
 	p.State = f[0][0]
 	for i, dst := range []*int{&p.PPID, &p.PGID, &p.SID} {
+		// A process being reaped reads "X 0 -1 -1": -1 is its group and
+		// session once it is gone, not a malformed line.
 		v, err := strconv.Atoi(string(f[i+1]))
-		if err != nil || v < 0 {
+		if err != nil || v < -1 {
 			return Proc{}, fmt.Errorf("proc stat: field %d: not a pid", i+2)
 		}
 		*dst = v

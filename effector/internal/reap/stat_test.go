@@ -14,6 +14,8 @@ func TestParseStat(t *testing.T) {
 		{line: "123 (sleep) S 1 123 123 0 -1 4194560 98 0 0 0", want: Proc{PID: 123, State: 'S', PPID: 1, PGID: 123, SID: 123}},
 		{line: "77 (a) b) c (d) Z 5 6 7 8", want: Proc{PID: 77, State: 'Z', PPID: 5, PGID: 6, SID: 7}},
 		{line: "9 () R 0 0 0", want: Proc{PID: 9, State: 'R'}},
+		// a process being reaped: its group and session read -1
+		{line: "4242 (true) X 0 -1 -1 0 -1", want: Proc{PID: 4242, State: 'X', PPID: 0, PGID: -1, SID: -1}},
 		{line: "9 (x\n) 1 2 3) T 4 5 6 7", want: Proc{PID: 9, State: 'T', PPID: 4, PGID: 5, SID: 6}},
 		{line: "", bad: true},
 		{line: "123 sleep S 1 2 3", bad: true},
@@ -47,8 +49,8 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, comm []byte, pid, ppid, pgid, sid int) {
 		line := fmt.Sprintf("%d (%s) S %d %d %d 0 -1", pid, comm, ppid, pgid, sid)
 		p, err := ParseStat([]byte(line))
-		if pid <= 0 || ppid < 0 || pgid < 0 || sid < 0 {
-			if err == nil && (p.PID <= 0 || p.PPID < 0 || p.PGID < 0 || p.SID < 0) {
+		if pid <= 0 || ppid < -1 || pgid < -1 || sid < -1 {
+			if err == nil && (p.PID <= 0 || p.PPID < -1 || p.PGID < -1 || p.SID < -1) {
 				t.Fatalf("accepted %+v from %q", p, line)
 			}
 			return
