@@ -29,7 +29,9 @@ go test ./e2e -run '^$' -bench '^BenchmarkServe$' -count=1 || status=1
 go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
 	| table -title "signed http effect vs a direct call to the same upstream (x-direct: ratio)" || status=1
 go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
-	| table -title "start cost of a confined /bin/true" -vs '^Start/bare$' || status=1
+	| table -title "start cost of effector confine -- /bin/true beside a bare exec, the same Go binary unconfined, and bwrap" -vs '^Start/bare$' || status=1
+go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s \
+	| table -title "start cost of a full signed command effect; 100 concurrent commands settling with no survivor" -vs '^CommandStart/bare$' || status=1
 
 # custodian run (issue 7): HTTPS through the mediator vs direct vs mitmdump.
 command -v mitmdump >/dev/null || echo "bench: mitmdump not installed (apt-get install mitmproxy); its column is left out"
