@@ -2,7 +2,6 @@ package mediator
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"jr2.dev/boundary/custodian/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/relay"
@@ -76,7 +73,7 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
 			return
 		}
-		if errors.Is(err, errGuarded) {
+		if errors.Is(err, relay.ErrGuarded) {
 			m.refuseLog(target, filter.ReasonGuard)
 		}
 		m.localReply(w, reqSeq, relay.Failure(eng, target, sent, err))
@@ -237,9 +234,6 @@ func safeMethod(m string) string {
 	return m
 }
 
-// errGuarded is the dial guard's refusal of an address.
-var errGuarded = errors.New("the address it resolved to is guarded")
-
 // transport is the pool for scheme toward host:port, made on first use:
 // HTTP/1.1 only, upstream TLS verified against the roots and the host, the
 // address from Resolve when set.
@@ -258,50 +252,27 @@ func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
 	// allowed name that resolves to loopback, link-local (metadata) or
 	// another guarded address is not dialled, as the Custodian's host
 	// refuses it for a bound target (DialBound) and a tunnel (AllowDial).
-	dialer := *m.dialer
-	dialer.Control = func(_, address string, _ syscall.RawConn) error {
-		if m.o.LocalUpstreams {
-			return nil
-		}
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		rep := eng.AllowDial(target, ap.Addr())
-		if bound {
-			rep = eng.DialBound(target, ap.Addr())
-		}
-		if rep != nil {
-			return errGuarded
-		}
-		return nil
-	}
-	t := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			a := addr
-			if m.o.Resolve != nil {
-				var err error
-				if a, err = m.o.Resolve(host, port); err != nil {
-					return nil, &net.OpError{Op: "dial", Net: network, Err: err}
-				}
+	var check func(netip.Addr) *filter.Reply
+	if !m.o.LocalUpstreams {
+		check = func(a netip.Addr) *filter.Reply {
+			if bound {
+				return eng.DialBound(target, a)
 			}
-			return dialer.DialContext(ctx, "tcp", a)
-		},
-		TLSClientConfig: &tls.Config{
-			RootCAs:    m.o.Roots,
-			ServerName: host,
-			NextProtos: []string{"http/1.1"},
-			MinVersion: tls.VersionTLS12,
-		},
-		ForceAttemptHTTP2:     false,
-		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
-		DisableCompression:    true,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+			return eng.AllowDial(target, a)
+		}
 	}
+	dialer := relay.GuardedDialer(m.dialer, check)
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		a := addr
+		if m.o.Resolve != nil {
+			var err error
+			if a, err = m.o.Resolve(host, port); err != nil {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+			}
+		}
+		return dialer.DialContext(ctx, "tcp", a)
+	}
+	t := relay.UpstreamTransport(dial, m.o.Roots, host)
 	m.trans[key] = t
 	return t
 }

@@ -2,18 +2,14 @@ package serve
 
 import (
 	"crypto/tls"
-	"errors"
 	"net/http"
 	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )
-
-var errGuardedBound = errors.New("the address it resolved to is guarded")
 
 // interceptor serves the requests of one bound target, arriving over TLS
 // connections the egress listener ended with the target's leaf.
@@ -39,34 +35,8 @@ func (s *Server) newInterceptor(target string) *interceptor {
 	// A bound name that resolves to a guarded address is not dialled
 	// (unless the config allows local targets): the agent could be serving
 	// it.
-	dialer := *s.dialer
-	dialer.Control = func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		if rep := s.eng.DialBound(target, ap.Addr()); rep != nil {
-			return errGuardedBound
-		}
-		return nil
-	}
-	ic.tr = &http.Transport{
-		Proxy:       nil,
-		DialContext: dialer.DialContext,
-		TLSClientConfig: &tls.Config{
-			RootCAs:    s.upstream,
-			ServerName: h,
-			NextProtos: []string{"http/1.1"},
-			MinVersion: tls.VersionTLS12,
-		},
-		ForceAttemptHTTP2:     false,
-		TLSNextProto:          map[string]func(string, *tls.Conn) http.RoundTripper{},
-		DisableCompression:    true,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}
+	dialer := relay.GuardedDialer(s.dialer, func(a netip.Addr) *filter.Reply { return s.eng.DialBound(target, a) })
+	ic.tr = relay.UpstreamTransport(dialer.DialContext, s.upstream, h)
 	ic.srv = &http.Server{
 		Handler:           ic,
 		ReadHeaderTimeout: 30 * time.Second,
