@@ -141,12 +141,25 @@ func (e *Engine) ReadyFields() []string {
 }
 
 // findStandIn returns the name of the longest stand-in found in s, or "".
-func (e *Engine) findStandIn(s string) string {
+func (e *Engine) findStandIn(s string) string { return e.findStandInCase(s, false) }
+
+// findStandInFold is findStandIn without regard to ASCII case, for text
+// whose case a transport rewrote (a header name).
+func (e *Engine) findStandInFold(s string) string { return e.findStandInCase(s, true) }
+
+func (e *Engine) findStandInCase(s string, fold bool) string {
+	if fold {
+		s = strings.ToLower(s)
+	}
 	if !strings.Contains(s, StandInPrefix) {
 		return ""
 	}
 	for _, si := range e.standIns {
-		if strings.Contains(s, si) {
+		want := si
+		if fold {
+			want = strings.ToLower(si)
+		}
+		if strings.Contains(s, want) {
 			return strings.TrimPrefix(si, StandInPrefix)
 		}
 	}

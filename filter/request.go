@@ -265,8 +265,8 @@ func pathDenied(path string, considered []*held, swapped bool) *held {
 }
 
 // standInElsewhere finds a stand-in in the path, the query (each also
-// percent-decoded), a header name, a header value that is neither swapped
-// nor removed, or the user of a swapped Basic pair.
+// percent-decoded), a header name (in any case), a header value that is
+// neither swapped nor removed, or the user of a swapped Basic pair.
 func (e *Engine) standInElsewhere(path, query string, hs []Header, swapped map[string]bool, swaps []swap) (name, place string) {
 	if n := e.findStandIn(path); n != "" {
 		return n, "the path"
@@ -282,7 +282,9 @@ func (e *Engine) standInElsewhere(path, query string, hs []Header, swapped map[s
 	}
 	for _, h := range hs {
 		ln := strings.ToLower(h.Name)
-		if n := e.findStandIn(h.Name); n != "" {
+		// Both hosts fold a name's case (Go canonicalises it, Envoy
+		// lowercases it), so a name is searched without regard to case.
+		if n := e.findStandInFold(h.Name); n != "" {
 			return n, "a header name"
 		}
 		if swapped[ln] || e.cred[ln] {

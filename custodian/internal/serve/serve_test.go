@@ -288,6 +288,8 @@ func TestRefusalsNeverLeave(t *testing.T) {
 		{"GET", "/admin", []string{"x-api-key", keySI}, 403, "jr2 custodian: KEY may not be sent to this path; its paths are /v1/"},
 		{"GET", "/v1/x", nil, 403, "jr2 custodian: needs the stand-in of KEY in x-api-key"},
 		{"GET", "/v1/x?k=" + keySI, []string{"x-api-key", keySI}, 403, "jr2 custodian: the stand-in of KEY is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream"},
+		// Go sends the name as Jr2-Held-Key: the stand-in, case folded.
+		{"GET", "/v1/x", []string{"x-api-key", keySI, keySI, "1"}, 403, "jr2 custodian: the stand-in of KEY is in a header name; a stand-in rides only a header its secret is bound to, and is never sent upstream"},
 	}
 	for _, c := range cases {
 		resp, body := f.do(c.method, f.up.target, c.path, c.hdr...)
