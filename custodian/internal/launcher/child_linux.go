@@ -101,7 +101,8 @@ func contain() (string, error) {
 		return "exec", err
 	}
 
-	if err := restrictFS(cfg); err != nil {
+	abi, err := restrictFS(cfg)
+	if err != nil {
 		return "landlock", err
 	}
 	if err := dropCapabilities(); err != nil {
@@ -113,7 +114,7 @@ func contain() (string, error) {
 	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
 		return "no_new_privs", fmt.Errorf("not set (%d, %v)", v, err)
 	}
-	if err := installSeccomp(); err != nil {
+	if err := installSeccomp(UnixSockets(abi)); err != nil {
 		return "seccomp", err
 	}
 	err = unix.Exec(prog, cfg.Argv, cfg.Env)
@@ -136,20 +137,26 @@ func bindResolvConf(src string) error {
 	return nil
 }
 
+// UnixSockets reports whether the child may create AF_UNIX sockets under
+// Landlock ABI abi: only when Landlock checks a connect to a pathname
+// socket (landlock.ResolveUnix), so that none outside a write path is
+// reachable (see Families).
+func UnixSockets(abi int) bool { return landlock.FS(abi)&landlock.ResolveUnix != 0 }
+
 // restrictFS applies Landlock: read paths read+execute, write paths
-// read+write, the resolv.conf read, nothing else.
-func restrictFS(cfg childConfig) error {
+// read+write, the resolv.conf read, nothing else. It returns the ABI.
+func restrictFS(cfg childConfig) (int, error) {
 	abi, err := landlock.Probe()
 	if err != nil {
 		node, _ := os.Hostname()
-		return errors.New(landlock.Unavailable(node, err) + "; the run refuses to start uncontained")
+		return 0, errors.New(landlock.Unavailable(node, err) + "; the run refuses to start uncontained")
 	}
 	if abi < MinLandlockABI {
-		return fmt.Errorf("landlock ABI %d; the run needs ABI %d or later (Linux 5.19) and refuses to start uncontained", abi, MinLandlockABI)
+		return 0, fmt.Errorf("landlock ABI %d; the run needs ABI %d or later (Linux 5.19) and refuses to start uncontained", abi, MinLandlockABI)
 	}
 	rs, err := landlock.NewRuleset(abi, landlock.ScopeSignal|landlock.ScopeAbstractUnix)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rs.Close()
 	rules := []struct {
@@ -163,11 +170,11 @@ func restrictFS(cfg childConfig) error {
 	for _, r := range rules {
 		for _, p := range r.paths {
 			if _, err := rs.AddPath(p, r.access); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return rs.RestrictSelf()
+	return abi, rs.RestrictSelf()
 }
 
 // lookPath finds file as execve would be asked to run it: a name with a

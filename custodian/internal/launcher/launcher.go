@@ -55,7 +55,9 @@
 //     needs CAP_SETPCAP, so it must come before the permitted set empties;
 //  6. NO_NEW_PRIVS (already set by Landlock; checked);
 //  7. seccomp: the filter of seccomp_linux.go, last, so the steps above may
-//     use what it denies;
+//     use what it denies; it also holds socket(2) to the families the
+//     namespace fences (Families): no pathname Unix socket of a host daemon,
+//     no vsock, unless Landlock checks Unix connects (ABI 9);
 //  8. execve.
 //
 // Run forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and returns

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"jr2.dev/boundary/internal/landlock"
 	"jr2.dev/boundary/internal/landlock/landlocktest"
 )
 
@@ -149,6 +150,15 @@ func TestContained(t *testing.T) {
 	bundle := filepath.Join(hiddenDir, "run.jsonl")
 	os.WriteFile(bundle, []byte("{}\n"), 0o600)
 	self, _ := os.Executable()
+	// A host daemon's Unix socket outside every path the child may reach
+	// (a container engine's, an ssh-agent's): the child must not reach it.
+	hostSock := filepath.Join(outside, "daemon.sock")
+	unixLn, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unixLn.Close()
+	serve(unixLn, func(c net.Conn) { io.WriteString(c, "host daemon") })
 
 	medPort := ln.Addr().(*net.TCPAddr).Port
 	hostPort := hostLn.Addr().(*net.TCPAddr).Port
@@ -165,6 +175,7 @@ func TestContained(t *testing.T) {
 		"PROBE_RUNNER_PID=" + strconv.Itoa(os.Getpid()),
 		"PROBE_CAUGHT=192.0.2.7:4433",
 		"PROBE_NOT_CAUGHT=192.0.2.7:4434",
+		"PROBE_HOST_UNIX=" + hostSock,
 	}
 	var stdout, stderr bytes.Buffer
 	code, err := n.Run(context.Background(), Spec{
@@ -213,6 +224,9 @@ func TestContained(t *testing.T) {
 		"connect-not-caught": "ENETUNREACH",
 		"connect-host-port":  "ECONNREFUSED",
 		"connect-ipv6":       "not ok",
+		"connect-host-unix":  hostUnixWant(),
+		"socket-vsock":       "EPERM",
+		"socketpair-unix":    "ok",
 		"routes":             n.Prefix.String(),
 		"resolv.conf":        "nameserver " + n.Mediator.String(),
 		"signal-runner":      "EPERM",
@@ -229,6 +243,16 @@ func TestContained(t *testing.T) {
 	if t.Failed() {
 		t.Logf("probe report: %v\nstderr: %s", got, stderr.String())
 	}
+}
+
+// hostUnixWant is what a connect to a host daemon's Unix socket outside
+// every allowed path gives: the filter's EPERM where Landlock cannot check
+// it, Landlock's EACCES where it can (ABI 9).
+func hostUnixWant() string {
+	if abi, err := landlock.Probe(); err == nil && UnixSockets(abi) {
+		return "EACCES"
+	}
+	return "EPERM"
 }
 
 // probe runs inside the contained child and reports on stdout.
@@ -295,6 +319,24 @@ func probe() int {
 	try("connect-host-port", err)
 	_, err = net.DialTimeout("tcp6", "[::1]:80", 3*time.Second)
 	try("connect-ipv6", err)
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+	try("socket-vsock", err)
+	if err == nil {
+		unix.Close(fd)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	try("socketpair-unix", err)
+	if err == nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	if c, err := net.DialTimeout("unix", os.Getenv("PROBE_HOST_UNIX"), 3*time.Second); err != nil {
+		try("connect-host-unix", err)
+	} else {
+		b, _ := io.ReadAll(c)
+		r["connect-host-unix"] = string(b)
+		c.Close()
+	}
 	r["routes"] = routes()
 	resolv, err := os.ReadFile("/etc/resolv.conf")
 	r["resolv.conf"] = strings.TrimSpace(string(resolv))

@@ -55,6 +55,26 @@ var Denied = []struct {
 	{unix.SYS_NAME_TO_HANDLE_AT, "open a file by handle, around path checks"},
 }
 
+// Families are the socket families the child may create (socket(2)'s
+// first argument, checked by the filter): IPv4 and IPv6, which the
+// network namespace routes to the mediator alone, and netlink, which reads
+// and changes the namespace itself. Every other family fails with EPERM:
+// the namespace is the control, and these reach past it — a pathname Unix
+// socket reaches any host daemon whose socket file the child can name (a
+// container engine's, an ssh-agent's), whatever Landlock allows to be read,
+// and vsock reaches the hypervisor's host. AF_UNIX is allowed only where
+// Landlock checks a connect to a pathname socket (landlock.ResolveUnix,
+// ABI 9): then a socket in a write path is reachable and no other.
+// socketpair(2) is not checked: its two ends reach nothing else.
+var Families = []struct {
+	Family uint32
+	Why    string
+}{
+	{unix.AF_INET, "routed to the mediator alone"},
+	{unix.AF_INET6, "disabled in the namespace; a probe for it fails as on a host without IPv6"},
+	{unix.AF_NETLINK, "the namespace's own routes and addresses (getaddrinfo asks)"},
+}
+
 // nsFlags are the clone flags that make a namespace: clone with any of them
 // fails with EPERM, as unshare does. clone3 passes its flags in memory the
 // filter cannot read, so it fails with ENOSYS, and libc falls back to clone.
@@ -97,8 +117,9 @@ func at(label string, i insn) insn { i.label = label; return i }
 
 // filter is the program: the architecture pinned (another one, such as
 // 32-bit x86 entered from a 64-bit process, is killed: its syscall numbers
-// mean other calls), x32 syscalls denied, then the deny list.
-func filter() []insn {
+// mean other calls), x32 syscalls denied, then the deny list, then
+// socket(2) held to Families (and AF_UNIX when unixSockets).
+func filter(unixSockets bool) []insn {
 	p := []insn{
 		ld(offArch),
 		jeq(auditArch, "", "kill"),
@@ -110,14 +131,25 @@ func filter() []insn {
 	for _, d := range Denied {
 		p = append(p, jeq(uint32(d.Nr), "eperm", ""))
 	}
-	return append(p,
+	p = append(p,
 		jeq(unix.SYS_CLONE3, "enosys", ""),
 		jeq(unix.SYS_CLONE, "clone", ""),
+		jeq(unix.SYS_SOCKET, "socket", ""),
 		ret(retAllow),
 		at("clone", ld(offArg0)),
 		jset(nsFlags, "eperm", ""),
 		ret(retAllow),
+		at("socket", ld(offArg0)),
+	)
+	for _, f := range Families {
+		p = append(p, jeq(f.Family, "allow", ""))
+	}
+	if unixSockets {
+		p = append(p, jeq(unix.AF_UNIX, "allow", ""))
+	}
+	return append(p,
 		at("eperm", ret(retEPERM)),
+		at("allow", ret(retAllow)),
 		at("enosys", ret(retNOSYS)),
 		at("kill", ret(retKill)),
 	)
@@ -157,12 +189,13 @@ func assemble(p []insn) ([]unix.SockFilter, error) {
 }
 
 // installSeccomp loads the filter on the calling thread. NO_NEW_PRIVS must
-// be set (the capabilities are gone by now).
-func installSeccomp() error {
+// be set (the capabilities are gone by now). unixSockets allows AF_UNIX:
+// only where Landlock checks a connect to a pathname socket.
+func installSeccomp(unixSockets bool) error {
 	if !pinned {
 		return errors.New("seccomp: no architecture is pinned for this build; add one beside seccomp_amd64.go")
 	}
-	prog, err := assemble(filter())
+	prog, err := assemble(filter(unixSockets))
 	if err != nil {
 		return err
 	}
