@@ -5,15 +5,20 @@
 // stand-in.
 //
 // Invariant: a value read here leaves this package only into the engine
-// (filter.New). The child's environment never holds a secret's variable,
-// the errors name secrets and variables, never values, and Contains is
-// the one test, over every form the engine's scrubber knows, that a
-// record about to be written carries no value.
+// (filter.New). The child's environment never holds a secret's variable
+// nor a value under another variable, the errors name secrets and
+// variables, never values, and Contains is the one test, over every form
+// the engine's scrubber knows, that a record about to be written carries
+// no value.
 //
 // # The child's environment
 //
 // The runner's environment, less each secret's variable and every proxy
-// or trust variable (filter.ProxyTrustVars, any case), plus:
+// or trust variable (filter.ProxyTrustVars, any case), with every other
+// variable that holds a value handled as the secret's own: one that is
+// exactly a secret's value (GH_TOKEN beside GITHUB_TOKEN) gets its
+// stand-in, one that holds a value in any form inside it (a URL with the
+// token) is withheld. Then:
 //
 //   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
@@ -24,11 +29,13 @@
 //     naming the run CA's file.
 //
 // NOT covered: any other credential in the runner's environment is passed
-// to the child as it is. Run with an environment that holds only what the
+// to the child as it is (a value the policy does not hold, or a policy
+// value transformed past the scrubber's forms). Run with an environment that holds only what the
 // child may see, and the policy's secrets.
 package broker
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,6 +51,9 @@ type Broker struct {
 	pol     *policy.Policy
 	eng     *filter.Engine
 	removed map[string]bool // variables the child never gets from the runner
+	// byValue names the secret whose value has this digest: a runner
+	// variable that is exactly that value gets the secret's stand-in.
+	byValue map[[sha256.Size]byte]string
 }
 
 // extraTrust are trust variables set beside runca.TrustVars: tools that
@@ -80,9 +90,10 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{pol: pol, eng: eng, removed: map[string]bool{}}
+	b := &Broker{pol: pol, eng: eng, removed: map[string]bool{}, byValue: map[[sha256.Size]byte]string{}}
 	for _, s := range pol.Secrets {
 		b.removed[s.Env] = true
+		b.byValue[sha256.Sum256(values[s.Name])] = s.Name
 	}
 	return b, nil
 }
@@ -137,9 +148,17 @@ func (b *Broker) StandInIn(s string) string {
 func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns []string) {
 	standIns = []string{}
 	for _, kv := range environ {
-		k, _, ok := strings.Cut(kv, "=")
+		k, v, ok := strings.Cut(kv, "=")
 		if !ok || b.removed[k] || filter.ProxyOrTrustVar(k) {
 			continue
+		}
+		if name, held := b.byValue[sha256.Sum256([]byte(v))]; held {
+			env = append(env, k+"="+filter.StandIn(name))
+			standIns = append(standIns, k)
+			continue
+		}
+		if b.Contains([]byte(v)) {
+			continue // a value inside it: withheld
 		}
 		env = append(env, kv)
 	}

@@ -145,3 +145,35 @@ func TestDefaultHeadersAgree(t *testing.T) {
 		t.Fatalf("policy.DefaultHeaders %v != filter.DefaultHeaders %v", policy.DefaultHeaders, filter.DefaultHeaders)
 	}
 }
+
+// TestChildEnvOtherVariables: a value the runner also holds under another
+// variable (GH_TOKEN beside GITHUB_TOKEN, a URL that embeds it) never
+// reaches the child: a variable that is exactly a value gets that
+// secret's stand-in, one that holds a value inside it is withheld.
+func TestChildEnvOtherVariables(t *testing.T) {
+	b := good(t)
+	env, standIns := b.ChildEnv([]string{"PATH=/usr/bin", "EXAMPLE_TOKEN=" + sentinel, "GITHUB_TOKEN=gh-" + sentinel,
+		"GH_TOKEN=gh-" + sentinel, "TOKEN_COPY=" + sentinel,
+		"DATABASE_URL=postgres://u:" + sentinel + "@db.example.com/x",
+		"ENCODED=" + base64.StdEncoding.EncodeToString([]byte(sentinel)), "HOME=/root"},
+		"http://10.231.0.1:8080", "/tmp/ca/ca.pem")
+	joined := strings.Join(env, "\n")
+	for _, f := range []string{sentinel, base64.StdEncoding.EncodeToString([]byte(sentinel))} {
+		if strings.Contains(joined, f) {
+			t.Errorf("the child's environment holds a value (as %q):\n%s", f, joined)
+		}
+	}
+	for _, want := range []string{"GH_TOKEN=jr2-held-GH", "TOKEN_COPY=jr2-held-EXAMPLE_TOKEN", "PATH=/usr/bin", "HOME=/root"} {
+		if !strings.Contains("\n"+joined+"\n", "\n"+want+"\n") {
+			t.Errorf("the child's environment lacks %q:\n%s", want, joined)
+		}
+	}
+	for _, gone := range []string{"DATABASE_URL=", "ENCODED="} {
+		if strings.Contains(joined, gone) {
+			t.Errorf("%s reached the child:\n%s", gone, joined)
+		}
+	}
+	if want := []string{"EXAMPLE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "TOKEN_COPY"}; !reflect.DeepEqual(standIns, want) {
+		t.Errorf("stand-ins %v, want %v", standIns, want)
+	}
+}
