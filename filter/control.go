@@ -14,8 +14,9 @@ import (
 //
 // Anything else is 404, and POST /fetch is 404 where the pod has no
 // Sandbox. The bearer must be the token's stand-in (else 403) and becomes
-// the token; every other credential header is removed; a stand-in anywhere
-// else is 403. r is not modified.
+// the token; every other credential header is removed, and range and
+// if-range too (see rangeHeaders); a stand-in anywhere else is 403. r is
+// not modified.
 func (e *Engine) DecideControl(r *Request) Decision {
 	d := e.decideControl(r)
 	d.Reply = e.scrubReply(d.Reply)
@@ -80,6 +81,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 			d.Remove = append(d.Remove, n)
 		}
 	}
+	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
 	return d
 }
 

@@ -24,6 +24,7 @@ func TestDecideControl(t *testing.T) {
 		{"events", Request{"POST", "127.0.0.1:8081", "/agents/a-1/events", hs("authorization", tok, "x-api-key", "k")}, 0, "", "/agents/a-1/events", false, []string{"x-api-key"}},
 		{"delivery with query", Request{"GET", "127.0.0.1:8081", "/agents/a-1/deliveries/d.2?wait=25", hs("Authorization", "bearer "+StandIn(TokenName))}, 0, "", "/agents/a-1/deliveries/d.2?wait=25", true, nil},
 		{"fetch", Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", tok)}, 0, "", "/sandboxes/ws-7f3a/fetch", false, nil},
+		{"range dropped", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok, "range", "bytes=0-3")}, 0, "", "/agents/a-1/surface", true, []string{"range"}},
 		{"unknown route", Request{"GET", "127.0.0.1:8081", "/agents", hs("authorization", tok)}, 404, notRoute, "", false, nil},
 		{"wrong method", Request{"GET", "127.0.0.1:8081", "/agents/a/events", hs("authorization", tok)}, 404, notRoute, "", false, nil},
 		{"extra segment", Request{"GET", "127.0.0.1:8081", "/agents/a/surface/x", hs("authorization", tok)}, 404, notRoute, "", false, nil},

@@ -29,7 +29,7 @@ var allowedMethods = map[string]bool{
 //  8. every credential header that no swap made is removed
 //  9. no swap: 403 "needs the stand-in of <name> in <header>"
 //  10. a stand-in anywhere else in the path, query or headers: 403
-//  11. accept-encoding: identity upstream
+//  11. accept-encoding: identity upstream; range and if-range removed
 //
 // r is not modified.
 func (e *Engine) DecideRequest(target string, r *Request) Decision {
@@ -127,7 +127,26 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 	}
 	// 11
 	d.Set = append(d.Set, Header{Name: "accept-encoding", Value: "identity"})
+	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
 	return d
+}
+
+// rangeHeaders are the names of r's range and if-range headers, which never
+// go upstream (beside rule 11): a byte range lets the agent cut an echoed
+// value into pieces each shorter than any form the scrubber knows, and
+// read it whole across requests. Without them the answer is whole (200),
+// and scrubbed whole.
+func rangeHeaders(hs []Header) []string {
+	var out []string
+	for _, n := range []string{"range", "if-range"} {
+		for _, h := range hs {
+			if strings.EqualFold(h.Name, n) {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // underscoreName is rule 2: a header name with '_' is answered 400.

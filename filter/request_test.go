@@ -188,6 +188,8 @@ func TestDecideRequestForwards(t *testing.T) {
 			"/a/z", hs("authorization", pathsValue, "accept-encoding", "identity"), nil, []string{"PATHS"}},
 		{"encoded slash in query is fine", gh, Request{"PATCH", "api.github.com", "/r?next=%2Fhome", hs("x-goog-api-key", ghSI)},
 			"/r?next=%2Fhome", hs("x-goog-api-key", githubValue, "accept-encoding", "identity"), nil, []string{"GITHUB_TOKEN"}},
+		{"range never goes upstream", gh, Request{"GET", "api.github.com", "/r", hs("authorization", "Bearer "+ghSI, "Range", "bytes=9-20", "if-range", `"e1"`, "x-api-key", "k")},
+			"/r", hs("authorization", "Bearer "+githubValue, "accept-encoding", "identity"), []string{"x-api-key", "range", "if-range"}, []string{"GITHUB_TOKEN"}},
 		{"accept-encoding replaced", gh, Request{"PUT", "api.github.com", "/r", hs("api-key", ghSI, "accept-encoding", "br, gzip")},
 			"/r", hs("api-key", githubValue, "accept-encoding", "identity"), nil, []string{"GITHUB_TOKEN"}},
 	}

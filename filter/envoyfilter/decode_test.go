@@ -75,6 +75,13 @@ func TestDecodeIntercept(t *testing.T) {
 			logs:     []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")},
 		},
 		{
+			name: "range and if-range never go upstream: an echo is never cut into pieces",
+			req: headers(":method", "GET", ":authority", "api.anthropic.com", ":path", "/v1/models", "x-api-key", anthropicStandIn,
+				"range", "bytes=9-20", "if-range", `"e1"`),
+			upstream: []string{":authority: api.anthropic.com", ":method: GET", ":path: /v1/models", "accept-encoding: identity", "x-api-key: " + anthropicValue},
+			logs:     []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")},
+		},
+		{
 			name: "rule 1: a method outside the seven is 405", req: headers(":method", "TRACE", ":authority", "api.anthropic.com", ":path", "/v1/x", "x-api-key", anthropicStandIn),
 			status: 405, reason: filter.ReasonMethod,
 			body: "jr2 custodian: method TRACE is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS",

@@ -96,6 +96,10 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Write(body)
 			return
+		case "/v1/range-echo":
+			// An echo that honours Range, as a static-file server does.
+			http.ServeContent(w, r, "", time.Time{}, strings.NewReader("you sent "+r.Header.Get("X-Api-Key")))
+			return
 		case "/v1/br":
 			w.Header().Set("Content-Encoding", "br")
 			io.WriteString(w, "opaque")
@@ -373,6 +377,30 @@ func TestGzipAndUnreadableEncodings(t *testing.T) {
 	want := "jr2 custodian: " + f.up.target + " answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on"
 	if resp.StatusCode != 502 || body != want {
 		t.Fatalf("br: %d %q", resp.StatusCode, body)
+	}
+}
+
+// An agent that could ask for a byte range of an echo would get the value
+// in pieces, each too short to be a form the scrubber knows: Range and
+// If-Range never go upstream, so the whole echo comes back, scrubbed.
+func TestRangeNeverCutsAnEcho(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, rng := range []string{"bytes=9-20", "bytes=9-20,21-40", "bytes=-5"} {
+		resp, body := f.do("GET", f.up.target, "/v1/range-echo", "x-api-key", keySI, "range", rng)
+		if resp.StatusCode != 200 || body != "you sent [secret:KEY]" || resp.Header.Get("Content-Range") != "" {
+			t.Errorf("Range %s: %d %v %q", rng, resp.StatusCode, resp.Header, body)
+		}
+		f.up.mu.Lock()
+		got := f.up.lastReq.Header
+		f.up.mu.Unlock()
+		if got.Get("Range") != "" || got.Get("If-Range") != "" {
+			t.Errorf("Range %s: the upstream got %v", rng, got)
+		}
+		for i := 0; i+6 <= len(keyValue); i++ {
+			if strings.Contains(body, keyValue[i:i+6]) {
+				t.Fatalf("Range %s: a piece of the value came back: %q", rng, body)
+			}
+		}
 	}
 }
 
