@@ -372,6 +372,29 @@ func Test401(t *testing.T) {
 	}
 }
 
+// TestOptionsStarUnsigned: "OPTIONS *", which Go's server answers itself
+// unless told not to, is refused like every other unsigned request: 401,
+// an empty body, no signature.
+func TestOptionsStarUnsigned(t *testing.T) {
+	r := newRig(t, nil)
+	p := r.site.run(t, nil)
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: "+p.addr+"\r\nContent-Length: 0\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "OPTIONS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 401 || len(b) != 0 || resp.Header.Get(wire.HeaderSignature) != "" {
+		t.Errorf("OPTIONS *: %d %q %v; want 401, empty, unsigned", resp.StatusCode, b, resp.Header)
+	}
+}
+
 // TestTwoReplicas: a poll on the replica that does not hold an effect is
 // 404 naming that replica; the client then finds the holder.
 func TestTwoReplicas(t *testing.T) {

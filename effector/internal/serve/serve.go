@@ -91,6 +91,9 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,
+		// "OPTIONS *" goes to the guard like every request: without this,
+		// Go's server answers it 200 itself, unsigned, past the 401 rule.
+		DisableGeneralOptionsHandler: true,
 	}
 	hs.SetKeepAlivesEnabled(true)
 
