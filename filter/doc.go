@@ -17,7 +17,8 @@
 //     routes with the bearer swapped, or a local reply.
 //   - DecideResponse and NewBody: a response from a bound target or the
 //     Orchestrator: scrubbed header values, the headers to drop, and a
-//     streaming body scrubber (gzip read first when the body is gzip).
+//     streaming body scrubber (gzip read first when the body is gzip);
+//     DecideTrailers holds its trailers to the same rule as its headers.
 //   - AllowDial: the resolved half of the dial guard, on the address a host
 //     actually dials.
 //

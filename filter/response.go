@@ -38,33 +38,11 @@ type ResponseDecision struct {
 func (e *Engine) DecideResponse(target, method string, status int, headers []Header) ResponseDecision {
 	var d ResponseDecision
 	var encodings []string
-	byName := map[string][]string{}
-	var order []string
-	changed := map[string]bool{}
-	var renamed []string
-	for _, h := range headers {
-		n := strings.ToLower(h.Name)
-		if e.scrubber.Folded().String(n) != n {
-			// A name that holds a value is dropped with its values: a
-			// scrubbed name would not be a header name.
-			if !containsStr(renamed, n) {
-				renamed = append(renamed, n)
-			}
-			continue
-		}
-		if _, ok := byName[n]; !ok {
-			order = append(order, n)
-		}
-		v := e.scrubber.String(h.Value)
-		if v != h.Value {
-			changed[n] = true
-		}
-		byName[n] = append(byName[n], v)
-		if n == "content-encoding" {
-			for _, enc := range strings.Split(h.Value, ",") {
-				if enc = strings.ToLower(strings.TrimSpace(enc)); enc != "" && enc != "identity" {
-					encodings = append(encodings, enc)
-				}
+	f := e.scrubFields(headers)
+	for _, v := range f.raw["content-encoding"] {
+		for _, enc := range strings.Split(v, ",") {
+			if enc = strings.ToLower(strings.TrimSpace(enc)); enc != "" && enc != "identity" {
+				encodings = append(encodings, enc)
 			}
 		}
 	}
@@ -77,16 +55,10 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 			return d
 		}
 	}
-	for _, n := range order {
-		if changed[n] {
-			for _, v := range byName[n] {
-				d.Set = append(d.Set, Header{Name: n, Value: v})
-			}
-		}
-	}
-	d.Remove = append(d.Remove, renamed...)
+	d.Set = f.set
+	d.Remove = append(d.Remove, f.renamed...)
 	if d.Body {
-		if _, ok := byName["content-length"]; ok {
+		if _, ok := f.raw["content-length"]; ok {
 			d.Remove = append(d.Remove, "content-length")
 		}
 		if d.Gzip {
@@ -94,6 +66,66 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 		}
 	}
 	return d
+}
+
+// DecideTrailers decides a response's trailers by the rule of its headers:
+// a name that holds a value is dropped with its values, and every value is
+// scrubbed. It returns the trailers that may go to the agent, names in
+// lowercase, in the order given.
+func (e *Engine) DecideTrailers(trailers []Header) []Header {
+	f := e.scrubFields(trailers)
+	var out []Header
+	for _, h := range trailers {
+		n := strings.ToLower(h.Name)
+		if !containsStr(f.renamed, n) {
+			out = append(out, Header{Name: n, Value: e.scrubber.String(h.Value)})
+		}
+	}
+	return out
+}
+
+// fields is what scrubFields found in a header (or trailer) list.
+type fields struct {
+	raw     map[string][]string // lowercase name -> values as sent, names that hold no value
+	set     []Header            // the scrubbed values of each name where one changed, in order
+	renamed []string            // lowercase names that hold a value
+}
+
+// scrubFields reads a response's header or trailer list: a name that holds
+// a value (in any case: a transport folds a name's case) is dropped with
+// its values, since a scrubbed name would not be a name; every other value
+// is scrubbed, and the names whose values changed are set anew.
+func (e *Engine) scrubFields(hs []Header) fields {
+	f := fields{raw: map[string][]string{}}
+	scrubbed := map[string][]string{}
+	changed := map[string]bool{}
+	var order []string
+	for _, h := range hs {
+		n := strings.ToLower(h.Name)
+		if e.scrubber.Folded().String(n) != n {
+			if !containsStr(f.renamed, n) {
+				f.renamed = append(f.renamed, n)
+			}
+			continue
+		}
+		if _, ok := f.raw[n]; !ok {
+			order = append(order, n)
+		}
+		v := e.scrubber.String(h.Value)
+		if v != h.Value {
+			changed[n] = true
+		}
+		f.raw[n] = append(f.raw[n], h.Value)
+		scrubbed[n] = append(scrubbed[n], v)
+	}
+	for _, n := range order {
+		if changed[n] {
+			for _, v := range scrubbed[n] {
+				f.set = append(f.set, Header{Name: n, Value: v})
+			}
+		}
+	}
+	return f
 }
 
 func safeList(xs []string) string {

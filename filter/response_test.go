@@ -53,6 +53,27 @@ func TestDecideResponse(t *testing.T) {
 	}
 }
 
+// Trailers follow the headers' rule: a name holding a value (in any case)
+// is dropped, every value is scrubbed, the rest keeps its order.
+func TestDecideTrailers(t *testing.T) {
+	e := testEngine(t)
+	for _, c := range []struct {
+		name string
+		in   []Header
+		want []Header
+	}{
+		{"plain", hs("Grpc-Status", "0", "x-sum", "abc"), hs("grpc-status", "0", "x-sum", "abc")},
+		{"value scrubbed", hs("grpc-message", "bad key "+anthropicValue), hs("grpc-message", "bad key [secret:ANTHROPIC_API_KEY]")},
+		{"name holds a value", hs(anthropicValue, "1", "x-sum", "2"), hs("x-sum", "2")},
+		{"name holds a value, case folded", hs("X-"+strings.ToUpper(githubValue), "1", "x-b", githubValue), hs("x-b", "[secret:GITHUB_TOKEN]")},
+		{"none", nil, nil},
+	} {
+		if got := e.DecideTrailers(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // A body is scrubbed across every chunk border; a gzip body is read first.
 func TestBodyEveryChunkSplit(t *testing.T) {
 	e := testEngine(t)

@@ -41,7 +41,8 @@
 //     broken ends the response with a local reply, which Envoy turns into a
 //     stream reset once headers went out: a cut body never looks complete.
 //   - EncodeTrailers: the scrubber's held tail is added before the trailers
-//     (AddData), and trailer values are scrubbed.
+//     (AddData), and the trailers are decided as headers are: a name that
+//     holds a value is removed, every value scrubbed.
 //
 // A stream's callbacks run one after another on the Envoy worker thread:
 // the filter never returns Running and starts no goroutine, so a stream's

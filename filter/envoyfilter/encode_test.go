@@ -160,6 +160,19 @@ func TestEncode(t *testing.T) {
 			logs:    []string{ok},
 		},
 		{
+			name: "a trailer whose name holds a value is dropped, as a header would be",
+			resp: &upstream{
+				headers:  headers(":status", "200"),
+				chunks:   []string{"ok"},
+				trailers: headers(strings.ToLower(anthropicValue), "1", "x-sum", anthropicValue),
+			},
+			status:  200,
+			headers: ":status: 200",
+			body:    "ok",
+			tr:      "x-sum: " + scrubbedAnthropic,
+			logs:    []string{ok},
+		},
+		{
 			name:    "the router's own answer to a forwarded request is logged with its status",
 			resp:    &upstream{headers: headers(":status", "503", "content-length", "19", "content-type", "text/plain"), chunks: []string{"no healthy upstream"}},
 			status:  503,

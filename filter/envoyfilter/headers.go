@@ -75,26 +75,28 @@ func applyResponse(h api.ResponseHeaderMap, d *filter.ResponseDecision) {
 	setAll(h, d.Set)
 }
 
-// scrubTrailers replaces every trailer value that holds a form of a held
-// value with its scrubbed form.
+// scrubTrailers applies the engine's verdict on the trailers: a name that
+// holds a form of a held value is removed, and every value is replaced
+// with its scrubbed form.
 func scrubTrailers(t api.ResponseTrailerMap, e *filter.Engine) {
 	all := t.GetAllHeaders()
-	var set []filter.Header
+	var in []filter.Header
 	for _, name := range sortedNames(all) {
-		vals := all[name]
-		changed := false
-		scrubbed := make([]string, len(vals))
-		for i, v := range vals {
-			scrubbed[i] = e.ScrubHeaderValue(v)
-			changed = changed || scrubbed[i] != v
-		}
-		if changed {
-			for _, v := range scrubbed {
-				set = append(set, filter.Header{Name: name, Value: v})
-			}
+		for _, v := range all[name] {
+			in = append(in, filter.Header{Name: name, Value: v})
 		}
 	}
-	setAll(t, set)
+	out := e.DecideTrailers(in)
+	kept := map[string]bool{}
+	for _, x := range out {
+		kept[x.Name] = true
+	}
+	for _, name := range sortedNames(all) {
+		if !kept[strings.ToLower(name)] {
+			t.Del(name)
+		}
+	}
+	setAll(t, out)
 }
 
 // setAll makes each name's values exactly the listed ones, in order.

@@ -278,10 +278,19 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	for k, vs := range resp.Trailer {
-		for _, v := range vs {
-			h.Add(http.TrailerPrefix+k, e.ScrubHeaderValue(v))
+	var trailers []filter.Header
+	keys = keys[:0]
+	for k := range resp.Trailer {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range resp.Trailer[k] {
+			trailers = append(trailers, filter.Header{Name: k, Value: v})
 		}
+	}
+	for _, t := range e.DecideTrailers(trailers) {
+		h.Add(http.TrailerPrefix+http.CanonicalHeaderKey(t.Name), t.Value)
 	}
 }
 

@@ -100,6 +100,11 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 			// An echo that honours Range, as a static-file server does.
 			http.ServeContent(w, r, "", time.Time{}, strings.NewReader("you sent "+r.Header.Get("X-Api-Key")))
 			return
+		case "/v1/trailer-echo":
+			w.Header().Set(http.TrailerPrefix+r.Header.Get("X-Api-Key"), "1")
+			w.Header().Set(http.TrailerPrefix+"X-Sum", r.Header.Get("X-Api-Key"))
+			io.WriteString(w, "body")
+			return
 		case "/v1/br":
 			w.Header().Set("Content-Encoding", "br")
 			io.WriteString(w, "opaque")
@@ -401,6 +406,24 @@ func TestRangeNeverCutsAnEcho(t *testing.T) {
 				t.Fatalf("Range %s: a piece of the value came back: %q", rng, body)
 			}
 		}
+	}
+}
+
+// A trailer is held to what a header is: a name that holds a value (Go
+// writes it case-folded, Sk-Sentinel-…) is dropped, a value is scrubbed.
+func TestTrailersAreScrubbedLikeHeaders(t *testing.T) {
+	f := newFixture(t, nil)
+	req, _ := http.NewRequest("GET", "https://"+f.up.target+"/v1/trailer-echo", nil)
+	req.Header.Set("x-api-key", keySI)
+	resp, err := f.client().Do(req)
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "body" {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	if len(resp.Trailer) != 1 || resp.Trailer.Get("X-Sum") != "[secret:KEY]" {
+		t.Fatalf("trailers %v, want only X-Sum: [secret:KEY]", resp.Trailer)
 	}
 }
 
