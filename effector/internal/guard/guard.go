@@ -4,10 +4,11 @@
 //
 // Invariant: a request that Check does not pass gets 401, an empty body and
 // no signature, and nothing about it is remembered or acted on. A nonce is
-// remembered only once its request verified, and only until its time leaves
-// the window (after which the time alone refuses a replay), so the memory
-// holds at most what the key holder sent in the last ten minutes, and is
-// capped besides.
+// remembered only once its request verified, and until its time has left
+// the window by one more window (NonceKept): the time alone refuses a
+// replay after that, even on a wall clock that stepped back less than a
+// window since. So the memory holds at most what the key holder sent in the
+// last fifteen minutes, and is capped besides.
 package guard
 
 import (
@@ -82,7 +83,7 @@ func (g *Guard) Check(r *http.Request) (v *Verified, ok bool) {
 	if t < now-window || t > now+window {
 		return nil, false
 	}
-	if !g.nonces.Add(nonce, t+window, now) {
+	if !g.nonces.Add(nonce, t+NonceKept.Milliseconds(), now) {
 		return nil, false
 	}
 	return &Verified{Method: r.Method, Target: target, Nonce: nonce, Body: body}, true
@@ -97,10 +98,16 @@ func single(h http.Header, name string) (string, bool) {
 	return vs[0], true
 }
 
+// NonceKept is how long after its own time a nonce is remembered: its
+// window, and one more, so a replay is refused by the nonce until the time
+// refuses it on any clock that stepped back less than a window meanwhile
+// (the memory is swept on the wall clock the window is read on).
+const NonceKept = 2 * wire.Window
+
 // DefaultNonceCap bounds the nonces remembered at once: past it, a new
-// request is refused until old nonces leave the window. At ~40 bytes each it
-// is about 40 MiB, and a rate of 3,000 requests a second sustained for the
-// whole window.
+// request is refused until old nonces are forgotten. At ~40 bytes each it
+// is about 40 MiB, and a rate of 1,700 requests a second sustained for the
+// whole of NonceKept.
 const DefaultNonceCap = 1 << 20
 
 // Nonces remembers the nonces of verified requests until each one's

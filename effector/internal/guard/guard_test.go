@@ -160,6 +160,30 @@ func TestRefusedNonceNotRemembered(t *testing.T) {
 	}
 }
 
+// TestReplayAfterClockStepsBack: a wall clock that steps back right after
+// a nonce was forgotten (a host's clock sync; WSL2 steps about 1.6 s)
+// does not readmit the request that nonce was seen with.
+func TestReplayAfterClockStepsBack(t *testing.T) {
+	clock := now
+	g := New(key, address, started, func() time.Time { return clock })
+	first := req{nonce: "once", body: []byte(`{"kind":"http"}`)}
+	if _, ok := g.Check(first.build()); !ok {
+		t.Fatal("the first send was refused")
+	}
+	// The clock passes the first request's window; a later request makes
+	// the memory sweep.
+	clock = now.Add(wire.Window + 2*time.Second)
+	if _, ok := g.Check(req{nonce: "later", t: clock}.build()); !ok {
+		t.Fatal("a later request was refused")
+	}
+	// The clock steps back 3 s: the first request's time is in the window
+	// again.
+	clock = now.Add(wire.Window - time.Second)
+	if _, ok := g.Check(first.build()); ok {
+		t.Fatal("the first request was taken again after the clock stepped back")
+	}
+}
+
 func TestNoncesForTheWindowOnly(t *testing.T) {
 	n := NewNonces(4)
 	base := int64(1_000_000)
