@@ -516,3 +516,36 @@ func runHundred(t testing.TB, r *commandRig, prefix, marker string) {
 		t.Error(err)
 	}
 }
+
+// TestCommandSecretChangedOnDisk: a secret's file rewritten after the
+// Effector read it (a Secret rotated: the kubelet swaps the file, and
+// the Effector holds the old value until its pod rolls) is not given to a
+// command by secretPath: its output would not be scrubbed for the new
+// value. The command does not run, says why, and the answer holds no
+// form of the new value.
+func TestCommandSecretChangedOnDisk(t *testing.T) {
+	r := newCommandRig(t, nil)
+	rotated := "SENTINEL-rotated-" + commandtest.Random() + "-value"
+	file := filepath.Join(r.f.Secrets, commandtest.Named)
+	if err := os.WriteFile(file+".new", []byte(rotated+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
+	}
+	r.start(t, "rotated", 30000, shell(`cat "$F"; echo; echo "env=$T"`, map[string]wire.Value{
+		"F": {wire.SecretPath(commandtest.Named)}, "T": {wire.Secret(commandtest.Named)},
+	}))
+	o := r.settle(t, "rotated")
+	whole, _ := wire.Marshal(o)
+	if leaks := efftest.Leaks(string(whole), rotated); len(leaks) > 0 {
+		t.Errorf("the answer holds the rotated value: %s\n%s", strings.Join(leaks, "; "), whole)
+	}
+	if o.Kind != wire.OutcomeUnknown || !strings.HasPrefix(o.Reason, "did not run: secret TOKEN: ") {
+		t.Errorf("outcome %s %q; want unknown, did not run, naming the secret", o.Kind, o.Reason)
+	}
+	logs := r.p.stdout.String() + r.p.stderr.String()
+	if leaks := efftest.Leaks(logs, rotated); len(leaks) > 0 {
+		t.Errorf("the logs hold the rotated value: %v", leaks)
+	}
+}

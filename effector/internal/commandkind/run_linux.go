@@ -1,6 +1,7 @@
 package commandkind
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/effectorkey"
 )
 
 // runner is one run of a prepared command.
@@ -71,10 +73,42 @@ func (k *Kind) run(ctx context.Context, sc *scrub.Scrubber, p *prepared) wire.Ou
 	if err != nil {
 		return notRun(err.Error())
 	}
+	reads, err := r.heldFiles()
+	if err != nil {
+		return notRun(err.Error())
+	}
 	if pre.Err() != nil {
 		return r.notStarted(ctx, "checking out the worktree")
 	}
-	return r.exec(ctx, deadline, co, wd)
+	return r.exec(ctx, deadline, co, wd, reads)
+}
+
+// heldFiles resolves each secret file the command reads by secretPath
+// and checks that it still holds the value the Effector read at start:
+// output is scrubbed for the values the Effector holds, so a file
+// rewritten since (a Secret rotated before the pod rolled) is given to no
+// command. It returns the files with links resolved, which the confiner's
+// rules bind to: a file swapped in after the check is a file the child
+// cannot read.
+func (r *runner) heldFiles() ([]string, error) {
+	out := make([]string, 0, len(r.p.reads))
+	for _, f := range r.p.reads {
+		name := filepath.Base(f)
+		held, _ := r.k.o.Values(name)
+		real, err := filepath.EvalSymlinks(f)
+		var b []byte
+		if err == nil {
+			b, err = readHead(real, len(held)+3)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("secret %s: its file cannot be read (%s)", name, oserr.Why(err))
+		}
+		if !bytes.Equal(effectorkey.TrimNewline(b), held) {
+			return nil, fmt.Errorf("secret %s: its file no longer holds the value this Effector read when it started, and an output is scrubbed only for what the Effector holds; roll the Effector's pod to read the new value", name)
+		}
+		out = append(out, real)
+	}
+	return out, nil
 }
 
 // notStarted is the outcome of a command that a stop, its deadline or the
@@ -130,14 +164,29 @@ func (r *runner) workdir(sha string) (string, error) {
 	return real, nil
 }
 
-// keeperArgs is `keep --report-fd 3 -- SELF confine … -- ARGV`.
-func (r *runner) keeperArgs() []string {
+// readHead reads at most n bytes of the regular file at path, without
+// following a link at its end or waiting on a FIFO.
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, int64(n)))
+}
+
+// keeperArgs is `keep --report-fd 3 -- SELF confine … -- ARGV`; reads
+// are the secret files the child may read (heldFiles).
+func (r *runner) keeperArgs(reads []string) []string {
 	self := r.k.o.Self
 	args := []string{"keep", "--report-fd", "3", "--", self, "confine"}
 	for _, d := range []string{"checkout", "home", "tmp"} {
 		args = append(args, "--scratch", filepath.Join(r.dir, d))
 	}
-	for _, f := range r.p.reads {
+	for _, f := range reads {
 		args = append(args, "--read", f)
 	}
 	for _, d := range r.k.o.Deny {
@@ -150,7 +199,7 @@ func (r *runner) keeperArgs() []string {
 // exec runs the program under its keeper and confiner and waits for it,
 // its stop or its deadline; then the output is closed, the effect settled,
 // and the outcome built.
-func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd string) wire.Outcome {
+func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd string, reads []string) wire.Outcome {
 	var pipes [3][2]*os.File // stdout, stderr, report: read, write
 	for i := range pipes {
 		rd, wr, err := os.Pipe()
@@ -160,7 +209,7 @@ func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd s
 		}
 		pipes[i] = [2]*os.File{rd, wr}
 	}
-	cmd := exec.Command(r.k.o.Self, r.keeperArgs()...)
+	cmd := exec.Command(r.k.o.Self, r.keeperArgs(reads)...)
 	cmd.Env = baseEnv(r.p.env, filepath.Join(r.dir, "home"), filepath.Join(r.dir, "tmp"))
 	cmd.Dir = wd
 	cmd.Stdout, cmd.Stderr = pipes[0][1], pipes[1][1]
