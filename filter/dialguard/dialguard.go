@@ -10,7 +10,16 @@
 // that resolves to a guarded address is refused on the address the host
 // actually dials — the Go host checks it in net.Dialer.Control, after
 // resolution, so a rebinding cannot pass; Envoy's RBAC checks the address
-// the dynamic forward proxy saved from the same DNS cache entry it dialled.
+// the dynamic forward proxy saved from its DNS cache entry.
+//
+// Known gap in Envoy (review, not exercised here: no Envoy binary): the
+// saved address is only the entry's first address, while the dynamic
+// forward proxy cluster's host carries every address the name resolved to
+// and Envoy's happy-eyeballs connection tries the next one when the first
+// fails or is slow (300 ms). A name that resolves to a blackholed public
+// address and then a guarded one passes the RBAC check and may reach the
+// guarded one. A DNS refresh between the filter and the dial can also swap
+// the address. The Go host has neither gap (each dialled address is checked).
 //
 // Invariant: Ranges is the only list. The Envoy config's RBAC ranges are
 // rendered from it (controlplane), the Go host and the contained run check

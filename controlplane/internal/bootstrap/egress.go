@@ -132,7 +132,9 @@ func (b *builder) guardFilter() *hcmv3.HttpFilter {
 
 // dnsCache is the one DNS cache the dynamic forward proxy filter and its
 // cluster share (Envoy requires the two configs to be equal); the address
-// the guard judges and the address dialled come from one entry.
+// the guard judges and the addresses dialled come from one entry — but the
+// guard judges only its first address, and the cluster's host may fall over
+// to the others (see the known gap in package dialguard).
 func dnsCache() *dnscachev3.DnsCacheConfig {
 	return &dnscachev3.DnsCacheConfig{Name: ClusterTunnel, DnsLookupFamily: clusterv3.Cluster_V4_PREFERRED}
 }
