@@ -42,6 +42,14 @@ import (
 //     read as untracked. Submodules are not looked into.
 //   - Every git gets a clean env (gitEnv) and command-line config, which
 //     wins over every other scope (hardening).
+//   - Every git runs confined (gitArgv: `effector confine`, as the child
+//     does): it reads the worktree and the image, writes the effect's
+//     scratch, and every other path of the Effector's is denied. The agent
+//     owns the worktree's .git and can name another object store there (an
+//     alternates entry, its objects directory a link) with its branch on a
+//     commit of it, or link a ref file to any file: unconfined, the
+//     Effector's git would check out a repo cache the child may not read,
+//     or quote a file of the Effector's in its error.
 //   - The global config names the worktree as a safe.directory: git 2.39
 //     honours it there only, and the worktree is the agent's uid's.
 //
@@ -76,7 +84,24 @@ func gitEnv(home, ceiling string) []string {
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_OPTIONAL_LOCKS=0",
 		"LC_ALL=C",
+		"TMPDIR=" + home, // /tmp is denied to a confined git
 	}
+}
+
+// gitArgv is the Effector's binary's argv for one git of the checkout:
+// `confine` reading the worktree (--read-tree) and writing the effect's
+// scratch (--scratch), the Effector's other paths denied, then git with
+// the hardening and args.
+func (r *runner) gitArgv(args []string) []string {
+	work := filepath.Clean(r.k.o.Work)
+	argv := []string{"confine", "--scratch", r.dir, "--read-tree", work}
+	for _, d := range r.k.o.Deny {
+		if filepath.Clean(d) != work {
+			argv = append(argv, "--deny", d)
+		}
+	}
+	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.git), hardening...)
+	return append(argv, args...)
 }
 
 // checkout is what the checkout made.
@@ -185,7 +210,7 @@ func (r *runner) git(ctx context.Context, dir string, args ...string) ([]byte, e
 }
 
 func (r *runner) gitWith(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
-	cmd := exec.Command(r.k.git, append(append([]string(nil), hardening...), args...)...)
+	cmd := exec.Command(r.k.o.Self, r.gitArgv(args)...)
 	cmd.Dir = dir
 	if dir == "" {
 		cmd.Dir = r.gitDir()

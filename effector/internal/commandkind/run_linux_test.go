@@ -313,6 +313,63 @@ func TestRepoConfigNeverRuns(t *testing.T) {
 	}
 }
 
+// TestCheckoutReadsOnlyTheWorktree: the agent owns its worktree's .git,
+// so it can name another object store there — an alternates entry, or
+// its objects directory a link — and point its branch at a commit of a
+// repository the Effector holds and the child may not read (a repo
+// cache), or link a ref file to a file of the Effector's. The Effector's
+// git reads the worktree with no more than the worktree: the command
+// does not run, and no byte of those files reaches the outcome.
+func TestCheckoutReadsOnlyTheWorktree(t *testing.T) {
+	for _, c := range []string{"alternates", "objects linked", "packed-refs linked"} {
+		t.Run(c, func(t *testing.T) {
+			r := newRig(t)
+			cache := filepath.Join(r.f.Repos, "private")
+			private := "SENTINEL-private-" + commandtest.Random()
+			if err := os.MkdirAll(cache, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			git := func(args ...string) string {
+				cmd := exec.Command("git", append([]string{"-c", "user.name=jr2 test", "-c", "user.email=test@jr2.dev", "-c", "core.hooksPath=/dev/null"}, args...)...)
+				cmd.Dir = cache
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + r.f.TopDir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+				return strings.TrimSpace(string(out))
+			}
+			git("init", "-q")
+			os.WriteFile(filepath.Join(cache, "private.txt"), []byte(private+"\n"), 0o644)
+			git("add", "-A")
+			git("commit", "-q", "-m", "private")
+			sha := git("rev-parse", "HEAD")
+			dotgit := filepath.Join(r.f.Work, ".git")
+			switch c {
+			case "alternates":
+				os.WriteFile(filepath.Join(dotgit, "objects", "info", "alternates"), []byte(filepath.Join(cache, ".git", "objects")+"\n"), 0o644)
+				os.WriteFile(filepath.Join(dotgit, "refs", "heads", "main"), []byte(sha+"\n"), 0o644)
+			case "objects linked":
+				os.RemoveAll(filepath.Join(dotgit, "objects"))
+				os.Symlink(filepath.Join(cache, ".git", "objects"), filepath.Join(dotgit, "objects"))
+				os.WriteFile(filepath.Join(dotgit, "refs", "heads", "main"), []byte(sha+"\n"), 0o644)
+			case "packed-refs linked":
+				os.WriteFile(filepath.Join(cache, "packed"), []byte(private+"\n"), 0o644)
+				os.Symlink(filepath.Join(cache, "packed"), filepath.Join(dotgit, "packed-refs"))
+			}
+			run, _ := r.plan(t, "c1", 20000, sh("cat private.txt"))
+			o := run()
+			whole, _ := wire.Marshal(&o)
+			if strings.Contains(string(whole), "SENTINEL-private") {
+				t.Errorf("the outcome holds the repo cache's file: %s", whole)
+			}
+			if o.Kind != wire.OutcomeUnknown || !strings.HasPrefix(o.Reason, "did not run: ") {
+				t.Errorf("outcome %+v; want unknown, did not run", o)
+			}
+		})
+	}
+}
+
 // TestWorktreeOfAnotherUser: the worktree belongs to the agent's uid, not
 // the Effector's; git refuses such a repository unless it is named a
 // safe.directory, which the Effector's own global config does.

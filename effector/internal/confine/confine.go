@@ -7,13 +7,16 @@
 //
 // # Use
 //
-//		effector confine [--scratch DIR]… [--read FILE]… [--deny PATH]… [--node NAME] -- ARGV
+//		effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]… [--node NAME] -- ARGV
 //
 //	  - --scratch DIR: read, write and execute beneath DIR — the Effect's own
 //	    scratch (its checkout, HOME and TMPDIR). Nothing denied may lie
 //	    beneath it.
 //	  - --read FILE: read FILE — a secret file the command names, by path
 //	    only: a secret's value never travels in argv.
+//	  - --read-tree DIR: read and execute beneath DIR — the worktree, for
+//	    the Effector's own git, which reads it and nothing else of the
+//	    Effector's. Nothing denied may lie beneath it.
 //	  - --deny PATH: never allowed by the walk — the Effector's own paths
 //	    (the key, the secrets directory, push credentials, the worktree,
 //	    the repo caches, the scratch root holding other Effects' scratch).
@@ -33,7 +36,7 @@
 //     it names is neither denied nor holds a denied path.
 //   - read and write on [Devices] that exist.
 //   - every right beneath each --scratch directory; read on each --read
-//     file.
+//     file; read and execute beneath each --read-tree directory.
 //
 // argv[0] is looked up in the PATH of the confiner's environment before
 // the ruleset is made (so "not found" is told apart from "denied"); the
@@ -71,11 +74,12 @@ var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 type Options struct {
 	Scratch []string // --scratch: read+write+execute beneath
 	Read    []string // --read: read this file
+	Trees   []string // --read-tree: read+execute beneath
 	Deny    []string // --deny: never allowed by the walk
 	Node    string   // --node: named in the fail-closed reason
 }
 
-const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--deny PATH]... [--node NAME] -- ARGV"
+const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--read-tree DIR]... [--deny PATH]... [--node NAME] -- ARGV"
 
 // parseArgs reads the flags and ARGV. Each path must be absolute.
 func parseArgs(args []string) (Options, []string, error) {
@@ -96,6 +100,8 @@ func parseArgs(args []string) (Options, []string, error) {
 			dst = &o.Scratch
 		case "--read":
 			dst = &o.Read
+		case "--read-tree":
+			dst = &o.Trees
 		case "--deny":
 			dst = &o.Deny
 		case "--node":

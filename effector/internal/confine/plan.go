@@ -14,7 +14,7 @@ import (
 type Rule struct {
 	Path   string
 	Access landlock.Access
-	Why    string // "system", "device", "scratch", "secret"
+	Why    string // "system", "device", "scratch", "secret", "tree"
 }
 
 // Plan lists the rules for o, walking root ("/" in production; a test
@@ -48,6 +48,13 @@ func Plan(root string, o Options) ([]Rule, error) {
 			return nil, err
 		}
 		rules = append(rules, Rule{real, landlock.ReadFile, "secret"})
+	}
+	for _, tr := range o.Trees {
+		real, err := w.own("--read-tree", tr, true)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, Rule{real, landlock.ReadExec, "tree"})
 	}
 	for _, d := range Devices {
 		p := filepath.Join(root, d)

@@ -155,6 +155,11 @@ func TestPlanRefuses(t *testing.T) {
 			"--scratch R: the denied path R/proc is in it; give a path that holds nothing denied"},
 		{"scratch is a denied name", func(r string) Options { return Options{Scratch: []string{r + "/tmp"}} },
 			"--scratch R/tmp: the denied path R/tmp is in it; give a path that holds nothing denied"},
+		{"read-tree is a file", func(r string) Options { return Options{Trees: []string{r + "/file.json"}} },
+			"--read-tree R/file.json: not a directory"},
+		{"read-tree holds a deny path", func(r string) Options {
+			return Options{Trees: []string{r + "/data"}, Deny: []string{r + "/data/deep/deny-me"}}
+		}, "--read-tree R/data: the denied path R/data/deep/deny-me is in it; give a path that holds nothing denied"},
 		{"read is denied too", func(r string) Options {
 			return Options{Read: []string{r + "/secrets/a"}, Deny: []string{r + "/secrets/a"}}
 		}, "--read R/secrets/a: the denied path R/secrets/a is in it; give a path that holds nothing denied"},
@@ -186,6 +191,7 @@ func TestParseArgs(t *testing.T) {
 		{args: []string{"--scratch", "/s/e1", "--read=/r/a", "--deny", "/w/", "--deny=/k", "--node", "n1", "--", "make", "--deny", "x"},
 			o:    Options{Scratch: []string{"/s/e1"}, Read: []string{"/r/a"}, Deny: []string{"/w", "/k"}, Node: "n1"},
 			argv: []string{"make", "--deny", "x"}},
+		{args: []string{"--read-tree", "/w/", "--read-tree=/x", "--", "git"}, o: Options{Trees: []string{"/w", "/x"}}, argv: []string{"git"}},
 		{args: []string{"--", "/bin/true"}, argv: []string{"/bin/true"}},
 		{args: []string{"--scratch", "rel/dir", "--", "x"}, err: `--scratch "rel/dir": the path must be absolute`},
 		{args: []string{"--read"}, err: "--read needs a value; " + usage},
@@ -230,7 +236,7 @@ func FuzzParseArgs(f *testing.F) {
 		if len(argv) == 0 || argv[0] == "" {
 			t.Fatalf("accepted no program: %q", joined)
 		}
-		for _, p := range append(append(append([]string{}, o.Scratch...), o.Read...), o.Deny...) {
+		for _, p := range append(append(append(append([]string{}, o.Scratch...), o.Read...), o.Trees...), o.Deny...) {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 				t.Fatalf("accepted the path %q from %q", p, joined)
 			}
