@@ -275,6 +275,23 @@ func JoinTarget(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
+// UpstreamHost is the Host a bound target's upstream gets, whatever the
+// agent spelled: the canonical host (an IPv6 host in brackets), with the
+// port unless it is 443. Every host sends this one.
+func UpstreamHost(target string) string {
+	host, port, err := SplitTarget(target)
+	if err != nil {
+		return target
+	}
+	if port != 443 {
+		return JoinTarget(host, port)
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
 // LeafBase is where controlplane render writes a bound target's leaf, and
 // where custodian serve reads it, relative to the rendered directory:
 // LeafBase(t)+".crt" and LeafBase(t)+".key".

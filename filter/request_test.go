@@ -241,6 +241,17 @@ func TestNormalizePath(t *testing.T) {
 	}
 }
 
+func TestUpstreamHost(t *testing.T) {
+	for _, c := range []struct{ target, want string }{
+		{"api.anthropic.com:443", "api.anthropic.com"}, {"gw.example:8443", "gw.example:8443"},
+		{"[2001:db8::1]:443", "[2001:db8::1]"}, {"[2001:db8::1]:8443", "[2001:db8::1]:8443"}, {"10.0.0.1:443", "10.0.0.1"},
+	} {
+		if got := UpstreamHost(c.target); got != c.want {
+			t.Errorf("UpstreamHost(%q) = %q, want %q", c.target, got, c.want)
+		}
+	}
+}
+
 func cloneReq(r Request) Request {
 	r.Headers = append([]Header(nil), r.Headers...)
 	return r

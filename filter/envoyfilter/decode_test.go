@@ -64,13 +64,19 @@ func TestDecodeIntercept(t *testing.T) {
 		{
 			name:     "rule 5: the normalised path goes upstream, the query unchanged",
 			req:      headers(":method", "GET", ":authority", "api.anthropic.com:443", ":path", `/v1/a/..\b/./c?q=%2e`, "x-api-key", anthropicStandIn),
-			upstream: []string{":authority: api.anthropic.com:443", ":method: GET", ":path: /v1/b/c?q=%2e", "accept-encoding: identity", "x-api-key: " + anthropicValue},
+			upstream: []string{":authority: api.anthropic.com", ":method: GET", ":path: /v1/b/c?q=%2e", "accept-encoding: identity", "x-api-key: " + anthropicValue},
 			logs:     []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")},
 		},
 		{
 			name: "rule 8: every other credential header is removed",
 			req: headers(":method", "GET", ":authority", "api.anthropic.com", ":path", "/v1/models", "x-api-key", anthropicStandIn,
 				"authorization", "Bearer agent-own", "api-key", "x", "proxy-authorization", "Basic eA==", "x-goog-api-key", "y"),
+			upstream: []string{":authority: api.anthropic.com", ":method: GET", ":path: /v1/models", "accept-encoding: identity", "x-api-key: " + anthropicValue},
+			logs:     []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")},
+		},
+		{
+			name:     "the upstream's Host is the target's, however the agent spelled it (as the Go host sends it)",
+			req:      headers(":method", "GET", ":authority", "API.Anthropic.COM.:443", ":path", "/v1/models", "x-api-key", anthropicStandIn),
 			upstream: []string{":authority: api.anthropic.com", ":method: GET", ":path: /v1/models", "accept-encoding: identity", "x-api-key: " + anthropicValue},
 			logs:     []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")},
 		},

@@ -28,7 +28,8 @@
 //
 //   - DecodeHeaders: by the route's role — control: DecideControl; egress:
 //     DecideConnect; intercept: DecideRequest toward the route's target. A
-//     reply is sent as a local reply (text/plain); a forward sets :path,
+//     reply is sent as a local reply (text/plain); a forward sets :path
+//     (and, toward a bound target, :authority to filter.UpstreamHost),
 //     removes and sets headers, then marks the request (dynamic metadata
 //     jr2.custodian/decided = true) that the RBAC filter after this one
 //     requires.

@@ -109,6 +109,10 @@ func (s *stream) DecodeHeaders(h api.RequestHeaderMap, _ bool) (status api.Statu
 			return s.reply(s.decoder(), d.Reply, d.LogFields(0))
 		}
 		applyRequest(h, &d)
+		// The Host rule let any spelling of the target through (case, a
+		// trailing dot, :443); the upstream gets the target's own, as from
+		// the Go host.
+		h.SetHost(filter.UpstreamHost(s.cfg.route.Target))
 		return s.forwardDecision(d)
 	}
 	// ParseRoute admits no other role; a config built around one is a bug.

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
@@ -23,15 +22,8 @@ type interceptor struct {
 }
 
 func (s *Server) newInterceptor(target string) *interceptor {
-	h, port, _ := filter.SplitTarget(target)
-	ic := &interceptor{s: s, target: target, l: newChanListener(s.egress.Addr())}
-	ic.host = target
-	if port == 443 {
-		ic.host = h
-		if strings.Contains(h, ":") {
-			ic.host = "[" + h + "]"
-		}
-	}
+	h, _, _ := filter.SplitTarget(target)
+	ic := &interceptor{s: s, target: target, host: filter.UpstreamHost(target), l: newChanListener(s.egress.Addr())}
 	// A bound name that resolves to a guarded address is not dialled
 	// (unless the config allows local targets): the agent could be serving
 	// it.
