@@ -60,6 +60,10 @@
 //     no vsock, unless Landlock checks Unix connects (ABI 9);
 //  8. execve.
 //
+// The child runs in a session of its own: a terminal it is given (the
+// runner's stdin) is not its controlling terminal, so it cannot push input
+// into it (TIOCSTI) for the runner's shell to run after the run.
+//
 // Run forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and returns
 // when it has exited, so the caller's deferred Network.Close runs on a
 // signal as on a normal exit and a panic in the caller's goroutine. A

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -38,6 +39,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "probe":
 		os.Exit(probe())
+	case "inject":
+		os.Exit(inject())
 	default:
 		os.Exit(runner(os.Getenv(modeEnv)))
 	}
@@ -538,6 +541,78 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// injected is what the contained command tries to type into the
+// terminal it was given: a line its runner's shell would run, uncontained,
+// once the run ended.
+const injected = "echo INJECTED-BY-THE-CHILD\n"
+
+// inject runs contained: it pushes injected into the input of the
+// terminal on its stdin (TIOCSTI) and reports how that went.
+func inject() int {
+	res := "ok"
+	for i := 0; i < len(injected); i++ {
+		b := injected[i]
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&b))); e != 0 {
+			res = unix.ErrnoName(e)
+			break
+		}
+	}
+	fmt.Printf("tiocsti=%s\n", res)
+	return 0
+}
+
+// TestNoTerminalInjection: a contained command whose stdin is the
+// runner's controlling terminal cannot type into it (TIOCSTI), which
+// would run a line in the runner's shell, uncontained, after the run.
+func TestNoTerminalInjection(t *testing.T) {
+	requireRoot(t)
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("SKIPPED, NOT PROVEN: no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	go io.Copy(io.Discard, master) // the terminal's echo
+
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), modeEnv+"=tty")
+	cmd.Stdin, cmd.Stderr = slave, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("runner: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "tiocsti=") {
+		t.Fatalf("the contained command did not report:\n%s", out)
+	}
+	if strings.Contains(string(out), "tiocsti=ok") {
+		t.Errorf("the contained command typed into its runner's terminal:\n%s", out)
+	}
+	// What a shell reading the terminal would get next (Fd makes the
+	// descriptor blocking: take it once, then make it non-blocking).
+	fd := int(slave.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	got, _ := unix.Read(fd, buf)
+	if got > 0 && strings.Contains(string(buf[:got]), "INJECTED") {
+		t.Errorf("the terminal's input holds %q", buf[:got])
+	}
+}
+
 // startRunner starts the test binary as a runner in mode and returns its
 // stdout lines.
 func startRunner(t *testing.T, mode, arg string) (*exec.Cmd, <-chan string) {
@@ -603,6 +678,19 @@ func runner(mode string) int {
 			return 1
 		}
 		fmt.Printf("step=%s code=%d reason=%s\n", ce.Step, ce.Code, ce.Reason)
+	case "tty":
+		// The runner's stdin is a terminal it controls (the test made it
+		// so); the contained command gets it, as custodian run passes
+		// os.Stdin.
+		self, _ := os.Executable()
+		code, err := n.Run(context.Background(), Spec{
+			Argv:      []string{self, "-test.run=^$"},
+			Env:       []string{modeEnv + "=inject"},
+			ReadPaths: append(systemReads(), filepath.Dir(self)),
+			Stdin:     os.Stdin,
+			Stdout:    os.Stdout,
+		})
+		fmt.Printf("exit %d %v\n", code, err)
 	case "signal":
 		code, err := n.Run(context.Background(), Spec{
 			Argv:      []string{"/bin/sh", "-c", "echo ready; exec sleep 60"},

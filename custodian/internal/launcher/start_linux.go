@@ -90,7 +90,11 @@ func (n *Network) Start(s Spec) (*Child, error) {
 	cmd.Env = []string{} // the child's environment travels in the config
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
 	cmd.ExtraFiles = []*os.File{cfgR, statW, netns} // fdConfig, fdStatus, fdNetns
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// A session of its own: the runner's terminal is not the child's
+	// controlling terminal, so it cannot type into it (TIOCSTI) a line
+	// the runner's shell would run, uncontained, after the run. Signals
+	// from that terminal reach the runner, which forwards them (Run).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launcher: start the child: %w", err)
 	}
