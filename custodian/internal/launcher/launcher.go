@@ -66,10 +66,14 @@
 //
 // Run forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and returns
 // when it has exited, so the caller's deferred Network.Close runs on a
-// signal as on a normal exit and a panic in the caller's goroutine. A
-// runner killed outright (SIGKILL, a panic in another goroutine) leaves its
-// namespaces behind: Sweep, called at start, removes those whose runner is
-// gone. The child is started with a parent-death signal (SIGKILL).
+// signal as on a normal exit and a panic in the caller's goroutine. Before
+// it returns, every process the command left (a background job, a setsid
+// daemon) is killed: all of them are in the child's network namespace,
+// which the filter does not let them leave (KillLeft). A runner killed
+// outright (SIGKILL, a panic in another goroutine) leaves its namespaces
+// behind: Sweep, called at start, kills what runs in those whose runner is
+// gone and removes them. The child is started with a parent-death signal
+// (SIGKILL).
 //
 // # NOT covered
 //

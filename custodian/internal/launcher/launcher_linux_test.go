@@ -541,6 +541,37 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepKillsLeftovers: a runner killed outright leaves its command's
+// daemon running in the run's namespace; the next Sweep kills it before it
+// removes the namespace.
+func TestSweepKillsLeftovers(t *testing.T) {
+	requireRoot(t)
+	marker := "300." + strconv.Itoa(os.Getpid()) + "3"
+	t.Cleanup(func() {
+		for _, pid := range withArg(marker) {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	cmd, lines := startRunner(t, "leave", marker)
+	name := <-lines
+	deadline := time.Now().Add(10 * time.Second)
+	for len(withArg(marker)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(withArg(marker)) == 0 {
+		t.Fatal("the daemon never started: the test proves nothing")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, name)
+	if pids := withArg(marker); len(pids) > 0 {
+		t.Errorf("the killed run's daemon outlived the sweep: %v", pids)
+	}
+}
+
 // injected is what the contained command tries to type into the
 // terminal it was given: a line its runner's shell would run, uncontained,
 // once the run ended.
@@ -613,6 +644,63 @@ func TestNoTerminalInjection(t *testing.T) {
 	}
 }
 
+// withArg lists the pids of live processes whose command line holds arg.
+func withArg(arg string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(arg)) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join(d, "stat")); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+				continue // a zombie has ended
+			}
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// TestNoSurvivors: what the command leaves running — a background job, a
+// setsid daemon — is gone when Run returns: the run's record ends with the
+// run, and nothing of it goes on writing its write paths.
+func TestNoSurvivors(t *testing.T) {
+	requireRoot(t)
+	n := newNetwork(t)
+	tag := strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	bg, daemon := "300."+tag+"1", "300."+tag+"2"
+	t.Cleanup(func() {
+		for _, m := range []string{bg, daemon} {
+			for _, pid := range withArg(m) {
+				unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+	})
+	// The leftovers hold the command's output open: Run must not wait for
+	// them to close it.
+	var out bytes.Buffer
+	start := time.Now()
+	code, err := n.Run(context.Background(), Spec{
+		Argv:      []string{"/bin/sh", "-c", "sleep " + bg + " & setsid sleep " + daemon + " & echo started"},
+		ReadPaths: append(systemReads(), "/dev/null"),
+		Stdout:    &out,
+	})
+	if err != nil || code != 0 || out.String() != "started\n" {
+		t.Fatalf("exit %d, %v, output %q", code, err, out.String())
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run returned after %v: it waited for the leftovers", took)
+	}
+	for _, m := range []string{bg, daemon} {
+		if pids := withArg(m); len(pids) > 0 {
+			t.Errorf("sleep %s outlived the run: %v", m, pids)
+		}
+	}
+}
+
 // startRunner starts the test binary as a runner in mode and returns its
 // stdout lines.
 func startRunner(t *testing.T, mode, arg string) (*exec.Cmd, <-chan string) {
@@ -668,6 +756,15 @@ func runner(mode string) int {
 	case "panic":
 		panic("boom")
 	case "hold":
+		time.Sleep(time.Minute)
+	case "leave":
+		// A command that leaves a daemon, in a runner the test kills.
+		marker := os.Getenv("JR2_LAUNCHER_TEST_ARG")
+		if _, err := n.Start(Spec{Argv: []string{"/bin/sh", "-c", "setsid sleep " + marker + " & exec sleep 60"},
+			ReadPaths: append(systemReads(), "/dev/null")}); err != nil {
+			fmt.Println(err)
+			return 1
+		}
 		time.Sleep(time.Minute)
 	case "nolandlock":
 		marker := os.Getenv("JR2_LAUNCHER_TEST_ARG")

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -216,6 +217,56 @@ func (n *Network) Close() error {
 	return n.closeErr
 }
 
+// KillLeft kills (SIGKILL) every process in the child's network namespace
+// until none is left. Every process the command started is there, whatever
+// its session or parent: the filter denies leaving the namespace. Run calls
+// it once the command has ended, so nothing of a run outlives it.
+func (n *Network) KillLeft() error { return killInNetns(n.Name) }
+
+// killRounds bounds KillLeft's scans (10 ms apart): a process killed by
+// SIGKILL cannot fork again, so rounds past the first find only what a
+// fork in flight made.
+const killRounds = 100
+
+// killInNetns kills every process in the named network namespace (an
+// entry of /run/netns) until a scan of /proc finds none; a namespace that
+// is gone holds none.
+func killInNetns(name string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(netnsDir, name), &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("launcher: the run's namespace: %w", err)
+	}
+	link := "net:[" + strconv.FormatUint(st.Ino, 10) + "]"
+	self := os.Getpid()
+	for range killRounds {
+		dirs, err := filepath.Glob("/proc/[0-9]*")
+		if err != nil {
+			return fmt.Errorf("launcher: listing processes: %w", err)
+		}
+		found := 0
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(filepath.Base(d))
+			// A process that ended (a zombie among them) has no namespace
+			// link left to read.
+			if err != nil || pid == self {
+				continue
+			}
+			if l, err := os.Readlink(filepath.Join(d, "ns", "net")); err == nil && l == link {
+				unix.Kill(pid, unix.SIGKILL)
+				found++
+			}
+		}
+		if found == 0 {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("launcher: processes of run %s are still alive after %d rounds of SIGKILL", name, killRounds)
+}
+
 // removeRun deletes what a run named name left: both namespaces and
 // /etc/netns/name.
 func removeRun(ipBin, name string) error {
@@ -256,6 +307,11 @@ func Sweep() ([]string, error) {
 	var removed []string
 	var errs []error
 	for name := range stale {
+		// What a killed runner's command left runs on until now.
+		if err := killInNetns(name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := removeRun(ipBin, name); err != nil {
 			errs = append(errs, err)
 			continue

@@ -21,6 +21,10 @@ import (
 // context ends, before it kills the child.
 var Grace = 10 * time.Second
 
+// OutputGrace is how long the command's output is still read after it
+// ended, while a descendant it left holds it open.
+const OutputGrace = time.Second
+
 // Child is a started, contained command.
 type Child struct {
 	cmd *exec.Cmd
@@ -36,6 +40,9 @@ func (c *Child) Signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
 // plus the signal that ended it.
 func (c *Child) Wait() (int, error) {
 	err := c.cmd.Wait()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // a leftover held the output past OutputGrace: the command's own end is known
+	}
 	st, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok {
 		return -1, fmt.Errorf("launcher: wait: %w", err)
@@ -95,6 +102,10 @@ func (n *Network) Start(s Spec) (*Child, error) {
 	// the runner's shell would run, uncontained, after the run. Signals
 	// from that terminal reach the runner, which forwards them (Run).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
+	// A descendant that keeps the output open does not hold the run: once
+	// the command has ended, its output is read for OutputGrace more, then
+	// closed, and Run kills what is left.
+	cmd.WaitDelay = OutputGrace
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launcher: start the child: %w", err)
 	}
@@ -134,7 +145,9 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // the runner's SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the child instead
 // of ending the runner; a second signal, the context's end or Grace after
 // the first signal kill it. It returns the child's exit code once the
-// child is gone, so the caller's cleanup always runs.
+// child is gone, and every process it left in its namespace killed
+// (KillLeft), so the caller's cleanup always runs and nothing of the run
+// outlives it.
 func (n *Network) Run(ctx context.Context, s Spec) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
@@ -155,7 +168,9 @@ func (n *Network) Run(ctx context.Context, s Spec) (int, error) {
 	for {
 		select {
 		case <-done:
-			return code, werr
+			// What the command left (a background job, a daemon) ends
+			// with it.
+			return code, errors.Join(werr, n.KillLeft())
 		case sig := <-sigs:
 			if deadline != nil {
 				c.Signal(syscall.SIGKILL)

@@ -30,7 +30,9 @@
 //
 // A runner killed outright (SIGKILL) leaves a bundle that verifies as
 // TRUNCATED with every record it wrote; the child dies with it (parent
-// death signal) and the next run sweeps the namespaces.
+// death signal) and the next run sweeps the namespaces and what the
+// command left running in them. A run that ends kills what its command
+// left running before run-end is recorded.
 package run
 
 import (
