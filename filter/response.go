@@ -147,9 +147,12 @@ type Body struct {
 	err error
 }
 
-// NewBody starts a body scrubber; gz is ResponseDecision.Gzip.
+// NewBody starts a body scrubber; gz is ResponseDecision.Gzip. Its hold is
+// uniform (scrub.NewUniformStream): the agent watches the answer chunk by
+// chunk, and how much a chunk releases must not tell it whether the bytes
+// it made an upstream echo begin a value.
 func (e *Engine) NewBody(gz bool) *Body {
-	b := &Body{st: e.scrubber.NewStream()}
+	b := &Body{st: e.scrubber.NewUniformStream()}
 	if gz {
 		b.gz = newGunzip()
 	}

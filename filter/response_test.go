@@ -210,3 +210,23 @@ func TestValuesSpelledByTheAgent(t *testing.T) {
 		t.Fatalf("header name: remove %v set %v", rd.Remove, rd.Set)
 	}
 }
+
+// How much of an echoed chunk the body releases must not say whether it
+// begins a held value: the agent could make a streaming upstream echo
+// guesses and read the value a byte at a time.
+func TestBodyHoldIsNoOracle(t *testing.T) {
+	e := testEngine(t)
+	right := "echo: " + anthropicValue[:9]
+	wrong := "echo: " + anthropicValue[:8] + "#"
+	a, _ := e.NewBody(false).Write(nil, []byte(right))
+	b, _ := e.NewBody(false).Write(nil, []byte(wrong))
+	if len(a) != len(b) {
+		t.Fatalf("a right guess released %d bytes, a wrong one %d", len(a), len(b))
+	}
+	// A line's end releases everything before it.
+	body := e.NewBody(false)
+	out, _ := body.Write(nil, []byte(wrong+"\n"))
+	if string(out) != wrong+"\n" {
+		t.Fatalf("released %q", out)
+	}
+}

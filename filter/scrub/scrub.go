@@ -79,6 +79,20 @@
 // the Write that brought it. Concatenated, the output of any chunking
 // equals Bytes of the whole input.
 //
+// The minimal hold is an oracle: how much a Write emits tells whether the
+// tail of the input begins a form, so a client that can make a streaming
+// upstream echo bytes of its choosing, and watch where the answer pauses,
+// could learn a value a byte at a time. A Stream from NewUniformStream
+// closes that: besides what it must hold, it delays already-scrubbed output
+// so that what it holds in all is the input's trailing run of printable
+// bytes (0x20–0x7E), capped at Longest()-1 — a length that depends on the
+// input's bytes only, never on the values. A newline, or any other byte
+// outside that range, releases everything before it, so a server-sent event
+// still leaves in the Write that brought it. The claim covers values whose
+// forms are all printable (every Custodian value is); a form holding a
+// control byte (an Effector secret file with a newline) can still be
+// probed this way, and the Effector never streams an answer.
+//
 // # Bounds
 //
 // Scrub first, then cut. Bound scrubs a whole buffer, then cuts the result
@@ -368,13 +382,23 @@ func labelLen(p []byte) int {
 // Stream scrubs one body that arrives in chunks. It is not safe for
 // concurrent use.
 type Stream struct {
-	s    *Scrubber
-	held []byte
-	c    cursor
+	s       *Scrubber
+	held    []byte // input not yet decided
+	c       cursor
+	uniform bool   // see NewUniformStream
+	pend    []byte // scrubbed output delayed for a uniform hold
 }
 
-// NewStream starts a stream.
+// NewStream starts a stream that holds back exactly what it must (the
+// minimal hold; see the package doc's Streaming section).
 func (s *Scrubber) NewStream() *Stream { return &Stream{s: s, c: newCursor()} }
+
+// NewUniformStream starts a stream whose hold depends only on the input's
+// bytes: for a stream an untrusted party watches chunk by chunk (the
+// Custodian's responses). See the package doc.
+func (s *Scrubber) NewUniformStream() *Stream {
+	return &Stream{s: s, c: newCursor(), uniform: true}
+}
 
 // Write appends to dst the scrubbed bytes of p that can be passed on now and
 // returns the extended slice. It holds back only a tail that is a proper
@@ -384,10 +408,42 @@ func (st *Stream) Write(dst, p []byte) []byte {
 	if st.s == nil || len(st.s.labels) == 0 {
 		return append(dst, p...)
 	}
+	start := len(dst)
+	if st.uniform {
+		dst = append(dst, st.pend...)
+		st.pend = st.pend[:0]
+	}
 	dst, keep := st.s.a.scan(dst, st.held, p, &st.c, false, st.s.labels, nil)
 	st.keep(p, keep)
+	if st.uniform {
+		dst = st.delay(dst, start)
+	}
 	return dst
 }
+
+// delay moves the end of dst[start:] into pend so that pend and held
+// together are the input's trailing printable run, capped at Longest()-1.
+func (st *Stream) delay(dst []byte, start int) []byte {
+	h := len(st.held)
+	out := dst[start:]
+	run, i := 0, h-1
+	for ; i >= 0 && printable(st.held[i]); i-- {
+		run++
+	}
+	if i < 0 { // held is all printable: the run goes on into the output
+		for j := len(out) - 1; j >= 0 && printable(out[j]); j-- {
+			run++
+		}
+	}
+	extra := min(run, st.s.longest-1) - h
+	if extra <= 0 {
+		return dst
+	}
+	st.pend = append(st.pend, out[len(out)-extra:]...)
+	return dst[:len(dst)-extra]
+}
+
+func printable(c byte) bool { return c >= 0x20 && c <= 0x7e }
 
 // keep makes (held+p)[keep:] the held tail. It is a proper prefix of a
 // form, so the buffer stays below Longest() bytes whatever the chunk size.
@@ -404,6 +460,8 @@ func (st *Stream) keep(p []byte, keep int) {
 // Flush appends the held tail, scrubbed, to dst at the end of the stream.
 // The Stream is then empty and may carry another body.
 func (st *Stream) Flush(dst []byte) []byte {
+	dst = append(dst, st.pend...)
+	st.pend = st.pend[:0]
 	if st.s == nil || len(st.s.labels) == 0 {
 		dst = append(dst, st.held...)
 	} else {
@@ -418,11 +476,13 @@ func (st *Stream) Flush(dst []byte) []byte {
 // is dropped rather than flushed. It returns how many bytes were dropped.
 // The Stream is then empty and may carry another body.
 func (st *Stream) Discard() int {
-	n := len(st.held)
+	n := len(st.held) + len(st.pend)
 	st.held = st.held[:0]
+	st.pend = st.pend[:0]
 	st.c = newCursor()
 	return n
 }
 
-// Held is how many bytes the stream holds back now.
-func (st *Stream) Held() int { return len(st.held) }
+// Held is how many bytes the stream holds back now: input not yet decided,
+// and (a uniform stream) scrubbed output it delays.
+func (st *Stream) Held() int { return len(st.held) + len(st.pend) }

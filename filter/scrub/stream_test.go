@@ -220,3 +220,62 @@ func TestStreamDoesNotRetainInput(t *testing.T) {
 		t.Fatalf("the stream kept a reference to a written chunk: %q", out)
 	}
 }
+
+// A uniform stream's hold depends on the input alone: two scrubbers over
+// different values emit the same number of bytes after every write of the
+// same text that holds no whole form of either — so how much a write
+// emits says nothing of whether its tail begins a value. The minimal
+// stream does leak it (the control half of the test).
+func TestUniformStreamHoldIsBlindToValues(t *testing.T) {
+	a := mustNew(t, []Secret{{Name: "k", Value: []byte("sk-ant-SENTINEL-value-0123456789")}})
+	b := mustNew(t, []Secret{{Name: "k", Value: []byte("zz-other-value-with-same-length!")}})
+	probes := []string{"echo: sk-ant-S", "echo: sk-ant-T", "data: sk-ant-SENTINEL-v", "x sk-ant-SENTINEL-value-012345678", "plain text"}
+	leaked := false
+	for _, p := range probes {
+		ua, ub := a.NewUniformStream(), b.NewUniformStream()
+		if na, nb := len(ua.Write(nil, []byte(p))), len(ub.Write(nil, []byte(p))); na != nb {
+			t.Fatalf("%q: uniform streams emitted %d and %d bytes", p, na, nb)
+		}
+		ma, mb := a.NewStream(), b.NewStream()
+		if len(ma.Write(nil, []byte(p))) != len(mb.Write(nil, []byte(p))) {
+			leaked = true
+		}
+	}
+	if !leaked {
+		t.Fatal("control: the minimal stream should emit value-dependent lengths")
+	}
+}
+
+// A uniform stream still releases an event ending in a newline at once,
+// never holds more than Longest()-1, and matches Bytes in any chunking.
+func TestUniformStream(t *testing.T) {
+	secrets := fixture()
+	s := mustNew(t, secrets)
+	st := s.NewUniformStream()
+	for i, ev := range []string{"data: {\"a\":1}\n\n", "data: " + string(valTok) + "\n\n", "id: 3\n"} {
+		out := st.Write(nil, []byte(ev))
+		if st.Held() != 0 || !bytes.Equal(out, s.Bytes([]byte(ev))) {
+			t.Fatalf("event %d: wrote %q, held %d", i, out, st.Held())
+		}
+	}
+	_, s2, forms, r := rig(t, 5)
+	for trial := 0; trial < 200; trial++ {
+		text := randomText(r, forms, 300)
+		st := s2.NewUniformStream()
+		var out []byte
+		for i := 0; i < len(text); {
+			k := min(len(text)-i, 1+r.IntN(40))
+			out = st.Write(out, text[i:i+k])
+			i += k
+			if st.Held() > s2.Longest()-1+len("[secret:]")+64 {
+				t.Fatalf("holds %d bytes", st.Held())
+			}
+			if want := s2.Bytes(text[:i]); !bytes.HasPrefix(want, out) && !bytes.HasPrefix(s2.Bytes(text), out) {
+				t.Fatalf("emitted %q is not final", out)
+			}
+		}
+		if out = st.Flush(out); !bytes.Equal(out, s2.Bytes(text)) {
+			t.Fatalf("chunked %q\nwhole   %q", out, s2.Bytes(text))
+		}
+	}
+}
