@@ -329,16 +329,18 @@ func (s *Server) settle(e *entry, out wire.Outcome) {
 		s.mu.Unlock()
 		return
 	}
-	e.outcome = &out
-	e.settledAt = s.o.Now()
-	close(e.done)
-	s.notifyLocked()
-	s.mu.Unlock()
+	// The settle line goes out before the outcome can be read, so whoever
+	// reads the outcome finds the line already in the log.
 	kv := []string{"action", "settle", "effect", e.id, "outcome", out.Kind}
 	if out.Kind == wire.OutcomeResponse {
 		kv = append(kv, "status", strconv.Itoa(out.Status))
 	}
 	s.log.Log(kv...)
+	e.outcome = &out
+	e.settledAt = s.o.Now()
+	close(e.done)
+	s.notifyLocked()
+	s.mu.Unlock()
 }
 
 // poll is GET: hold until the effect settles or the hold ends.
