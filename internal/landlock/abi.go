@@ -99,11 +99,18 @@ func fold(abi int) (a Access, s Scope) {
 const (
 	// ReadExec reads, lists and executes: the system tree.
 	ReadExec = Execute | ReadFile | ReadDir
-	// ReadWrite is every right: a scratch tree the program owns, or a
-	// device it reads and writes.
+	// ReadWrite is every right but making a device node: a scratch tree
+	// the program owns, or a device it reads and writes.
 	ReadWrite = Execute | WriteFile | ReadFile | ReadDir | RemoveDir | RemoveFile |
-		MakeChar | MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym |
+		MakeDir | MakeReg | MakeSock | MakeFifo | MakeSym |
 		Refer | Truncate | IoctlDev | ResolveUnix
+
+	// MakeDevice is making a character or block device node. It is
+	// handled by every ruleset and granted by no rule: AddPath strips it.
+	// A device node made in a writable tree would open what the rules
+	// deny by path (a kmsg or a loop device beside the program), and a
+	// hard link of an allowed device into the tree needs it too.
+	MakeDevice = MakeChar | MakeBlock
 )
 
 // FileRights are the rights a rule on a file (not a directory) may carry;

@@ -67,8 +67,11 @@ func TestFoldEdges(t *testing.T) {
 }
 
 func TestNamedSets(t *testing.T) {
-	if ReadWrite != FS(LastABI()) {
-		t.Errorf("ReadWrite = %v, want every right the table knows: %v", ReadWrite, FS(LastABI()))
+	if want := FS(LastABI()) &^ MakeDevice; ReadWrite != want {
+		t.Errorf("ReadWrite = %v, want every right the table knows but making a device: %v", ReadWrite, want)
+	}
+	if MakeDevice != MakeChar|MakeBlock || ReadWrite&MakeDevice != 0 {
+		t.Errorf("MakeDevice = %v, ReadWrite holds %v of it", MakeDevice, ReadWrite&MakeDevice)
 	}
 	if ReadExec&^FS(1) != 0 {
 		t.Errorf("ReadExec needs more than ABI 1: %v", ReadExec&^FS(1))

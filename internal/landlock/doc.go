@@ -4,7 +4,10 @@
 // Invariant: a Ruleset handles every filesystem right the running kernel
 // knows (up to the last ABI in [ABIs]); a right that is handled and not
 // granted by a rule is denied, to the thread that calls
-// [Ruleset.RestrictSelf] and to every descendant, for good.
+// [Ruleset.RestrictSelf] and to every descendant, for good. No rule grants
+// [MakeDevice] (making a character or block device node), whatever the
+// caller asks: a confined program never makes a device node, with or
+// without CAP_MKNOD.
 //
 // # Use
 //

@@ -67,7 +67,8 @@ func (r *Ruleset) Scoped() Scope { return r.scoped }
 
 // AddPath grants access beneath path: on everything under it when path is
 // a directory, on the file alone otherwise. access is masked to Handled(),
-// and to FileRights for a file; a rule left with no right is not added.
+// and to FileRights for a file, and never keeps MakeDevice; a rule left
+// with no right is not added.
 // A symbolic link is followed: the rule binds to what it names, as the
 // kernel resolves it now. It returns the rights granted.
 func (r *Ruleset) AddPath(path string, access Access) (Access, error) {
@@ -83,7 +84,7 @@ func (r *Ruleset) AddPath(path string, access Access) (Access, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return 0, &Error{Op: "open", Path: path, Err: err}
 	}
-	access &= r.handled
+	access &= r.handled &^ MakeDevice
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		access &= FileRights
 	}

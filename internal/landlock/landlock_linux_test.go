@@ -146,7 +146,7 @@ const sentinel = "SENTINEL-ll-7f3a9c"
 func TestRestrictSelf(t *testing.T) {
 	abi := landlocktest.Require(t, 1)
 	root := t.TempDir()
-	for _, d := range []string{"ro", "rw", "denied"} {
+	for _, d := range []string{"ro", "rw", "all", "denied"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +171,11 @@ func TestRestrictSelf(t *testing.T) {
 		"append one-file: EACCES",
 		"remove rw/old: ok",
 		"mkdir rw/d: ok",
+		"mknod char rw/kmsg: EACCES",
+		"mknod block rw/loop0: EACCES",
+		"mknod char all/kmsg: EACCES",
+		"mknod block all/loop0: EACCES",
+		"mkfifo rw/fifo: ok",
 		"exec cat denied/f: exit 1",
 		"exec cat ro/f: exit 0 ro-bytes",
 	}
@@ -219,14 +224,20 @@ func restrictChild() int {
 		{"/dev/null", landlock.ReadWrite}, // os/exec opens it for a nil Stdin
 		{p("ro"), landlock.ReadExec},
 		{p("rw"), landlock.ReadWrite},
+		{p("all"), landlock.FS(abi)},                              // every right asked: making a device is stripped
 		{p("one-file"), landlock.ReadWrite &^ landlock.WriteFile}, // a file: masked to FileRights
 	}
 	for _, r := range rules {
 		if _, err := os.Lstat(r.path); err != nil {
 			continue
 		}
-		if _, err := rs.AddPath(r.path, r.a); err != nil {
+		granted, err := rs.AddPath(r.path, r.a)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		if granted&landlock.MakeDevice != 0 {
+			fmt.Fprintf(os.Stderr, "the rule on %s granted %v\n", r.path, granted&landlock.MakeDevice)
 			return 2
 		}
 	}
@@ -266,6 +277,13 @@ func restrictChild() int {
 	result("append one-file", err, "")
 	result("remove rw/old", os.Remove(p("rw/old")), "")
 	result("mkdir rw/d", os.Mkdir(p("rw/d"), 0o755), "")
+	// As root with CAP_MKNOD: only Landlock can refuse (EACCES; the
+	// missing capability would be EPERM).
+	for _, dir := range []string{"rw", "all"} {
+		result("mknod char "+dir+"/kmsg", unix.Mknod(p(dir+"/kmsg"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 11))), "")
+		result("mknod block "+dir+"/loop0", unix.Mknod(p(dir+"/loop0"), unix.S_IFBLK|0o600, int(unix.Mkdev(7, 0))), "")
+	}
+	result("mkfifo rw/fifo", unix.Mkfifo(p("rw/fifo"), 0o600), "")
 	for _, target := range []string{"denied/f", "ro/f"} {
 		cmd := exec.Command("/bin/sh", "-c", "exec cat \"$1\"", "sh", p(target))
 		out, err := cmd.Output()
