@@ -30,7 +30,16 @@ type Reply struct {
 	Body   string
 	// Reason is the one-word reason of the `action=refuse` log line.
 	Reason string
+	// Headers are set on the answer beside its type; the host writes each
+	// as given. Only rule 9's challenge has one (WWW-Authenticate, see
+	// Challenge): fixed text, never anything the agent sent.
+	Headers []Header
 }
+
+// Challenge is the WWW-Authenticate value of rule 9's 401: a client that
+// asks without credentials (git, libcurl's CURLAUTH_ANY) waits for it
+// before it asks its credential helper for the stand-in.
+const Challenge = `Basic realm="jr2 custodian"`
 
 // Decision is the engine's verdict on one request. Either Reply is set and
 // the host answers it, or the host forwards the request with Path and the

@@ -26,5 +26,7 @@
 // headers, which a host puts only on the outbound request to the bound
 // target (or the Orchestrator). Replies, reasons, errors and log fields
 // carry names, targets and rule words — never a value, a stand-in, a path,
-// a query, a header value or a body.
+// a query, a header value or a body. A Reply's Headers are fixed text the
+// engine wrote (rule 9's WWW-Authenticate challenge, Challenge), never
+// anything the agent sent; a host writes them on the answer as given.
 package filter

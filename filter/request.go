@@ -27,7 +27,12 @@ var allowedMethods = map[string]bool{
 //  7. the swap, in each header the secret names: the stand-in alone, one
 //     auth scheme and the stand-in, or Basic base64(user:stand-in)
 //  8. every credential header that no swap made is removed
-//  9. no swap: 403 "needs the stand-in of <name> in <header>"
+//  9. no swap: 403 "needs the stand-in of <name> in <header>"; 401 with
+//     WWW-Authenticate: Basic realm="jr2 custodian" (Challenge) and the
+//     same text when the request carries no credential header at all and
+//     a secret bound to the target rides authorization, so a client that
+//     waits for a challenge (git) asks its credential helper and sends
+//     the stand-in. Either way nothing goes upstream.
 //  10. a stand-in anywhere else in the path, query or headers: 403
 //  11. accept-encoding: identity upstream; range and if-range removed
 //
@@ -116,6 +121,10 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 	if len(swaps) == 0 {
 		first := bound[0]
 		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+first.name+" in "+strings.Join(first.headers, " or "))
+		if len(count) == 0 && ridesAuthorization(bound) {
+			d.Reply.Status = 401
+			d.Reply.Headers = []Header{{Name: "www-authenticate", Value: Challenge}}
+		}
 		d.Set, d.Remove, d.Secrets = nil, nil, nil
 		return d
 	}
@@ -129,6 +138,18 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 	d.Set = append(d.Set, Header{Name: "accept-encoding", Value: "identity"})
 	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
 	return d
+}
+
+// ridesAuthorization reports whether a secret of bound rides the
+// authorization header: only then does a Basic challenge lead a client to
+// a header the swap reads.
+func ridesAuthorization(bound []*held) bool {
+	for _, s := range bound {
+		if containsStr(s.headers, "authorization") {
+			return true
+		}
+	}
+	return false
 }
 
 // rangeHeaders are the names of r's range and if-range headers, which never

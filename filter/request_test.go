@@ -105,6 +105,18 @@ func TestDecideRequestRefusals(t *testing.T) {
 			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, ""},
 		{"rule9 stand-in with suffix", gh, Request{"GET", "api.github.com", "/user", hs("authorization", "Bearer "+ghSI+"x")}, 403,
 			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, ""},
+		{"rule9 no credential header, authorization bound: the challenge", gh, Request{"GET", "api.github.com", "/user", nil}, 401,
+			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, "git asks without credentials first"},
+		{"rule9 the challenge on HEAD and POST", gh, Request{"POST", "api.github.com", "/repo.git/git-upload-pack", hs("content-type", "application/x-git-upload-pack-request", "accept", "*/*")}, 401,
+			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, ""},
+		{"rule9 the challenge on an IPv6 target", v6, Request{"GET", "[2001:db8::1]:8443", "/a", nil}, 401,
+			"jr2 custodian: needs the stand-in of PATHS in authorization", ReasonNoStandIn, ""},
+		{"rule9 a guess in another credential header: no challenge", gh, Request{"GET", "api.github.com", "/user", hs("api-key", "guess")}, 403,
+			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, "a credential was sent: a challenge would only make the client retry"},
+		{"rule9 proxy-authorization alone: no challenge", gh, Request{"GET", "api.github.com", "/user", hs("proxy-authorization", "Basic eDp5")}, 403,
+			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, ""},
+		{"rule5 before the challenge", v6, Request{"GET", "[2001:db8::1]:8443", "/c", nil}, 403,
+			"jr2 custodian: PATHS may not be sent to this path; its paths are /a, /b/", ReasonPath, "order: 5 before 9"},
 		{"rule9 basic user only", gh, Request{"GET", "api.github.com", "/user", hs("authorization", basic(ghSI, "x-oauth-basic"))}, 403,
 			"jr2 custodian: needs the stand-in of GITHUB_TOKEN in authorization or x-api-key or x-goog-api-key or api-key", ReasonNoStandIn, ""},
 		// 10
@@ -141,6 +153,14 @@ func TestDecideRequestRefusals(t *testing.T) {
 			}
 			if len(d.Set) != 0 || len(d.Remove) != 0 || len(d.Secrets) != 0 {
 				t.Fatalf("a refusal carries header changes: set %v remove %v secrets %v", names(d.Set), d.Remove, d.Secrets)
+			}
+			// Only rule 9's 401 carries a header: the fixed challenge.
+			var challenge []Header
+			if c.status == 401 {
+				challenge = []Header{{"www-authenticate", `Basic realm="jr2 custodian"`}}
+			}
+			if !reflect.DeepEqual(d.Reply.Headers, challenge) {
+				t.Fatalf("reply headers %q, want %q", d.Reply.Headers, challenge)
 			}
 			noSentinel(t, "reply body", d.Reply.Body)
 			noSentinel(t, "log", strings.Join(d.LogFields(d.Reply.Status), " "))

@@ -320,10 +320,11 @@ func TestDenials(t *testing.T) {
 	if st != 403 || !strings.Contains(body, "only inside TLS") {
 		t.Errorf("bound host over plain HTTP: %d %q", st, body)
 	}
-	// The engine's own rule on a bound host: no stand-in, no request.
-	st, body, _, _ = get(t, proxy, "https://api.example.com/")
-	if st != 403 || !strings.Contains(body, "needs the stand-in of EXAMPLE_TOKEN") {
-		t.Errorf("no stand-in: %d %q", st, body)
+	// The engine's own rule on a bound host: no stand-in, no request; with
+	// no credential header at all, rule 9's challenge (git waits for it).
+	st, body, hdr, _ := get(t, proxy, "https://api.example.com/")
+	if st != 401 || !strings.Contains(body, "needs the stand-in of EXAMPLE_TOKEN") || hdr.Get("Www-Authenticate") != `Basic realm="jr2 custodian"` {
+		t.Errorf("no stand-in: %d %q %v", st, body, hdr)
 	}
 	// Domain fronting on an unbound host: SNI open.example.com, Host evil.
 	st, body, _, _ = get(t, direct, "https://open.example.com/", "Host", "evil.example")
@@ -358,7 +359,7 @@ func TestDenials(t *testing.T) {
 		{runtest.Rec{"host": "", "via": "ip", "addr": "127.0.0.2"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
 		{runtest.Rec{"host": "", "via": "ip", "addr": "10.9.8.7"}, runtest.Rec{"decision": "deny", "rule": "default-deny"}},
 		{runtest.Rec{"host": "plain.example.com", "port": 80, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "stand-in", "status": 403}},
-		{runtest.Rec{"host": "api.example.com", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "no-stand-in", "status": 403}},
+		{runtest.Rec{"host": "api.example.com", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "no-stand-in", "status": 401}},
 		{runtest.Rec{"host": "api.example.com", "port": 443, "via": "proxy"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "plaintext", "status": 403}},
 		{runtest.Rec{"host": "open.example.com", "via": "sni"}, runtest.Rec{"decision": "deny", "rule": "engine", "reason": "host", "status": 421}},
 	} {
