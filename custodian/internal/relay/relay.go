@@ -323,11 +323,15 @@ func WriteReply(w http.ResponseWriter, r *filter.Reply) {
 	WriteReplyKeep(w, r)
 }
 
-// WriteReplyKeep writes a reply keeping the headers already set.
+// WriteReplyKeep writes a reply keeping the headers already set, and the
+// reply's own (filter.Reply.Headers: rule 9's challenge).
 func WriteReplyKeep(w http.ResponseWriter, r *filter.Reply) {
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h["Date"] = nil
+	for _, rh := range r.Headers {
+		h.Set(rh.Name, rh.Value)
+	}
 	w.WriteHeader(r.Status)
 	io.WriteString(w, r.Body)
 }
