@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"jr2.dev/boundary/internal/caps"
 	"jr2.dev/boundary/internal/landlock"
 )
 
@@ -105,7 +106,7 @@ func contain() (string, error) {
 	if err != nil {
 		return "landlock", err
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := caps.Drop(); err != nil {
 		return "capabilities", err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
