@@ -29,4 +29,10 @@
 // a query, a header value or a body. A Reply's Headers are fixed text the
 // engine wrote (rule 9's WWW-Authenticate challenge, Challenge), never
 // anything the agent sent; a host writes them on the answer as given.
+//
+// Invariant: the engine holds no value an agent could guess. LoadValues and
+// New refuse, naming the secret, a value below the guess floor of package
+// strength (2^64 candidates), because the scrubber is a membership oracle
+// for whatever an agent can make a bound host echo. The check is at load:
+// neither controlplane render nor the contained run's policy sees a value.
 package filter

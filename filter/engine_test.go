@@ -101,8 +101,8 @@ func TestLoadValues(t *testing.T) {
 		files map[string]string
 		want  string // "" = ok
 	}{
-		{"ok with newline", map[string]string{"A": "abcdefgh12\n"}, ""},
-		{"ok with crlf", map[string]string{"A": "abcdefgh12\r\n"}, ""},
+		{"ok with newline", map[string]string{"A": strongValue + "\n"}, ""},
+		{"ok with crlf", map[string]string{"A": strongValue + "\r\n"}, ""},
 		{"missing", map[string]string{}, "held secret A: no value file A in the value directory; mount the secret's value there"},
 		{"empty", map[string]string{"A": "\n"}, "held secret A: the value is empty; write the credential into its file"},
 		{"short", map[string]string{"A": "abc"}, "held secret A: the value is shorter than 8 bytes; a value that short would be scrubbed from ordinary text"},
@@ -124,7 +124,7 @@ func TestLoadValues(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if string(vals["A"]) != "abcdefgh12" {
+				if string(vals["A"]) != strongValue {
 					t.Fatalf("value = %q", vals["A"])
 				}
 				return

@@ -6,6 +6,14 @@
 // names where things are; a path is the operator's to look up). A secret
 // value leaves this package only in Config.Secrets, which the Effector's
 // kinds and scrubber read and nothing logs.
+//
+// Invariant: every held secret is at least 8 bytes and clears the guess
+// floor of package strength (2^64 candidates by its estimate), or the
+// Effector does not start. The Effector's scrubber replaces each form of
+// every held value in every answer, including the output of a command that
+// names no secret; a command that prints candidates would otherwise learn
+// which one is a held value from the one line replaced. Only here can it
+// be checked: nothing upstream of the Effector sees a value.
 package config
 
 import (
@@ -23,6 +31,7 @@ import (
 	"jr2.dev/boundary/effector/internal/oserr"
 	sj "jr2.dev/boundary/effector/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
 )
 
@@ -295,6 +304,9 @@ func loadSecrets(dir string) ([]Secret, error) {
 		v := effectorkey.TrimNewline(b)
 		if len(v) < 8 {
 			return nil, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
+		}
+		if err := strength.Check(v); err != nil {
+			return nil, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
 		}
 		out = append(out, Secret{Name: name, Value: v})
 	}

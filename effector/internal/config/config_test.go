@@ -123,6 +123,10 @@ func TestEnvRefusals(t *testing.T) {
 		{"key upper case", func(f *fixture) { f.write("key", strings.Repeat("AB", 32)) }, "64 lowercase hex"},
 		{"short secret", func(f *fixture) { f.write("secrets/SHORT", "1234567\n") }, "secret SHORT is 7 bytes"},
 		{"empty secret", func(f *fixture) { f.write("secrets/EMPTY", "\n") }, "secret EMPTY is 0 bytes"},
+		{"8-digit secret", func(f *fixture) { f.write("secrets/PIN", "48213976\n") }, "secret PIN: the Effector does not start: the value is too easy to guess"},
+		{"repeated secret", func(f *fixture) { f.write("secrets/REP", strings.Repeat("ab12", 16)) }, "secret REP: the Effector does not start: the value is too easy to guess"},
+		{"12-hex secret", func(f *fixture) { f.write("secrets/HEX", "9f3ac2e8b1d4") }, "secret HEX: the Effector does not start: the value is too easy to guess"},
+		{"binary run secret", func(f *fixture) { f.write("secrets/RUN", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09") }, "secret RUN: the Effector does not start: the value is too easy to guess"},
 		{"secret name not a key", func(f *fixture) { f.write("secrets/a b", sentinel) }, "cannot name a secret"},
 		{"secret named as the key's label", func(f *fixture) { f.write("secrets/effector-key", sentinel) }, "cannot name a secret"},
 		{"secrets dir missing", func(f *fixture) { f.env[EnvSecrets] += ".gone" }, "JR2_EFFECTOR_SECRETS: no such file"},
@@ -155,6 +159,11 @@ func TestEnvRefusals(t *testing.T) {
 			}
 			if strings.Contains(msg, sentinel) || strings.Contains(msg, f.dir) {
 				t.Errorf("error carries a value or a path: %q", msg)
+			}
+			for _, weak := range []string{"48213976", "ab12ab12", "9f3ac2e8b1d4", "\x00\x01\x02"} {
+				if strings.Contains(msg, weak) {
+					t.Errorf("error carries a value: %q", msg)
+				}
 			}
 		})
 	}
