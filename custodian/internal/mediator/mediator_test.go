@@ -66,6 +66,9 @@ func (u *upstream) handler(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.got = append(u.got, r.Method+" "+r.Host+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
 	u.mu.Unlock()
+	if hopAnswer(w, r) {
+		return
+	}
 	w.Header().Set("X-Echo", r.Header.Get("Authorization"))
 	w.Header().Set("Content-Type", "text/plain")
 	fmt.Fprintf(w, "auth=%s\n", r.Header.Get("Authorization"))

@@ -9,6 +9,18 @@
 // the outbound request; everything written back to the client went through
 // the engine's scrubber, and a body that breaks midway resets the client's
 // stream instead of ending it as complete.
+//
+// Hop-by-hop headers (the fixed set, and those a Connection header names)
+// never decide what the engine sees of an answer: the engine decides on
+// the response exactly as the upstream sent it, and hop-by-hop removal
+// happens after its decision, on what is written. A header the engine
+// reads (content-encoding, content-type, transfer-encoding,
+// content-length) is never removed because Connection names it: an
+// upstream that names content-encoding in Connection gets its gzip body
+// decoded and scrubbed, or its unreadable encoding answered 502, like any
+// other. On a request, what the engine judges and what goes upstream are
+// one list (endToEnd): a header Connection names is neither judged nor
+// forwarded, so it can hide nothing from the engine.
 package relay
 
 import (
@@ -38,18 +50,11 @@ func FullDuplex(w http.ResponseWriter) {
 
 // RequestOf is what the engine judges of r: the method, the Host, the
 // request target as sent, and every end-to-end header (hop-by-hop headers,
-// and those Connection names, are the transport's and never forwarded).
+// and those Connection names, are the transport's and never forwarded:
+// Outbound copies the same list).
 func RequestOf(r *http.Request) filter.Request {
-	hop := hopHeaders(r.Header)
-	keys := make([]string, 0, len(r.Header))
-	for k := range r.Header {
-		if !hop[strings.ToLower(k)] {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	req := filter.Request{Method: r.Method, Authority: r.Host, Path: r.RequestURI}
-	for _, k := range keys {
+	for _, k := range endToEnd(r.Header) {
 		for _, v := range r.Header[k] {
 			req.Headers = append(req.Headers, filter.Header{Name: k, Value: v})
 		}
@@ -57,20 +62,59 @@ func RequestOf(r *http.Request) filter.Request {
 	return req
 }
 
-// hopHeaders are the lowercase names of h that belong to one hop.
-func hopHeaders(h http.Header) map[string]bool {
-	hop := map[string]bool{
-		"connection": true, "proxy-connection": true, "keep-alive": true, "te": true,
-		"trailer": true, "transfer-encoding": true, "upgrade": true, "content-length": true,
+// endToEnd are the keys of a request's headers, sorted, that the engine
+// judges and that go upstream: those that belong to neither this hop nor
+// the transport. RequestOf and Outbound both read this one list, so a
+// header the engine did not judge is never forwarded.
+func endToEnd(h http.Header) []string {
+	hop := hopHeaders(h)
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		if !hop[strings.ToLower(k)] {
+			keys = append(keys, k)
+		}
 	}
+	sort.Strings(keys)
+	return keys
+}
+
+// framing are the hop-by-hop names of one connection (RFC 9110 §7.6.1),
+// and content-length, which each side frames anew.
+var framing = map[string]bool{
+	"connection": true, "proxy-connection": true, "keep-alive": true, "te": true,
+	"trailer": true, "transfer-encoding": true, "upgrade": true, "content-length": true,
+}
+
+// engineReads are the response headers the engine reads to decide: a
+// Connection header naming one never takes it off an answer.
+var engineReads = map[string]bool{
+	"content-encoding": true, "content-type": true, "transfer-encoding": true, "content-length": true,
+}
+
+// hopHeaders are the lowercase names of h that belong to one hop: the
+// framing set and those Connection names.
+func hopHeaders(h http.Header) map[string]bool {
+	hop := make(map[string]bool, len(framing))
+	for n := range framing {
+		hop[n] = true
+	}
+	for n := range nominated(h) {
+		hop[n] = true
+	}
+	return hop
+}
+
+// nominated are the lowercase names h's Connection headers list.
+func nominated(h http.Header) map[string]bool {
+	out := map[string]bool{}
 	for _, v := range h.Values("Connection") {
 		for _, n := range strings.Split(v, ",") {
 			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-				hop[n] = true
+				out[n] = true
 			}
 		}
 	}
-	return hop
+	return out
 }
 
 // Outbound builds the request the engine decided: its path, the client's
@@ -92,11 +136,8 @@ func Outbound(r *http.Request, scheme, target, host string, d *filter.Decision) 
 		Header:     http.Header{},
 		Host:       host,
 	}).WithContext(r.Context())
-	hop := hopHeaders(r.Header)
-	for k, vs := range r.Header {
-		if !hop[strings.ToLower(k)] {
-			out.Header[k] = append([]string(nil), vs...)
-		}
+	for _, k := range endToEnd(r.Header) {
+		out.Header[k] = append([]string(nil), r.Header[k]...)
 	}
 	for _, n := range d.Remove {
 		out.Header.Del(n)
@@ -180,11 +221,12 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 		hooks = &Hooks{}
 	}
 	defer resp.Body.Close()
-	hop := hopHeaders(resp.Header)
+	// The engine decides on every header the upstream sent (content-length
+	// as the transport framed it): none is taken off before it decides.
 	var headers []filter.Header
 	keys := make([]string, 0, len(resp.Header))
 	for k := range resp.Header {
-		if !hop[strings.ToLower(k)] {
+		if !strings.EqualFold(k, "content-length") {
 			keys = append(keys, k)
 		}
 	}
@@ -218,6 +260,19 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 			set[k] = true
 		}
 		h.Add(k, hd.Value)
+	}
+	// Then, and only then, what belongs to the upstream's hop: the framing
+	// set (content-length is the engine's to keep or remove), and what its
+	// Connection named, except a header the engine reads.
+	for n := range framing {
+		if n != "content-length" {
+			h.Del(n)
+		}
+	}
+	for n := range nominated(resp.Header) {
+		if !engineReads[n] {
+			h.Del(n)
+		}
 	}
 	if _, ok := h["Date"]; !ok {
 		h["Date"] = nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -105,6 +106,16 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 			w.Header().Set(http.TrailerPrefix+"X-Sum", r.Header.Get("X-Api-Key"))
 			io.WriteString(w, "body")
 			return
+		case "/v1/hop-gzip", "/v1/hop-x-gzip", "/v1/hop-deflate", "/v1/hop-br":
+			// The encoding named hop-by-hop (issue 10, item 1): a relay that
+			// drops what Connection names before the engine decides passes
+			// the compressed echo on without the header that says so.
+			enc := strings.TrimPrefix(r.URL.Path, "/v1/hop-")
+			w.Header().Set("Connection", "Content-Encoding, Content-Type")
+			w.Header().Set("Content-Encoding", enc)
+			w.Header().Set("Content-Type", "text/plain")
+			compress(w, enc, "you sent "+r.Header.Get("X-Api-Key"))
+			return
 		case "/v1/br":
 			w.Header().Set("Content-Encoding", "br")
 			io.WriteString(w, "opaque")
@@ -123,6 +134,23 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 	t.Cleanup(u.srv.Close)
 	u.target = u.srv.Listener.Addr().String()
 	return u
+}
+
+// compress writes text to w encoded as enc: gzip, x-gzip and deflate
+// truly, any other name as text (what a server that lies would send).
+func compress(w io.Writer, enc, text string) {
+	switch enc {
+	case "gzip", "x-gzip":
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, text)
+		zw.Close()
+	case "deflate":
+		zw := zlib.NewWriter(w)
+		io.WriteString(zw, text)
+		zw.Close()
+	default:
+		io.WriteString(w, text)
+	}
 }
 
 type fixture struct {
@@ -150,6 +178,13 @@ func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
 	f.up = newUpstream(t, uca)
 	f.orch = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.orchSeen <- r.Clone(context.Background())
+		if enc, ok := strings.CutPrefix(r.URL.Path, "/agents/hop-"); ok {
+			enc = strings.TrimSuffix(enc, "/surface")
+			w.Header().Set("Connection", "content-encoding")
+			w.Header().Set("Content-Encoding", enc)
+			compress(w, enc, "token "+r.Header.Get("Authorization"))
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"path":%q,"auth":%q}`, r.URL.RequestURI(), r.Header.Get("Authorization"))
 	}))
