@@ -2,8 +2,15 @@
 // and then executes the command; nothing runs unconfined.
 //
 // Invariant: the command is executed only after landlock_restrict_self
-// succeeded on the thread that executes it; any failure before execve ends
-// the confiner with exit 126 and its reason on stderr, and runs nothing.
+// succeeded on the thread that executes it, and after that thread dropped
+// every capability (effective, permitted, inheritable, ambient and, when
+// the confiner may, the bounding set) with NO_NEW_PRIVS set (package
+// caps); no rule grants making a character or block device (package
+// landlock). So a root Effector's command holds no more than a non-root
+// one's: it makes no device node, loads no BPF program, and a setuid or
+// file-capability binary gives nothing back. Any failure before execve
+// ends the confiner with exit 126 and its reason on stderr, and runs
+// nothing.
 //
 // # Use
 //
@@ -35,16 +42,25 @@
 //     denied path stays denied. A symbolic link is followed only when what
 //     it names is neither denied nor holds a denied path.
 //   - read and write on [Devices] that exist.
-//   - every right beneath each --scratch directory; read on each --read
-//     file; read and execute beneath each --read-tree directory.
+//   - every right but making a device node beneath each --scratch
+//     directory; read on each --read file; read and execute beneath each
+//     --read-tree directory. Fifos and Unix sockets may be made in the
+//     scratch, and nowhere else: that is where programs meet their own
+//     children (make's jobserver fifo, an agent's or a test suite's
+//     socket in TMPDIR), only the Effect's own domain reaches its scratch,
+//     and the Effector opens a scratch file only O_NONBLOCK, never
+//     connecting to one.
 //
 // argv[0] is looked up in the PATH of the confiner's environment before
 // the ruleset is made (so "not found" is told apart from "denied"); the
-// execve runs after the restriction, on the same locked thread, with the
-// confiner's environment. Every descriptor above 2 is made close-on-exec.
+// execve runs after the restriction and the capability drop, on the same
+// locked thread, with the confiner's environment, in the same process (no
+// extra exec). Every descriptor above 2 is made close-on-exec.
 //
 // Not covered: the network (TCP, UDP, netlink), pathname Unix sockets
-// before ABI 9, and what package landlock lists.
+// before ABI 9, what package landlock lists, and what package caps lists
+// (a root Effector's command is still uid 0: the owner of root's files,
+// which the rules above keep it from writing outside its scratch).
 package confine
 
 import (

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/confine"
+	"jr2.dev/boundary/internal/caps/capstest"
 	"jr2.dev/boundary/internal/landlock"
 	"jr2.dev/boundary/internal/landlock/landlocktest"
 )
@@ -52,8 +53,12 @@ func TestMain(m *testing.M) {
 }
 
 // ops runs "op:arg" words: read, write, list, open (read+write), signal
-// (kill with signal 0). It prints "op arg: ok[ content]" or the errno's
-// name, with the fixture's root written F.
+// (kill with signal 0), connect, bpf (load a program). It prints
+// "op arg: ok[ content]" or the errno's name, with the fixture's root
+// written F. Three words print lines of their own: attempts:DIR (the
+// nodes capstest.Attempt makes in DIR), euid (the effective uid) and
+// hold ("held", then it waits for the end of stdin, for the parent to
+// read its /proc status).
 func ops(words []string) int {
 	root := os.Getenv("F")
 	for _, w := range words {
@@ -61,6 +66,20 @@ func ops(words []string) int {
 		var content []byte
 		var err error
 		switch op {
+		case "attempts":
+			for _, l := range capstest.Attempt(arg) {
+				fmt.Println(strings.ReplaceAll(l, root, "F"))
+			}
+			continue
+		case "euid":
+			fmt.Printf("euid %d\n", os.Geteuid())
+			continue
+		case "hold":
+			fmt.Println("held")
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			continue
+		case "bpf":
+			err = capstest.LoadBPF()
 		case "read":
 			content, err = os.ReadFile(arg)
 			if !strings.HasPrefix(arg, root) {
@@ -94,7 +113,7 @@ func ops(words []string) int {
 		case len(content) > 0:
 			result += " " + string(content)
 		}
-		fmt.Printf("%s %s: %s\n", op, strings.ReplaceAll(arg, root, "F"), result)
+		fmt.Printf("%s: %s\n", strings.TrimSpace(op+" "+strings.ReplaceAll(arg, root, "F")), result)
 	}
 	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/inherit"
+	"jr2.dev/boundary/internal/caps"
 	"jr2.dev/boundary/internal/landlock"
 )
 
@@ -64,6 +65,9 @@ func confineAndExec(args []string) error {
 		return err
 	}
 	if err := rs.RestrictSelf(); err != nil {
+		return err
+	}
+	if err := caps.Drop(); err != nil {
 		return err
 	}
 	err = unix.Exec(path, argv, os.Environ())

@@ -107,6 +107,25 @@ func TestPlanGolden(t *testing.T) {
 	}
 }
 
+// No rule of the plan grants making a device node: not the scratch, not a
+// device, not the system tree (issue 10: kmsg and loop0 made in TMPDIR).
+// Fifos and sockets only in the scratch.
+func TestPlanMakesNoDevice(t *testing.T) {
+	r := fakeImage(t)
+	rules, err := Plan(r, effectorOptions(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range rules {
+		if x.Access&landlock.MakeDevice != 0 {
+			t.Errorf("%s %s grants %v", x.Why, x.Path, x.Access&landlock.MakeDevice)
+		}
+		if x.Why != "scratch" && x.Access&(landlock.MakeFifo|landlock.MakeSock) != 0 {
+			t.Errorf("%s %s grants %v", x.Why, x.Path, x.Access&(landlock.MakeFifo|landlock.MakeSock))
+		}
+	}
+}
+
 // No rule of the plan reaches a denied path, whatever its kind.
 func TestPlanReachesNothingDenied(t *testing.T) {
 	r := fakeImage(t)
