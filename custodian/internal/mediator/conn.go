@@ -156,8 +156,8 @@ func (m *Mediator) serveTLS(c net.Conn, port uint16, info *connInfo) {
 		if name == "" && err == nil {
 			via = viaIP // no server_name: the client dialled an address
 		}
-		ci, ok := m.admit(name, port, via, "", reason)
-		if !ok {
+		ci, _ := m.admit(name, port, via, "", reason)
+		if ci == nil {
 			c.Write(alertAccessDenied)
 			c.Close()
 			return
@@ -192,31 +192,38 @@ func (m *Mediator) serveTLS(c net.Conn, port uint16, info *connInfo) {
 // admit records an attempt to reach host:port, decides it by the policy
 // and records the decision; it returns the allowed connection's info.
 // host is "" when none could be read (addr, or reason, says why): denied.
-// An attempt that cannot be recorded is denied.
-func (m *Mediator) admit(host string, port uint16, via, addr, reason string) (*connInfo, bool) {
-	seq, err := m.record(bundle.KindEgressAttempt, egressAttempt{Host: host, Port: port, Via: via, Addr: addr, Error: reason})
+// A host that holds a form of a held value is recorded with the value's
+// label in its place, "scrubbed", and denied by ruleValueInName, whatever
+// the policy says. An attempt that cannot be recorded is denied. The
+// denied reply is for the host as recorded.
+func (m *Mediator) admit(host string, port uint16, via, addr, reason string) (*connInfo, *filter.Reply) {
+	shown, scrubbed := m.scrubName(host)
+	seq, err := m.record(bundle.KindEgressAttempt, egressAttempt{Host: shown, Port: port, Via: via, Addr: addr, Error: reason, Scrubbed: scrubbed})
 	rule, ok := policy.DenyRule, false
-	if host != "" {
+	switch {
+	case scrubbed:
+		rule = ruleValueInName
+	case host != "":
 		rule, ok = m.o.Policy.Allows(host, port)
 	}
 	if err != nil {
 		ok = false
 	}
-	dec := egressDecision{Attempt: seq, Decision: "allow", Host: host, Port: port, Rule: rule}
+	dec := egressDecision{Attempt: seq, Decision: "allow", Host: shown, Port: port, Rule: rule, Scrubbed: scrubbed}
 	if !ok {
 		dec.Decision = "deny"
 		m.recordDenial(bundle.KindEgressDecision, dec)
 		target := addr
 		if host != "" {
-			target = host
+			target = shown
 		}
 		m.refuseLog(target+":"+strconv.Itoa(int(port)), rule)
-		return nil, false
+		return nil, deniedReply(shown, port, rule)
 	}
 	if _, err := m.record(bundle.KindEgressDecision, dec); err != nil {
-		return nil, false
+		return nil, deniedReply(shown, port, rule)
 	}
-	return &connInfo{port: port, host: host, attempt: seq}, true
+	return &connInfo{port: port, host: host, attempt: seq}, nil
 }
 
 // admitOrRefuse admits an attempt an HTTP request made: to name:port when
@@ -225,12 +232,12 @@ func (m *Mediator) admit(host string, port uint16, via, addr, reason string) (*c
 func (m *Mediator) admitOrRefuse(w http.ResponseWriter, authority, name string, port uint16, named bool, via string) *connInfo {
 	if !named {
 		m.admitUnnamed(authority, port, via)
-		relay.WriteReply(w, deniedReply("", port))
+		relay.WriteReply(w, deniedReply("", port, policy.DenyRule))
 		return nil
 	}
-	ci, ok := m.admit(name, port, via, "", "")
-	if !ok {
-		relay.WriteReply(w, deniedReply(name, port))
+	ci, rep := m.admit(name, port, via, "", "")
+	if ci == nil {
+		relay.WriteReply(w, rep)
 		return nil
 	}
 	return ci
@@ -251,11 +258,17 @@ func (m *Mediator) admitUnnamed(s string, port uint16, via string) {
 	m.admit("", port, via, "", "not-a-host")
 }
 
-// deniedReply is the 403 for a host the policy does not allow.
-func deniedReply(host string, port uint16) *filter.Reply {
+// deniedReply is the 403 for a host the policy does not allow, or (rule
+// ruleValueInName) whose name held a form of a held value; host is as
+// recorded, the value's label in place of its form.
+func deniedReply(host string, port uint16, rule string) *filter.Reply {
 	what := "a destination without a host name (an IP address, or none)"
 	if host != "" {
 		what = filter.JoinTarget(host, int(port))
+	}
+	if rule == ruleValueInName {
+		return &filter.Reply{Status: http.StatusForbidden, Reason: rule,
+			Body: "jr2 custodian: " + what + " is denied: its name holds a form of a held value (shown by its label); a value is never sent in a name\n"}
 	}
 	return &filter.Reply{Status: http.StatusForbidden, Reason: policy.DenyRule,
 		Body: "jr2 custodian: " + what + " is not allowed by the run's policy; list the host in allow_hosts to allow it\n"}

@@ -65,13 +65,20 @@ func (m *Mediator) serveDNSConn(c net.Conn) {
 // answerDNS records one question and its answer, and returns the reply
 // (nil: none). Every A question of class IN is answered with the
 // mediator's address, whatever the name; the policy decides where the
-// child then connects. A question that cannot be recorded is not answered.
+// child then connects. A name that holds a form of a held value is
+// recorded with the value's label in its place ("scrubbed") and refused.
+// A question that cannot be recorded is not answered.
 func (m *Mediator) answerDNS(msg []byte, transport string) []byte {
 	q, perr := dnsmsg.Parse(msg)
-	rec := dnsQuery{Name: q.Name, Type: typeName(q.Type), Transport: transport}
+	name, scrubbed := m.scrubName(q.Name)
+	rec := dnsQuery{Name: name, Type: typeName(q.Type), Transport: transport, Scrubbed: scrubbed}
 	var reply []byte
-	dec := dnsDecision{Name: q.Name, Type: rec.Type, Rcode: "NOERROR"}
-	if perr != nil {
+	dec := dnsDecision{Name: name, Type: rec.Type, Rcode: "NOERROR", Scrubbed: scrubbed}
+	switch {
+	case perr == nil && scrubbed:
+		dec.Rcode, dec.Reason = rcodeName(dnsmsg.RcodeRefused), ruleValueInName
+		reply = dnsmsg.ErrorReply(q, &dnsmsg.Error{Rcode: dnsmsg.RcodeRefused, Reason: ruleValueInName})
+	case perr != nil:
 		var de *dnsmsg.Error
 		rec.Error, dec.Rcode = "malformed", "none"
 		if errors.As(perr, &de) {
@@ -79,7 +86,7 @@ func (m *Mediator) answerDNS(msg []byte, transport string) []byte {
 			dec.Rcode = rcodeName(de.Rcode)
 		}
 		reply = dnsmsg.ErrorReply(q, perr)
-	} else {
+	default:
 		var err error
 		if reply, err = dnsmsg.Answer(q, m.o.Addr); err != nil {
 			return nil
@@ -93,6 +100,10 @@ func (m *Mediator) answerDNS(msg []byte, transport string) []byte {
 		return nil
 	}
 	dec.Query = seq
+	if scrubbed {
+		m.recordDenial(bundle.KindDNSDecision, dec)
+		return reply // refused whether or not its record was written
+	}
 	if _, err := m.record(bundle.KindDNSDecision, dec); err != nil {
 		return nil
 	}

@@ -11,10 +11,17 @@
 // decision that allowed it are in the record first (egress-attempt before
 // egress-decision, http-request and secret-injected before the request is
 // sent); a record that cannot be written denies what it would have
-// recorded. A value reaches the wire only in a header the engine Set, over
+// recorded. Every attempt is on the record: a DNS question, a TLS server
+// name, a Host, a CONNECT or a proxy URL whose name holds a form of a held
+// value (in any letter case: names are lowercased on their way) is
+// recorded with each form replaced by its label, by the engine's scrubber
+// folded for case, marked "scrubbed": true, and denied (DNS REFUSED, rule
+// value-in-name), whatever the policy says; the refuse line names it the
+// same way. A value reaches the wire only in a header the engine Set, over
 // TLS, toward a host the policy binds it to; the record shows the stand-in
 // the agent sent, and the bundle writer's guard refuses any line holding a
-// value. Log lines are the Custodian's refuse and intercept lines: a target
+// value: the last line of defence, which scrubbing first keeps from ever
+// being why an attempt is missing. Log lines are the Custodian's refuse and intercept lines: a target
 // and a word, never a value, a stand-in, a path, a query, a header value
 // or a body.
 //
@@ -54,8 +61,9 @@
 // dns-query and dns-decision for each question; egress-attempt (host, port,
 // via sni|host|proxy|ip, and the address when it was a literal-IP dial)
 // then egress-decision (allow or deny, the rule: allow_hosts[i],
-// default-deny, or "engine" with the engine's reason for a request the
-// engine refused on an allowed connection); http-request as sent upstream
+// default-deny, value-in-name, or "engine" with the engine's reason for a
+// request the engine refused on an allowed connection); each of the four
+// with "scrubbed": true when its name held a form of a value; http-request as sent upstream
 // (swapped headers shown with the agent's stand-in); secret-injected (name
 // and target) for each value the request carries; http-response: one
 // record with the status and headers, one per body chunk as framed (the
@@ -64,7 +72,13 @@
 // cut. A reply the mediator made itself is one http-response record with
 // "local": true. The bundle is synced after every denial.
 //
-// NOT covered: request bodies are forwarded but not recorded; HTTP/2 and
+// NOT covered: request bodies are forwarded but not recorded; a path,
+// query or header value holding a form of a value makes its http-request
+// record refused by the guard, and the request is answered 502 unsent,
+// with no http-request record (the egress-attempt of its connection is
+// there); a denial by value-in-name tells the child that its name held a
+// form (an oracle only for a value weak enough to guess); a form the scrubber does not know (scrub's NOT
+// covered) is recorded as it came; HTTP/2 and
 // HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes
 // nowhere); a client that pins its certificates fails closed against the
 // run CA; a TCP port the launcher did not catch is unreachable and not

@@ -9,21 +9,43 @@ import (
 // The records' fields. Names and words only come from checked input: a
 // host passed hostname.Check, a type or reason is one of this package's
 // words. Paths, queries and header values are recorded (the bundle is the
-// record of what went out); values never are.
+// record of what went out); values never are. A name the child chose is
+// recorded as scrubName gives it back: each form of a held value replaced
+// by its label, and "scrubbed": true on the record when one was.
 
 type dnsQuery struct {
 	Name      string `json:"name"`
 	Type      string `json:"type"`
 	Transport string `json:"transport"`
 	Error     string `json:"error,omitempty"`
+	Scrubbed  bool   `json:"scrubbed,omitempty"`
 }
 
 type dnsDecision struct {
-	Query  uint64 `json:"query"`
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Rcode  string `json:"rcode"`
-	Answer string `json:"answer,omitempty"`
+	Query    uint64 `json:"query"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Rcode    string `json:"rcode"`
+	Answer   string `json:"answer,omitempty"`
+	Reason   string `json:"reason,omitempty"` // ruleValueInName for a name that held a value
+	Scrubbed bool   `json:"scrubbed,omitempty"`
+}
+
+// ruleValueInName is the rule that denies a DNS question or an attempt
+// whose name held a form of a held value.
+const ruleValueInName = "value-in-name"
+
+// scrubName returns name (a host name, lowercased on its way here) with
+// every form of every held value, in any letter case, replaced by its
+// label, and whether it held one. The case-folded scrubber is the engine's
+// own, matching more than the bundle writer's guard: what it returns never
+// trips the guard, so a name that held a value is recorded, not dropped.
+func (m *Mediator) scrubName(name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	s := m.o.Broker.Engine().Scrubber().Folded().String(name)
+	return s, s != name
 }
 
 // Ways an attempt named its destination.
@@ -35,11 +57,12 @@ const (
 )
 
 type egressAttempt struct {
-	Host  string `json:"host"`
-	Port  uint16 `json:"port"`
-	Via   string `json:"via"`
-	Addr  string `json:"addr,omitempty"`  // the address dialled, for a literal-IP dial
-	Error string `json:"error,omitempty"` // why no host could be read
+	Host     string `json:"host"`
+	Port     uint16 `json:"port"`
+	Via      string `json:"via"`
+	Addr     string `json:"addr,omitempty"`  // the address dialled, for a literal-IP dial
+	Error    string `json:"error,omitempty"` // why no host could be read
+	Scrubbed bool   `json:"scrubbed,omitempty"`
 }
 
 type egressDecision struct {
@@ -51,6 +74,7 @@ type egressDecision struct {
 	Reason   string `json:"reason,omitempty"` // the engine's word, when Rule is "engine"
 	Method   string `json:"method,omitempty"`
 	Status   int    `json:"status,omitempty"`
+	Scrubbed bool   `json:"scrubbed,omitempty"`
 }
 
 // ruleEngine is the rule of a request the engine (or this package, for a
