@@ -61,19 +61,11 @@ func (fs *formSet) addValue(v []byte) {
 		for _, b := range b64 {
 			fs.add(b)
 		}
-		for _, sp := range percentSpellings {
-			for _, upper := range []bool{true, false} {
-				fs.add(sp.encode(t, upper))
-			}
-		}
+		fs.addPercent(t)
 		fs.add([]byte(hex.EncodeToString(t)))
 		fs.add(upperHex([]byte(hex.EncodeToString(t))))
 		for _, b := range b64 {
-			for _, sp := range percentSpellings {
-				for _, upper := range []bool{true, false} {
-					fs.add(sp.encode(b, upper))
-				}
-			}
+			fs.addPercent(b)
 		}
 	}
 	// A server that echoes any of these inside a JSON document escapes it
@@ -82,6 +74,18 @@ func (fs *formSet) addValue(v []byte) {
 	for _, f := range gathered {
 		for _, j := range jsonForms(f) {
 			fs.add(j)
+		}
+	}
+}
+
+// addPercent adds every percent spelling of t: each set of the form table,
+// upper- and lower-case hex, a space as "%20" and as "+".
+func (fs *formSet) addPercent(t []byte) {
+	for _, sp := range percentSpellings {
+		for _, upper := range []bool{true, false} {
+			for _, plus := range []bool{false, true} {
+				fs.add(sp.encode(t, upper, plus))
+			}
 		}
 	}
 }
@@ -186,32 +190,36 @@ func base64Forms(t []byte) [][]byte {
 	return out
 }
 
-// percentSpelling is one common percent-encoder: the bytes it leaves as
-// they are (beside ALPHA and DIGIT, which every one leaves) and whether it
-// writes a space as "+". Every other byte becomes "%XX" of the byte (UTF-8
-// for text).
+// percentSpelling is one set of bytes a percent-encoder leaves as they are
+// (beside ALPHA and DIGIT, which every one leaves). Every other byte
+// becomes "%XX" of the byte (UTF-8 for text), and a space is written
+// either "%20" or "+": each set is a form in both, since an encoder of
+// either kind is common for most sets (a form encoder writes "+"; jQuery's
+// $.param writes encodeURIComponent's output with "+"; Java code often
+// turns URLEncoder's "+" into "%20"). For a value with no space the two
+// are the same form, kept once.
 type percentSpelling struct {
-	name string
-	keep string
-	plus bool
+	keep string // the bytes left as they are, beside ALPHA and DIGIT
+	pct  string // the encoders that write this set with "%20" for space
+	plus string // the encoders that write it with "+" ("" = none known; still a form)
 	set  [256]bool
 }
 
-// percentSpellings is the table of the encoders whose output is a form.
-// Each is used with upper- and lower-case hex.
+// percentSpellings is the form table: every set whose output is a form,
+// each with "%20" and with "+" for space, and each with upper- and
+// lower-case hex. docs/scrub.md lists it; a test keeps the two equal.
 var percentSpellings = func() []*percentSpelling {
 	ps := []*percentSpelling{
-		{name: "RFC 3986 unreserved (PHP rawurlencode, Python quote safe='')", keep: "-._~"},
-		{name: "Python quote (safe='/')", keep: "-._~/"},
-		{name: "JavaScript encodeURIComponent", keep: "-._~!*'()"},
-		{name: "JavaScript encodeURI", keep: "-._~!*'();/?:@&=+$,#"},
-		{name: "RFC 3986 path segment (pchar)", keep: "-._~!$&'()*+,;=:@"},
-		{name: "Go url.PathEscape", keep: "-._~$&+:=@"},
-		{name: "Go url.URL.EscapedPath", keep: "-._~$&+,/:;=@"},
-		{name: "Go url.QueryEscape, Python quote_plus", keep: "-._~", plus: true},
-		{name: "WHATWG urlencoded (URLSearchParams), Java URLEncoder", keep: "-._*", plus: true},
-		{name: "PHP urlencode, Python 2 quote_plus", keep: "-._", plus: true},
-		{name: ".NET HttpUtility.UrlEncode", keep: "-._!*()", plus: true},
+		{keep: "-._~", pct: "RFC 3986 unreserved: PHP rawurlencode, Python quote(safe='')", plus: "Go url.QueryEscape, Python quote_plus(safe='')"},
+		{keep: "-._~/", pct: "Python quote (safe='/')", plus: "Python quote_plus(safe='/')"},
+		{keep: "-._~!*'()", pct: "JavaScript encodeURIComponent", plus: "jQuery $.param, encodeURIComponent with %20 written +"},
+		{keep: "-._~!*'();/?:@&=+$,#", pct: "JavaScript encodeURI", plus: "encodeURI with %20 written +"},
+		{keep: "-._~!$&'()*+,;=:@", pct: "RFC 3986 path segment (pchar)", plus: "a path segment with space as +"},
+		{keep: "-._~$&+:=@", pct: "Go url.PathEscape", plus: "url.PathEscape with %20 written +"},
+		{keep: "-._~$&+,/:;=@", pct: "Go url.URL.EscapedPath", plus: "EscapedPath with %20 written +"},
+		{keep: "-._*", pct: "Java URLEncoder with + written %20", plus: "WHATWG urlencoded (URLSearchParams), Java URLEncoder"},
+		{keep: "-._", pct: "PHP urlencode with + written %20", plus: "PHP urlencode, Python 2 quote_plus"},
+		{keep: "-._!*()", pct: ".NET UrlEncode with + written %20", plus: ".NET HttpUtility.UrlEncode"},
 	}
 	for _, p := range ps {
 		for c := '0'; c <= '9'; c++ {
@@ -230,7 +238,9 @@ var percentSpellings = func() []*percentSpelling {
 
 const hexUpper, hexLower = "0123456789ABCDEF", "0123456789abcdef"
 
-func (p *percentSpelling) encode(t []byte, upper bool) []byte {
+// encode writes t in this spelling: hex in upper or lower case, a space as
+// "+" when plus is set (a "+" of t stays "+" in a set that keeps it).
+func (p *percentSpelling) encode(t []byte, upper, plus bool) []byte {
 	digits := hexLower
 	if upper {
 		digits = hexUpper
@@ -240,7 +250,7 @@ func (p *percentSpelling) encode(t []byte, upper bool) []byte {
 		switch {
 		case p.set[c]:
 			out = append(out, c)
-		case c == ' ' && p.plus:
+		case c == ' ' && plus:
 			out = append(out, '+')
 		default:
 			out = append(out, '%', digits[c>>4], digits[c&15])

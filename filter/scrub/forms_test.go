@@ -37,6 +37,14 @@ func goJSONNoHTML(v []byte) string {
 	return string(b[1 : len(b)-1])
 }
 
+// valSpace holds spaces and every character some percent set keeps: its
+// spellings with "%20" and with "+" differ in every set of the table.
+var valSpace = []byte("it's a (x)*y! /p?q:r@s&t=u+v$w,z#~")
+
+// plusForSpace is what a form encoder, or jQuery's $.param after
+// encodeURIComponent, does to a "%20" encoder's output.
+func plusForSpace(s string) string { return strings.ReplaceAll(s, "%20", "+") }
+
 // realEncoders are Go's own encoders; each output must be a form.
 var realEncoders = []struct {
 	name string
@@ -51,6 +59,9 @@ var realEncoders = []struct {
 	{"url.QueryEscape", func(v []byte) string { return url.QueryEscape(string(v)) }},
 	{"url.PathEscape", func(v []byte) string { return url.PathEscape(string(v)) }},
 	{"url.URL.EscapedPath", func(v []byte) string { return (&url.URL{Path: string(v)}).EscapedPath() }},
+	{"url.PathEscape, + for space", func(v []byte) string { return plusForSpace(url.PathEscape(string(v))) }},
+	{"url.URL.EscapedPath, + for space", func(v []byte) string { return plusForSpace((&url.URL{Path: string(v)}).EscapedPath()) }},
+	{"url.QueryEscape, %20 for space", func(v []byte) string { return strings.ReplaceAll(url.QueryEscape(string(v)), "+", "%20") }},
 	{"json.Marshal", goJSON},
 	{"json.Encoder SetEscapeHTML(false)", goJSONNoHTML},
 	{"base64 std of json.Marshal", func(v []byte) string { return base64.StdEncoding.EncodeToString([]byte(goJSON(v))) }},
@@ -99,6 +110,17 @@ var handEncoded = []struct {
 	{"Jackson", valCtl, `line1\nline2\tend\r\n\u001B!`},
 	// Older Go (before 1.22): \u0008 and \u000c for \b and \f.
 	{"Go 1.21 json", valSep, `sep\u2028par\u2029\u0008\u000c` + "\x7fend"},
+	// The "+"-for-space spellings of the "%20" sets (checked against Node 20
+	// and Python 3.11), and the "%20" spelling of Java's form encoder.
+	{"jQuery $.param (encodeURIComponent, + for space)", valSpace, `it's+a+(x)*y!+%2Fp%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23~`},
+	{"encodeURI, + for space", valSpace, `it's+a+(x)*y!+/p?q:r@s&t=u+v$w,z#~`},
+	{"quote_plus(safe='/')", valSpace, `it%27s+a+%28x%29%2Ay%21+/p%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23~`},
+	{"quote_plus(safe='')", valSpace, `it%27s+a+%28x%29%2Ay%21+%2Fp%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23~`},
+	{"path segment, + for space", valSpace, `it's+a+(x)*y!+%2Fp%3Fq:r@s&t=u+v$w,z%23~`},
+	{"URLSearchParams", valSpace, `it%27s+a+%28x%29*y%21+%2Fp%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23%7E`},
+	{"URLEncoder, + written %20", valSpace, `it%27s%20a%20%28x%29*y%21%20%2Fp%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23%7E`},
+	{"encodeURIComponent", valSpace, `it's%20a%20(x)*y!%20%2Fp%3Fq%3Ar%40s%26t%3Du%2Bv%24w%2Cz%23~`},
+	{"HttpUtility.UrlEncode", valSpace, `it%27s+a+(x)*y!+%2fp%3fq%3ar%40s%26t%3du%2bv%24w%2cz%23%7e`},
 	// A base64 token echoed by PHP json_encode.
 	{"json_encode(base64)", []byte("??>>??>>"), `Pz8+Pj8\/Pj4=`},
 }
@@ -110,7 +132,7 @@ func TestFormsHoldEveryEncoderOutput(t *testing.T) {
 		enc   string
 	}
 	var cases []tc
-	for _, v := range [][]byte{valTok, valASCII, valUni, valCtl, valBad, valSep} {
+	for _, v := range [][]byte{valTok, valASCII, valUni, valCtl, valBad, valSep, valSpace} {
 		for _, e := range realEncoders {
 			if e.name == "base64 std of json.Marshal" {
 				continue // a nested encoding that is not a form
@@ -263,6 +285,7 @@ func TestFormsGolden(t *testing.T) {
 		{"control", valCtl},
 		{"invalid-utf8", valBad},
 		{"separators", valSep},
+		{"spaces", valSpace},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder
@@ -287,5 +310,45 @@ func TestFormsGolden(t *testing.T) {
 				t.Errorf("Forms(%q) changed; run go test -update and review the diff of %s", c.value, path)
 			}
 		})
+	}
+}
+
+// TestDocsListTheFormTable: docs/scrub.md's percent table is the code's,
+// row for row (kept set, the "%20" encoders, the "+" encoders), and the
+// document names every other family of forms.
+func TestDocsListTheFormTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scrub.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][3]string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), " | ")
+		if len(cells) != 3 {
+			t.Fatalf("docs/scrub.md: table row %q has %d cells, want 3", line, len(cells))
+		}
+		var row [3]string
+		for i, c := range cells {
+			row[i] = strings.TrimSpace(c)
+		}
+		row[0] = strings.TrimSuffix(strings.TrimPrefix(row[0], "`"), "`")
+		rows = append(rows, row)
+	}
+	if len(rows) != len(percentSpellings) {
+		t.Errorf("docs/scrub.md lists %d percent sets, the code %d", len(rows), len(percentSpellings))
+	}
+	for i, sp := range percentSpellings {
+		want := [3]string{sp.keep, sp.pct, sp.plus}
+		if i >= len(rows) || rows[i] != want {
+			t.Errorf("docs/scrub.md percent row %d: want\n| `%s` | %s | %s |", i, want[0], want[1], want[2])
+		}
+	}
+	for _, family := range []string{"**V itself.**", "**Base64**", "**shifted**", "**Percent-encoding**", "**Hex**", "**JSON**", "## Not covered"} {
+		if !bytes.Contains(doc, []byte(family)) {
+			t.Errorf("docs/scrub.md does not name %s", family)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package scrub
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -135,6 +136,91 @@ func FuzzStream(f *testing.F) {
 		want := s.Bytes(text)
 		if got := streamChunks(t, s, text, cutsFrom(cuts, len(text)), want); !bytes.Equal(got, want) {
 			t.Fatalf("stream of %q cut %v: %q, whole: %q", text, cutsFrom(cuts, len(text)), got, want)
+		}
+	})
+}
+
+// refPercent spells v in the set keep, derived from Go's url.QueryEscape
+// (which keeps ALPHA, DIGIT and "-._~", writes a space "+" and every other
+// byte "%XX"), not from the table's encoder: a space becomes "%20" unless
+// plus, each of "-._~" the set does not keep is escaped, each other byte the
+// set keeps is unescaped, and the hex is lowered unless upper.
+func refPercent(v []byte, keep string, upper, plus bool) []byte {
+	q := url.QueryEscape(string(v))
+	if !plus {
+		q = strings.ReplaceAll(q, "+", "%20") // a "+" of v is "%2B" here
+	}
+	for _, c := range "-._~" {
+		if !strings.ContainsRune(keep, c) {
+			q = strings.ReplaceAll(q, string(c), fmt.Sprintf("%%%02X", c))
+		}
+	}
+	for _, c := range keep {
+		if !strings.ContainsRune("-._~", c) {
+			q = strings.ReplaceAll(q, fmt.Sprintf("%%%02X", c), string(c))
+		}
+	}
+	if upper {
+		return []byte(q)
+	}
+	b := []byte(q)
+	for i := range b {
+		if i >= 1 && (b[i-1] == '%' || i >= 2 && b[i-2] == '%') && b[i] >= 'A' && b[i] <= 'F' {
+			b[i] += 'a' - 'A' // a hex digit of an escape: every "%" of q starts one
+		}
+	}
+	return b
+}
+
+// FuzzSpellings: every spelling of the form table (each set, "%20" and "+"
+// for space, upper- and lower-case hex) of a value holding a space, spelled
+// by an encoder independent of the table's and put between random bytes, is
+// a form and is scrubbed: no copy of it is left, and a label is.
+func FuzzSpellings(f *testing.F) {
+	f.Add([]byte("it's a (x)*y! /p?q:r@s&t=u+v$w,z#~"), []byte("q="), []byte("&next=1"))
+	f.Add([]byte("pässwörd with spaces"), []byte{}, []byte{0xff})
+	f.Add([]byte("a+b c+d e/f"), []byte("%2"), []byte("0+"))
+	f.Fuzz(func(t *testing.T, v, pre, post []byte) {
+		if len(v) > 64 || len(pre) > 64 || len(post) > 64 {
+			return
+		}
+		v = bytes.Map(func(r rune) rune {
+			switch r {
+			case '[':
+				return '('
+			case ']':
+				return ')'
+			}
+			return r
+		}, v)
+		if !bytes.ContainsRune(v, ' ') {
+			v = append(v[:len(v)/2:len(v)/2], append([]byte(" "), v[len(v)/2:]...)...)
+		}
+		for len(v) < MinLen {
+			v = append(v, " x"...)
+		}
+		s, err := New([]Secret{{Name: "v", Value: v}})
+		if err != nil {
+			if strings.Contains(err.Error(), "its label would hold a form") {
+				return
+			}
+			t.Fatalf("New: %v", err)
+		}
+		forms := Forms(v)
+		for _, sp := range percentSpellings {
+			for _, upper := range []bool{true, false} {
+				for _, plus := range []bool{false, true} {
+					spelled := refPercent(v, sp.keep, upper, plus)
+					if !containsForm(forms, spelled) {
+						t.Fatalf("%q spelled in %q (upper %v, plus %v) = %q is not a form", v, sp.keep, upper, plus, spelled)
+					}
+					in := append(append(append([]byte{}, pre...), spelled...), post...)
+					out := s.Bytes(in)
+					if bytes.Contains(out, spelled) || !bytes.Contains(out, []byte("[secret:v]")) {
+						t.Fatalf("Bytes(%q) = %q: the spelling %q in %q (plus %v) was not scrubbed", in, out, spelled, sp.keep, plus)
+					}
+				}
+			}
 		}
 	})
 }

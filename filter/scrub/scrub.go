@@ -2,7 +2,7 @@
 // "[secret:<name>]", in whole strings and in streams cut at any byte.
 //
 // Invariant: in any chunking of the input, the output holds no form of a
-// held value (see Forms, and scrub.md in the shared spec) whole — a value
+// held value (see Forms, and docs/scrub.md) whole — a value
 // holding a bracket excepted, see "Labels and idempotence" — no byte of a
 // form that is replaced is emitted, and text that holds no form comes out
 // byte-identical. Nothing here logs, and no error holds a byte of a value.
@@ -21,12 +21,15 @@
 //     carry only V's bits when a server encodes a longer string with V at
 //     byte offset 0, 1 or 2 of a 3-byte group (base64Forms has the
 //     arithmetic; a character that mixes in a neighbour's bits is left out);
-//   - percent-encoding in each spelling of percentSpellings (RFC 3986
-//     unreserved only, Python quote, encodeURIComponent, encodeURI, an RFC
-//     3986 path segment, Go's PathEscape, EscapedPath and QueryEscape, the
-//     WHATWG and Java form encoding, PHP urlencode, .NET UrlEncode), each
-//     with upper- and lower-case hex, and the same spellings of each base64
-//     form (a base64 token carried in a url);
+//   - percent-encoding in each set of the form table percentSpellings
+//     (RFC 3986 unreserved only, Python quote, encodeURIComponent,
+//     encodeURI, an RFC 3986 path segment, Go's PathEscape and
+//     EscapedPath, the WHATWG and Java form encoding, PHP urlencode, .NET
+//     UrlEncode), each with a space written "%20" and written "+" (Go's
+//     QueryEscape, Python quote_plus with either safe set, jQuery's $.param
+//     and every form encoder), each with upper- and lower-case hex, and the
+//     same spellings of each base64 form (a base64 token carried in a url).
+//     docs/scrub.md lists the table, and a test keeps it equal to the code;
 //   - hex, lower and upper case;
 //   - the JSON string spellings of each of the above: "/" as "\/" or not,
 //     "<" ">" "&" as "\u003c" "\u003e" "\u0026" or not, non-ASCII as "\uXXXX"

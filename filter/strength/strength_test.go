@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -184,4 +187,15 @@ func FuzzBits(f *testing.F) {
 			t.Fatalf("Check(%q) = %v with Bits %f", v, Check(v), b)
 		}
 	})
+}
+
+// docs/scrub.md states the floor the code enforces.
+func TestDocsStateTheFloor(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scrub.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), fmt.Sprintf("floor of 2^%d candidates", FloorBits)) {
+		t.Errorf("docs/scrub.md does not state the floor 2^%d", FloorBits)
+	}
 }
