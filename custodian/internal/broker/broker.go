@@ -18,7 +18,7 @@
 // variable that holds a value handled as the secret's own: one that is
 // exactly a secret's value (GH_TOKEN beside GITHUB_TOKEN) gets its
 // stand-in, one that holds a value in any form inside it (a URL with the
-// token) is withheld. Then:
+// token) or in its name is withheld. Then:
 //
 //   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
@@ -157,8 +157,8 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 			standIns = append(standIns, k)
 			continue
 		}
-		if b.Contains([]byte(v)) {
-			continue // a value inside it: withheld
+		if b.Contains([]byte(kv)) {
+			continue // a value inside it, or in its name: withheld
 		}
 		env = append(env, kv)
 	}

@@ -10,6 +10,17 @@
 // decided; when it ends, run-end and the seal close the bundle. A run that
 // cannot start contained does not start at all, and says why.
 //
+// A held value is never the reason a record is missing, nor reaches the
+// child through its argv: each string the runner chose (argv, the
+// directory, the policy's path, the child's variable names, an error's
+// text) is recorded with every form of a held value replaced by its label
+// (the engine's scrubber, the one the bundle writer's guard asks), the
+// record marked "scrubbed": true; the child gets its argv with each such
+// form replaced by the secret's stand-in instead, and the run goes on.
+// Should the guard still refuse a scrubbed line, the record is written
+// with "[withheld]" in place of the runner's text: the guard stays the last
+// line of defence, never a hole in the record.
+//
 // # Order
 //
 //  1. the policy is loaded (its hash is of the bytes on disk), the mode
@@ -47,6 +58,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"jr2.dev/boundary/custodian/internal/broker"
@@ -55,6 +67,8 @@ import (
 	"jr2.dev/boundary/custodian/internal/mediator"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/scrub"
 )
 
 // Modes are the modes a run knows. Only live exists today: the command's
@@ -153,9 +167,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	r := &runner{o: o, pol: pol, br: br, ca: ca, w: w, ports: ports}
+	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports}
 	code, runErr := r.run(ctx, id, mode, bundlePath)
-	if _, err := w.Append(bundle.KindRunEnd, runEnd{Exit: code, Error: errText(runErr)}); err != nil {
+	end := runEnd{Exit: code, Error: errText(runErr)}
+	end.Scrubbed = r.scrub(&end.Error)
+	if _, err := r.appendOr(bundle.KindRunEnd, end, runEnd{Exit: code, Error: withheld, Scrubbed: true}); err != nil {
 		w.Close()
 		return code, errors.Join(runErr, err)
 	}
@@ -165,27 +181,40 @@ func Run(ctx context.Context, o Options) (int, error) {
 	return code, runErr
 }
 
+// The records' fields. Every string the runner chose (argv, the
+// directory, the policy's path, the variables' names, an error's text) is
+// recorded with each form of a held value replaced by its label, and
+// "scrubbed": true on the record when one was; see runner.scrub.
+
 type runStart struct {
-	Run  string   `json:"run"`
-	Mode string   `json:"mode"`
-	Argv []string `json:"argv"`
-	Dir  string   `json:"dir"`
+	Run      string   `json:"run"`
+	Mode     string   `json:"mode"`
+	Argv     []string `json:"argv"`
+	Dir      string   `json:"dir"`
+	Scrubbed bool     `json:"scrubbed,omitempty"`
 }
 
 type policyRecord struct {
-	Hash string `json:"hash"`
-	Path string `json:"path"`
+	Hash     string `json:"hash"`
+	Path     string `json:"path"`
+	Scrubbed bool   `json:"scrubbed,omitempty"`
 }
 
 type envRecord struct {
 	Names    []string `json:"names"`
 	StandIns []string `json:"stand_ins"`
+	Scrubbed bool     `json:"scrubbed,omitempty"`
 }
 
 type runEnd struct {
-	Exit  int    `json:"exit"`
-	Error string `json:"error,omitempty"`
+	Exit     int    `json:"exit"`
+	Error    string `json:"error,omitempty"`
+	Scrubbed bool   `json:"scrubbed,omitempty"`
 }
+
+// withheld stands for a field the bundle writer's guard still refused
+// once scrubbed (see runner.appendOr).
+const withheld = "[withheld]"
 
 func errText(err error) string {
 	if err == nil {
@@ -199,6 +228,7 @@ type runner struct {
 	o     Options
 	pol   *policy.Policy
 	br    *broker.Broker
+	sc    *scrub.Scrubber // the engine's: every value held
 	ca    *runca.CA
 	w     *bundle.Writer
 	ports []uint16
@@ -210,10 +240,13 @@ func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, err
 		dir = "/"
 	}
 	policyPath, _ := filepath.Abs(r.o.Policy)
-	if _, err := r.w.Append(bundle.KindRunStart, runStart{Run: id, Mode: mode, Argv: r.o.Argv, Dir: dir}); err != nil {
+	argv, start := r.argv(id, mode, dir)
+	if _, err := r.appendOr(bundle.KindRunStart, start, runStart{Run: id, Mode: mode, Argv: []string{withheld}, Dir: withheld, Scrubbed: true}); err != nil {
 		return 1, err
 	}
-	if _, err := r.w.Append(bundle.KindPolicy, policyRecord{Hash: r.pol.Hash, Path: policyPath}); err != nil {
+	pr := policyRecord{Hash: r.pol.Hash, Path: policyPath}
+	pr.Scrubbed = r.scrub(&pr.Path)
+	if _, err := r.appendOr(bundle.KindPolicy, pr, policyRecord{Hash: r.pol.Hash, Path: withheld, Scrubbed: true}); err != nil {
 		return 1, err
 	}
 	if _, err := launcher.Sweep(); err != nil {
@@ -243,14 +276,18 @@ func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, err
 	}
 	proxy := "http://" + net.JoinHostPort(n.Mediator.String(), fmt.Sprint(ProxyPort))
 	env, standIns := r.br.ChildEnv(r.o.Environ, proxy, caFile)
-	if _, err := r.w.Append(bundle.KindEnv, envRecord{Names: broker.Names(env), StandIns: standIns}); err != nil {
+	er := envRecord{Names: broker.Names(env), StandIns: standIns}
+	for i := range er.Names {
+		er.Scrubbed = r.scrub(&er.Names[i]) || er.Scrubbed
+	}
+	if _, err := r.appendOr(bundle.KindEnv, er, envRecord{Names: []string{withheld}, StandIns: standIns, Scrubbed: true}); err != nil {
 		return 1, err
 	}
 	if err := r.w.Sync(); err != nil {
 		return 1, err
 	}
 	code, err := n.Run(ctx, launcher.Spec{
-		Argv:       r.o.Argv,
+		Argv:       argv,
 		Env:        env,
 		Dir:        dir,
 		ReadPaths:  append(append([]string(nil), r.pol.ReadPaths...), caDir),
@@ -269,6 +306,53 @@ func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, err
 		return 1, err
 	}
 	return code, nil
+}
+
+// scrub replaces, in *s, every form of every held value by its label (the
+// engine's scrubber, the one the bundle writer's guard asks) and reports
+// whether there was one.
+func (r *runner) scrub(s *string) bool {
+	out := r.sc.String(*s)
+	if out == *s {
+		return false
+	}
+	*s = out
+	return true
+}
+
+// argv returns the command as the child gets it, each form of a held value
+// in a word replaced by the secret's stand-in (the child holds stand-ins
+// only), and the run-start record, which shows the value's label instead.
+// In a word that held a form, text that already read as a label becomes
+// the stand-in too.
+func (r *runner) argv(id, mode, dir string) ([]string, runStart) {
+	rec := runStart{Run: id, Mode: mode, Argv: append([]string(nil), r.o.Argv...), Dir: dir}
+	child := append([]string(nil), r.o.Argv...)
+	for i := range rec.Argv {
+		if !r.scrub(&rec.Argv[i]) {
+			continue
+		}
+		rec.Scrubbed = true
+		child[i] = rec.Argv[i]
+		for _, name := range r.sc.Names() {
+			child[i] = strings.ReplaceAll(child[i], "[secret:"+name+"]", filter.StandIn(name))
+		}
+	}
+	rec.Scrubbed = r.scrub(&rec.Dir) || rec.Scrubbed
+	return child, rec
+}
+
+// appendOr appends the record fields, scrubbed by the caller; when the
+// bundle writer's guard still refuses its line (a form the JSON encoding
+// of the scrubbed text made whole), it appends fallback, which carries no
+// text the runner chose. The guard stays the last line of defence, and is
+// never the reason a record is missing.
+func (r *runner) appendOr(kind string, fields, fallback any) (uint64, error) {
+	seq, err := r.w.Append(kind, fields)
+	if errors.Is(err, bundle.ErrSecret) {
+		return r.w.Append(kind, fallback)
+	}
+	return seq, err
 }
 
 // mediate opens the mediator's listeners in n and starts it.

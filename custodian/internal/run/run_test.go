@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "probe":
 		os.Exit(probe())
+	case "attempts":
+		os.Exit(attemptsChild())
+	case "argv":
+		os.Exit(argvChild())
 	case "runner":
 		var args []string
 		if err := json.Unmarshal([]byte(os.Getenv(argsEnv)), &args); err != nil {
