@@ -2,13 +2,10 @@ package envoyfilter
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-	"sync"
 
 	"github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -16,14 +13,13 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
-	"jr2.dev/boundary/internal/logline"
+	"jr2.dev/boundary/filter/stream"
 )
 
 // Parser is the plugin's api.StreamFilterConfigParser. It is safe for
 // concurrent use; the engines it builds are read-only and shared.
 type Parser struct {
-	mu      sync.Mutex
-	engines map[[sha256.Size]byte]*filter.Engine
+	engines *stream.Engines
 }
 
 var _ api.StreamFilterConfigParser = (*Parser)(nil)
@@ -31,7 +27,7 @@ var _ api.StreamFilterConfigParser = (*Parser)(nil)
 // NewParser returns a Parser with an empty engine cache. The plugin
 // registers one for the life of the process.
 func NewParser() *Parser {
-	return &Parser{engines: map[[sha256.Size]byte]*filter.Engine{}}
+	return &Parser{engines: stream.NewEngines(api.LogInfo)}
 }
 
 // filterConfig is a parsed filter-level config: the engine of one
@@ -46,28 +42,15 @@ type routeConfig struct {
 	route pluginconf.RouteConfig
 }
 
-// streamConfig is what the factory runs a stream with: an engine and a
-// route, or, when broken is set, nothing but the refusal of every request.
-type streamConfig struct {
-	engine *filter.Engine
-	route  pluginconf.RouteConfig
-	broken *misconfig
-}
+// streamConfig is what the factory runs a stream with (package stream).
+type streamConfig = stream.Config
 
-// misconfig is why a stream config cannot decide: a word for the log and a
-// sentence for the 500 the agent gets. Neither holds a value.
-type misconfig struct {
-	word string
-	why  string
-}
-
-// The ways a stream can end up without a usable config. Each answers every
-// request 500 and never marks.
+// The ways a stream can end up without a usable config (package stream).
 var (
-	errNoRouteConfig = &misconfig{"no-route-config", "the route carries no " + pluginconf.PluginName + " per-route config"}
-	errNoConfig      = &misconfig{"no-config", "the filter was given no " + pluginconf.PluginName + " config"}
-	errBadParent     = &misconfig{"parent-config", "the filter-level config is not custodian.json"}
-	errBadChild      = &misconfig{"route-config", "the per-route config is not a " + pluginconf.PluginName + " route config"}
+	errNoRouteConfig = stream.NoRouteConfig
+	errNoConfig      = stream.NoConfig
+	errBadParent     = stream.BadParent
+	errBadChild      = stream.BadChild
 )
 
 // Parse reads one plugin config: a StringValue holding custodian.json (the
@@ -138,37 +121,9 @@ func oneValue(b []byte) error {
 	return nil
 }
 
-// engine returns the engine of custodian.json's bytes b, building it (and
-// reading the values) only the first time these bytes are seen.
-func (p *Parser) engine(b []byte) (*filter.Engine, error) {
-	key := sha256.Sum256(b)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.engines[key]; ok {
-		return e, nil
-	}
-	c, err := filter.ParseConfig(b)
-	if err != nil {
-		return nil, err
-	}
-	if !filepath.IsAbs(c.ValuesDir) {
-		return nil, fmt.Errorf("custodian.json: valuesDir: %q is relative, and a plugin config has no directory to resolve it against; render it with an absolute --values-dir", c.ValuesDir)
-	}
-	values, err := filter.LoadValues(c)
-	if err != nil {
-		return nil, err
-	}
-	e, err := filter.New(c, values)
-	for _, v := range values {
-		clear(v) // the engine keeps its own copy
-	}
-	if err != nil {
-		return nil, err
-	}
-	p.engines[key] = e
-	api.LogInfo(logline.Event(logline.Custodian, "ready", e.ReadyFields()...))
-	return e, nil
-}
+// engine returns the engine of custodian.json's bytes b (package
+// stream's cache: built once per distinct bytes).
+func (p *Parser) engine(b []byte) (*filter.Engine, error) { return p.engines.Engine(b) }
 
 // Merge joins a parent config (the filter level, or an earlier merge) with a
 // route's config. Envoy calls it once per route and level; it never panics,
@@ -186,12 +141,10 @@ func (p *Parser) Merge(parent, child interface{}) (merged interface{}) {
 			e = pc.engine
 		}
 	case *streamConfig:
-		if pc != nil && pc.broken != nil {
+		if _, broken := pc.Broken(); broken {
 			return pc
 		}
-		if pc != nil {
-			e = pc.engine
-		}
+		e = pc.Engine()
 	}
 	if e == nil {
 		return brokenConfig(errBadParent)
@@ -200,27 +153,11 @@ func (p *Parser) Merge(parent, child interface{}) (merged interface{}) {
 	if !ok || rc == nil {
 		return brokenConfig(errBadChild)
 	}
-	if rc.route.Role == pluginconf.RoleIntercept && !bound(e, rc.route.Target) {
-		return brokenConfig(&misconfig{"route-target", "the route's target " + rc.route.Target + " is not bound in custodian.json"})
-	}
-	return &streamConfig{engine: e, route: rc.route}
+	return stream.Merge(e, rc.route, api.LogError)
 }
 
-// brokenConfig logs why a config cannot decide and returns the config that
-// refuses every request with it.
-func brokenConfig(m *misconfig) *streamConfig {
-	api.LogError(logline.Event(logline.Custodian, "misconfigured", "reason", m.word))
-	return &streamConfig{broken: m}
-}
-
-func bound(e *filter.Engine, target string) bool {
-	for _, t := range e.Targets() {
-		if t == target {
-			return true
-		}
-	}
-	return false
-}
+// brokenConfig logs why a config cannot decide and returns it.
+func brokenConfig(c *streamConfig) *streamConfig { return stream.LogBroken(c, api.LogError) }
 
 // clip bounds a string quoted into an error.
 func clip(s string, n int) string {

@@ -14,6 +14,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/stream"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/refuse/*.want from what Parse answers")
@@ -266,16 +267,16 @@ func TestMerge(t *testing.T) {
 		{name: "filter+intercept", parent: pd.top, child: intercept, wantRole: pluginconf.RoleIntercept},
 		{name: "filter+control", parent: pd.top, child: control, wantRole: pluginconf.RoleControl},
 		{name: "merged+intercept: the more specific route wins", parent: merged, child: intercept, wantRole: pluginconf.RoleIntercept},
-		{name: "broken stays broken", parent: broken, child: intercept, wantWhy: errBadParent.why},
-		{name: "nil parent", parent: nil, child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "typed nil parent", parent: (*filterConfig)(nil), child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "route as parent", parent: control, child: intercept, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "string parent", parent: "custodian.json", child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "raw Any parent", parent: &anypb.Any{}, child: control, wantWhy: errBadParent.why, wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "nil child", parent: pd.top, child: nil, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
-		{name: "typed nil child", parent: pd.top, child: (*routeConfig)(nil), wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
-		{name: "filter config as child", parent: pd.top, child: pd.top, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
-		{name: "merged as child", parent: pd.top, child: merged, wantWhy: errBadChild.why, wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "broken stays broken", parent: broken, child: intercept, wantWhy: errBadParent.Why()},
+		{name: "nil parent", parent: nil, child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "typed nil parent", parent: (*filterConfig)(nil), child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "route as parent", parent: control, child: intercept, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "string parent", parent: "custodian.json", child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "raw Any parent", parent: &anypb.Any{}, child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "nil child", parent: pd.top, child: nil, wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "typed nil child", parent: pd.top, child: (*routeConfig)(nil), wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "filter config as child", parent: pd.top, child: pd.top, wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},
+		{name: "merged as child", parent: pd.top, child: merged, wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},
 		{
 			name:   "unbound intercept target",
 			parent: pd.top, child: &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: "example.org:443"}},
@@ -291,7 +292,7 @@ func TestMerge(t *testing.T) {
 				t.Fatalf("Merge returned %#v", got)
 			}
 			if tc.wantWhy == "" {
-				if sc.broken != nil || sc.engine != engine || sc.route.Role != tc.wantRole {
+				if sc.Why() != "" || sc.Engine() != engine || sc.Route().Role != tc.wantRole {
 					t.Fatalf("Merge returned %+v", sc)
 				}
 				if len(l) != 0 {
@@ -299,7 +300,7 @@ func TestMerge(t *testing.T) {
 				}
 				return
 			}
-			if sc.broken == nil || sc.broken.why != tc.wantWhy {
+			if sc.Why() == "" || sc.Why() != tc.wantWhy {
 				t.Fatalf("Merge returned %+v, want broken: %s", sc, tc.wantWhy)
 			}
 			if tc.wantLog != "" && !equal(l, []string{tc.wantLog}) {
@@ -326,11 +327,11 @@ func TestFactoryWithoutRoute(t *testing.T) {
 		cfg  interface{}
 		why  string
 	}{
-		{"filter-level config", pd.top, errNoRouteConfig.why},
-		{"nil", nil, errNoConfig.why},
-		{"typed nil", (*streamConfig)(nil), errNoConfig.why},
-		{"route config unmerged", &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleControl}}, errNoConfig.why},
-		{"raw Any", &anypb.Any{}, errNoConfig.why},
+		{"filter-level config", pd.top, errNoRouteConfig.Why()},
+		{"nil", nil, errNoConfig.Why()},
+		{"typed nil", (*streamConfig)(nil), errNoConfig.Why()},
+		{"route config unmerged", &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleControl}}, errNoConfig.Why()},
+		{"raw Any", &anypb.Any{}, errNoConfig.Why()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := exchange(t, tc.cfg, headers(":method", "CONNECT", ":authority", anthropic), nil)
@@ -346,7 +347,7 @@ func TestFactoryWithoutRoute(t *testing.T) {
 // (a bug elsewhere) refuses rather than forwards.
 func TestUnknownRole(t *testing.T) {
 	pd := newPod(t, testConfig())
-	cfg := &streamConfig{engine: pd.top.(*filterConfig).engine, route: pluginconf.RouteConfig{Role: "health"}}
+	cfg := stream.Merge(pd.top.(*filterConfig).engine, pluginconf.RouteConfig{Role: "health"}, nil)
 	o := exchange(t, cfg, headers(":method", "GET", ":authority", anthropic, ":path", "/"), nil)
 	if o.status != 500 || o.body() != "jr2 custodian: misconfigured: the route's role is unknown; the request was not passed on" || o.cb.meta.marked() {
 		t.Errorf("got\n%s", o.describe())

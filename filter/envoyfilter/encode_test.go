@@ -282,12 +282,12 @@ func TestDestroyWithoutResponse(t *testing.T) {
 	if st := f.EncodeHeaders(headers(":status", "200", "content-encoding", "gzip"), false); st != api.Continue {
 		t.Fatalf("EncodeHeaders: %d", st)
 	}
-	s := f.(*stream)
-	if s.body == nil {
+	s := f.(*goFilter).m
+	if !s.Scrubbing() {
 		t.Fatal("no body scrubber for a response with a body")
 	}
 	f.OnDestroy(api.Terminate)
-	if s.body != nil {
+	if s.Scrubbing() {
 		t.Error("the body scrubber outlived the stream")
 	}
 	want := []string{interceptLine(anthropic, "ANTHROPIC_API_KEY", "GET")}

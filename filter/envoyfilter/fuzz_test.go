@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/stream"
 )
 
 // FuzzParse: no plugin config panics Parse (its recovery would hide one,
@@ -73,7 +74,7 @@ func FuzzRequestFromHeaders(f *testing.F) {
 	f.Add(":status: 200\n:path\n\nz: 1\na: 2")
 	f.Fuzz(func(t *testing.T, raw string) {
 		h := parseHeaderLines(raw)
-		r := requestFromHeaders(h)
+		r := stream.RequestOf(headerMap{h}.All())
 		if r.Method != first(h.m[":method"]) || r.Authority != first(h.m[":authority"]) || r.Path != first(h.m[":path"]) {
 			t.Fatalf("pseudo-headers: %+v from %v", r, h.m)
 		}
@@ -156,4 +157,11 @@ func FuzzDecodeHeaders(f *testing.F) {
 			}
 		}
 	})
+}
+
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }

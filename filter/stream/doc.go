@@ -1,0 +1,53 @@
+// Package stream is the Custodian's per-stream machine for Envoy: what an
+// Envoy HTTP filter does with one request and its response, written once
+// and driven by both Envoy hosts — the golang-filter adapter
+// (filter/envoyfilter, envoy-contrib) and the dynamic module
+// (filter/module, core Envoy). An adapter only translates its SDK or ABI
+// into the small interfaces here (Headers, Body, Host); every rule of the
+// stream lives in this package, so a rule cannot differ between the two.
+//
+// # Invariant
+//
+// The machine decides nothing itself: it reads a request or a response into
+// the engine's plain values (package filter), applies the engine's verdict,
+// and marks a request (dynamic metadata jr2.custodian/decided = true) only
+// when that verdict was to forward it. No value leaves it except in the Set
+// headers of a forwarded request; log lines, local replies and errors carry
+// names, targets and rule words only.
+//
+// # Per stream
+//
+//   - RequestHeaders: by the route's role — control: DecideControl; egress:
+//     DecideConnect; intercept: DecideRequest toward the route's target. A
+//     reply is sent as a local reply (text/plain); a forward sets :path
+//     (and, toward a bound target, :authority to filter.UpstreamHost),
+//     removes and sets headers, then marks the request, the last thing it
+//     does.
+//   - ResponseHeaders: DecideResponse (intercept and control roles) on the
+//     headers exactly as the upstream sent them: scrubbed header values,
+//     content-length and content-encoding dropped, or the 502 of an
+//     encoding the Custodian cannot read. The action=intercept line is
+//     written here, with the status the agent gets.
+//   - ResponseData: each chunk passes through the engine's streaming Body
+//     and goes on at once (never buffered whole); the scrubber holds the
+//     tail that could begin a value. A gzip body that turns out broken ends
+//     the response with a local reply, which Envoy turns into a stream reset
+//     once headers went out: a cut body never looks complete.
+//   - ResponseTrailers: the held tail is appended before the trailers, and
+//     the trailers are decided as headers are: a name that holds a value is
+//     removed, every value scrubbed.
+//   - Done: the scrubber is released, and a forwarded request that ended
+//     before any response gets its action=intercept line (status=0).
+//
+// A stream's calls run one after another on one Envoy worker thread; the
+// machine starts no goroutine, so a Stream needs no lock. A Config and its
+// engine are shared by every stream and are read-only.
+//
+// # Failing closed
+//
+// Every entry point recovers a panic of its own: the request is answered
+// 500 (or, once response headers went out, the stream is reset), the mark
+// is overwritten with false, what follows of the response is dropped, and
+// one line with reason=internal is logged. A Config that is broken (see
+// Merge) answers every request 500 and never marks.
+package stream

@@ -1,0 +1,483 @@
+package stream
+
+import (
+	"bytes"
+	"sort"
+	"strconv"
+	"strings"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/logline"
+)
+
+// Reasons of the machine's own refusals (the engine's are in package
+// filter).
+const (
+	// ReasonMisconfigured: the stream has no usable config (see Merge).
+	ReasonMisconfigured = "misconfigured"
+	// ReasonInternal: an entry point panicked and was recovered.
+	ReasonInternal = "internal"
+)
+
+// Headers is one header map of a stream (request or response headers, or
+// response trailers) as an adapter exposes it. Names are lowercase, as
+// Envoy holds them. Set and Del on ":path" and ":authority" change the
+// request's path and host.
+type Headers interface {
+	// All returns every header, pseudo-headers included, each value of a
+	// name in arrival order. The machine sorts by name itself.
+	All() []filter.Header
+	// Set replaces every value of name with value.
+	Set(name, value string)
+	// Add appends one value of name.
+	Add(name, value string)
+	// Del removes every value of name.
+	Del(name string)
+}
+
+// Body is the response-body chunk now passing.
+type Body interface {
+	// Bytes is the chunk; it may be a view valid only for this call.
+	Bytes() []byte
+	// Set replaces the chunk with b (which may be empty).
+	Set(b []byte) error
+}
+
+// Host is an adapter's side of one stream.
+type Host interface {
+	// SetMark sets (or overwrites) the jr2.custodian/decided mark.
+	SetMark(v bool)
+	// ClearRouteCache makes Envoy match the route again after :authority
+	// changed.
+	ClearRouteCache()
+	// SendLocalReply answers with status and a text/plain body; details is
+	// Envoy's response-code-details word. encoding tells the phase: once
+	// response headers went out, Envoy resets the stream instead.
+	SendLocalReply(encoding bool, status int, body, details string)
+	// AppendResponseBody adds b to the response body after the last chunk;
+	// it is called only from ResponseTrailers.
+	AppendResponseBody(b []byte)
+	// Log writes one log line at info level.
+	Log(line string)
+}
+
+// Status is what an entry point tells the adapter to return to Envoy.
+type Status int
+
+const (
+	// Continue: let the headers or the chunk (as changed) go on.
+	Continue Status = iota
+	// Answered: the machine sent a local reply, or dropped what followed a
+	// refused response; stop iteration.
+	Answered
+)
+
+// Stream is the machine of one request and its response. Its methods are
+// called one at a time, in Envoy's order (see the package doc).
+type Stream struct {
+	host Host
+	cfg  *Config
+
+	target    string          // for log lines: the decision's target, or "-"
+	forwarded bool            // the request went on, marked
+	marked    bool            // the mark was set
+	answered  bool            // this filter answered the request itself
+	dec       filter.Decision // the forward decision (control, intercept)
+	logged    bool            // the action=intercept line was written
+	body      *filter.Body    // the response body scrubber, while a body flows
+	broken    bool            // the response was cut off; drop whatever follows
+}
+
+// New returns the machine of one stream. A nil cfg refuses the request as
+// NoConfig does.
+func New(cfg *Config, host Host) *Stream {
+	if cfg == nil {
+		cfg = NoConfig
+	}
+	return &Stream{host: host, cfg: cfg, target: "-"}
+}
+
+// RequestHeaders decides the request by the route's role and applies the
+// verdict.
+func (s *Stream) RequestHeaders(h Headers) (status Status) {
+	defer s.recoverPanic(false, &status)
+	s.target = "-"
+	if m := s.cfg.broken; m != nil {
+		return s.misconfigured(m.why)
+	}
+	r := RequestOf(h.All())
+	e := s.cfg.engine
+	switch s.cfg.route.Role {
+	case pluginconf.RoleEgress:
+		cd := e.DecideConnect(r.Method, r.Authority)
+		if cd.Reply != nil {
+			return s.reply(false, cd.Reply, cd.LogFields())
+		}
+		s.target = cd.Target
+		if cd.Target != r.Authority {
+			// The canonical target decides, so the rendered routes must
+			// match on it too (a trailing dot or capitals would otherwise
+			// miss the intercept route).
+			h.Set(":authority", cd.Target)
+			s.host.ClearRouteCache()
+		}
+		if f := cd.LogFields(); f != nil {
+			s.log(f)
+		}
+		return s.forward()
+	case pluginconf.RoleControl:
+		d := e.DecideControl(&r)
+		if d.Reply != nil {
+			return s.reply(false, d.Reply, d.LogFields(0))
+		}
+		applyRequest(h, &d)
+		// The route matched the agent's path; the Orchestrator gets the
+		// engine's path and its own name. The route cache is kept on
+		// purpose: the rewritten path is no route of this listener.
+		h.Set(":authority", d.Target)
+		return s.forwardDecision(d)
+	case pluginconf.RoleIntercept:
+		d := e.DecideRequest(s.cfg.route.Target, &r)
+		if d.Reply != nil {
+			return s.reply(false, d.Reply, d.LogFields(0))
+		}
+		applyRequest(h, &d)
+		// The Host rule let any spelling of the target through (case, a
+		// trailing dot, :443); the upstream gets the target's own, as from
+		// the Go host.
+		h.Set(":authority", filter.UpstreamHost(s.cfg.route.Target))
+		return s.forwardDecision(d)
+	}
+	// ParseRoute admits no other role; a config built around one is a bug.
+	return s.misconfigured("the route's role is unknown")
+}
+
+// misconfigured answers 500: the stream has no config it can decide with.
+func (s *Stream) misconfigured(why string) Status {
+	return s.reply(false, &filter.Reply{
+		Status: 500,
+		Body:   "jr2 custodian: misconfigured: " + why + "; the request was not passed on",
+		Reason: ReasonMisconfigured,
+	}, []string{"action", "refuse", "target", "-", "reason", ReasonMisconfigured})
+}
+
+func (s *Stream) forwardDecision(d filter.Decision) Status {
+	s.dec = d
+	s.target = d.Target
+	return s.forward()
+}
+
+// forward marks the request and lets it go on. The mark is the last thing
+// RequestHeaders does, after every header change.
+func (s *Stream) forward() Status {
+	s.host.SetMark(true)
+	s.marked = true
+	s.forwarded = true
+	return Continue
+}
+
+// reply answers the request (or the response) with r, logs fields, and
+// never marks.
+func (s *Stream) reply(encoding bool, r *filter.Reply, fields []string) Status {
+	s.answered = true
+	s.log(fields)
+	s.host.SendLocalReply(encoding, r.Status, s.redact(r.Body), "jr2_custodian_"+r.Reason)
+	return Answered
+}
+
+// log writes one jr2.custodian line of the engine's (or this package's)
+// fields: names, targets and words.
+func (s *Stream) log(fields []string) {
+	for i, f := range fields {
+		fields[i] = s.redact(f)
+	}
+	s.host.Log(logline.Format(logline.Custodian, fields...))
+}
+
+// redact scrubs held values from what the machine itself writes (a log
+// field, a reply body). The engine puts none there; a target the agent
+// spelled could still hold one it learnt, and this keeps it out.
+func (s *Stream) redact(v string) string {
+	if s.cfg.engine == nil {
+		return v
+	}
+	return s.cfg.engine.ScrubHeaderValue(v)
+}
+
+// ResponseHeaders decides a response to a forwarded request: scrubbed
+// headers, the body's scrubber, or the 502 of an unreadable encoding. It
+// writes the request's action=intercept line.
+func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
+	defer s.recoverPanic(true, &status)
+	if !s.scrubs() {
+		return Continue
+	}
+	all := h.All()
+	code, _ := strconv.Atoi(firstValue(all, ":status"))
+	rd := s.cfg.engine.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(sortHeaders(all)))
+	if rd.Reply != nil {
+		s.logIntercept(rd.Reply.Status)
+		return s.refuseResponse(rd.Reply)
+	}
+	s.logIntercept(code)
+	for _, n := range rd.Remove {
+		h.Del(n)
+	}
+	setAll(h, rd.Set)
+	if !endStream {
+		s.body = s.cfg.engine.NewBody(rd.Gzip)
+	}
+	return Continue
+}
+
+// ResponseData passes one chunk through the body's scrubber and lets what
+// it returns go on at once.
+func (s *Stream) ResponseData(b Body, endStream bool) (status Status) {
+	defer s.recoverPanic(true, &status)
+	if s.broken {
+		_ = b.Set(nil)
+		return Answered
+	}
+	if s.body == nil {
+		return Continue
+	}
+	in := b.Bytes()
+	out, err := s.body.Write(nil, in)
+	if err == nil && endStream {
+		out, err = s.body.Flush(out)
+		s.body = nil
+	}
+	if err != nil {
+		_ = b.Set(nil)
+		return s.cutOff()
+	}
+	if bytes.Equal(out, in) {
+		return Continue
+	}
+	if err := b.Set(out); err != nil {
+		_ = b.Set(nil)
+		return s.cutOff()
+	}
+	return Continue
+}
+
+// ResponseTrailers appends the scrubber's held tail before the trailers
+// and scrubs every trailer.
+func (s *Stream) ResponseTrailers(t Headers) (status Status) {
+	defer s.recoverPanic(true, &status)
+	if s.broken {
+		return Answered
+	}
+	if !s.scrubs() {
+		return Continue
+	}
+	if s.body != nil {
+		out, err := s.body.Flush(nil)
+		s.body = nil
+		if err != nil {
+			return s.cutOff()
+		}
+		if len(out) > 0 {
+			s.host.AppendResponseBody(out)
+		}
+	}
+	scrubTrailers(t, s.cfg.engine)
+	return Continue
+}
+
+// cutOff ends a response whose body could not be read to the end. Envoy
+// answers the local reply when no header went out yet, and otherwise
+// resets the stream: the agent never sees a cut body as complete.
+func (s *Stream) cutOff() Status {
+	if s.body != nil {
+		s.body.Close()
+		s.body = nil
+	}
+	return s.refuseResponse(&filter.Reply{
+		Status: 502,
+		Body:   "jr2 custodian: " + s.target + " answered with a gzip body that could not be read; the answer was cut off",
+		Reason: filter.ReasonEncoding,
+	})
+}
+
+// refuseResponse replaces the response with r (a reset, once headers went
+// out). Whatever of the upstream's response still reaches the filter is
+// dropped.
+func (s *Stream) refuseResponse(r *filter.Reply) Status {
+	s.broken = true
+	return s.reply(true, r, []string{"action", "refuse", "target", s.target, "reason", r.Reason})
+}
+
+// scrubs reports whether the response of this stream is one the engine
+// decides: the answer to a request the filter forwarded on the control or
+// an intercept listener — not the filter's own reply, and not a tunnel.
+func (s *Stream) scrubs() bool {
+	return s.forwarded && !s.answered && s.cfg.route.Role != pluginconf.RoleEgress
+}
+
+// Done releases the body's scrubber and writes the action=intercept line
+// of a forwarded request that ended before any response (status=0). It
+// never panics.
+func (s *Stream) Done() {
+	defer func() { _ = recover() }()
+	if s.body != nil {
+		s.body.Close()
+		s.body = nil
+	}
+	if s.scrubs() {
+		s.logIntercept(0)
+	}
+}
+
+// logIntercept writes the request's action=intercept line once.
+func (s *Stream) logIntercept(status int) {
+	if s.logged {
+		return
+	}
+	s.logged = true
+	s.log(s.dec.LogFields(status))
+}
+
+// recoverPanic turns a panic in an entry point into a refusal: no mark (an
+// existing one is overwritten with false), one line with reason=internal,
+// and a 500 — or a reset, once response headers went out. A panic while
+// the machine was already answering (an SDK's own errors, such as a
+// finished request) is passed on to the adapter, which must recover it.
+func (s *Stream) recoverPanic(encoding bool, status *Status) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if s.answered {
+		panic(r)
+	}
+	if s.marked {
+		func() {
+			defer func() { _ = recover() }()
+			s.host.SetMark(false)
+			s.marked = false
+		}()
+	}
+	if s.body != nil {
+		func() {
+			defer func() { _ = recover() }()
+			s.body.Close()
+		}()
+		s.body = nil
+	}
+	if s.scrubs() {
+		s.logIntercept(500)
+	}
+	target := s.target
+	if target == "" {
+		target = "-"
+	}
+	r500 := &filter.Reply{Status: 500, Body: InternalErrorBody, Reason: ReasonInternal}
+	fields := []string{"action", "refuse", "target", target, "reason", ReasonInternal}
+	if encoding {
+		s.broken = true // what follows of the upstream's response is dropped
+	}
+	*status = s.reply(encoding, r500, fields)
+}
+
+// InternalErrorBody is the fixed text of every answer to a stream that
+// failed inside the Custodian (a recovered panic, in the machine or in an
+// adapter).
+const InternalErrorBody = "jr2 custodian: internal error; the request was not passed on"
+
+// RequestOf reads what the engine judges from a request's headers:
+// :method, :authority and :path (the first value of each), and every
+// header that is not a pseudo-header, names sorted so that the engine's
+// choices (which offending header a reply names) are the same on every
+// run and in every host. Values of one name keep their order. Hop-by-hop
+// headers are not removed here: Envoy's connection manager removes them
+// before any filter runs, and what it leaves is judged.
+func RequestOf(all []filter.Header) filter.Request {
+	all = sortHeaders(all)
+	var r filter.Request
+	r.Method = firstValue(all, ":method")
+	r.Authority = firstValue(all, ":authority")
+	r.Path = firstValue(all, ":path")
+	r.Headers = withoutPseudo(all)
+	return r
+}
+
+// applyRequest applies a forward decision to the request's headers: the
+// engine's path, its removals, then its Set headers (each replacing every
+// value of its name).
+func applyRequest(h Headers, d *filter.Decision) {
+	if d.Path != "" {
+		h.Set(":path", d.Path)
+	}
+	for _, n := range d.Remove {
+		h.Del(n)
+	}
+	for _, x := range d.Set {
+		h.Set(x.Name, x.Value)
+	}
+}
+
+// scrubTrailers applies the engine's verdict on the trailers: a name that
+// holds a form of a held value is removed, and every value is replaced
+// with its scrubbed form.
+func scrubTrailers(t Headers, e *filter.Engine) {
+	in := sortHeaders(t.All())
+	out := e.DecideTrailers(in)
+	kept := map[string]bool{}
+	for _, x := range out {
+		kept[x.Name] = true
+	}
+	seen := map[string]bool{}
+	for _, x := range in {
+		if !seen[x.Name] && !kept[strings.ToLower(x.Name)] {
+			t.Del(x.Name)
+		}
+		seen[x.Name] = true
+	}
+	setAll(t, out)
+}
+
+// setAll makes each name's values exactly the listed ones, in order.
+func setAll(h Headers, set []filter.Header) {
+	done := map[string]bool{}
+	for _, x := range set {
+		if done[x.Name] {
+			h.Add(x.Name, x.Value)
+			continue
+		}
+		done[x.Name] = true
+		h.Set(x.Name, x.Value)
+	}
+}
+
+// sortHeaders orders headers by name, keeping the order of one name's
+// values (a stable sort of a copy).
+func sortHeaders(hs []filter.Header) []filter.Header {
+	out := append([]filter.Header(nil), hs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func withoutPseudo(hs []filter.Header) []filter.Header {
+	var out []filter.Header
+	for _, x := range hs {
+		if !strings.HasPrefix(x.Name, ":") {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstValue(hs []filter.Header, name string) string {
+	for _, x := range hs {
+		if x.Name == name {
+			return x.Value
+		}
+	}
+	return ""
+}
+
+// Scrubbing reports whether the stream holds a live body scrubber (a
+// response body is flowing); Done releases it.
+func (s *Stream) Scrubbing() bool { return s.body != nil }
