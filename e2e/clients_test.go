@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"jr2.dev/boundary/filter"
 )
 
 // request is what a client is asked to send. A "Host" entry in Headers
@@ -293,4 +295,69 @@ func goClientMain() int {
 	}
 	json.NewEncoder(os.Stdout).Encode(out)
 	return 0
+}
+
+// testChallenge: every client of the matrix, asking target for path with
+// no credential header, gets rule 9's 401 with the Basic challenge and
+// body, the answer a client that waits for a challenge (git) needs.
+func (w *world) testChallenge(t *testing.T, target, path, body string) {
+	for _, c := range clients {
+		resp := c.do(t, w.env, request{Method: "GET", URL: httpsURL(target, path)})
+		if resp.Status != 401 || resp.get("WWW-Authenticate") != filter.Challenge || resp.Body != body {
+			t.Errorf("%s: %d %q %q; want 401, WWW-Authenticate %q and %q", c.name, resp.Status, resp.get("WWW-Authenticate"), resp.Body, filter.Challenge, body)
+		}
+	}
+}
+
+// testTrust: clients that read a trust variable other than SSL_CERT_FILE
+// trust the Custodian with harness.env alone. wget (GnuTLS) reads no
+// variable, only the wgetrc that WGETRC names; curl reads CURL_CA_BUNDLE
+// before SSL_CERT_FILE, so a machine that sets it to other roots would
+// make curl refuse the Custodian's leaf unless harness.env sets it too.
+// url answers 200 with want in its body when sent header.
+func (w *world) testTrust(t *testing.T, url, header, want string) {
+	other := w.upstreamCA.WriteFile(t, t.TempDir(), "machine-roots.pem")
+	without := func(name string) []string {
+		var env []string
+		for _, kv := range w.env {
+			if !strings.HasPrefix(kv, name+"=") {
+				env = append(env, kv)
+			}
+		}
+		return env
+	}
+	for _, c := range []struct {
+		name string
+		argv []string
+		env  []string
+		code int // the exit code; 0 with want in the output
+	}{
+		{"wget trusts the Custodian through WGETRC", []string{"wget", "-q", "-O", "-", "--header", header, url}, w.env, 0},
+		{"wget without WGETRC fails TLS", []string{"wget", "-q", "-O", "-", "--header", header, url}, without("WGETRC"), 5},
+		// A machine's own CURL_CA_BUNDLE comes first; harness.env's, later,
+		// replaces it, as a container's env file replaces its image's.
+		{"curl over a machine's CURL_CA_BUNDLE", []string{"curl", "-sS", "--fail", "-H", header, url}, append([]string{"CURL_CA_BUNDLE=" + other}, w.env...), 0},
+		{"curl with only the machine's CURL_CA_BUNDLE fails TLS", []string{"curl", "-sS", "--fail", "-H", header, url}, append(without("CURL_CA_BUNDLE"), "CURL_CA_BUNDLE="+other), 60},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := exec.LookPath(c.argv[0]); err != nil {
+				t.Skipf("SKIP: no %s on PATH; its trust through harness.env is not exercised", c.argv[0])
+			}
+			cmd := exec.Command(c.argv[0], c.argv[1:]...)
+			cmd.Env = c.env
+			out, err := cmd.CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code || c.code == 0 && !strings.Contains(string(out), want) {
+				t.Errorf("%s: exit %d, want %d:\n%.400s", c.argv[0], code, c.code, out)
+			}
+			if what := w.leak(out); what != "" {
+				t.Errorf("%s saw %s", c.argv[0], what)
+			}
+		})
+	}
 }

@@ -58,11 +58,30 @@ func (w *world) testRender(t *testing.T) {
 		"HTTPS_PROXY=http://127.0.0.1:15001", "https_proxy=http://127.0.0.1:15001",
 		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
 		"NODE_USE_ENV_PROXY=1",
-		"NODE_EXTRA_CA_CERTS="+filepath.Join(ca, "extra.crt"),
-		"SSL_CERT_FILE="+filepath.Join(ca, "bundle.crt"),
-		"REQUESTS_CA_BUNDLE="+filepath.Join(ca, "bundle.crt"),
-		"GIT_SSL_CAINFO="+filepath.Join(ca, "bundle.crt"),
 	)
+	// Each trust variable names extra.crt (added to a tool's own roots) or
+	// bundle.crt (in place of them), or wgetrc.
+	for _, v := range [][2]string{
+		{"NODE_EXTRA_CA_CERTS", "extra.crt"}, {"SSL_CERT_FILE", "bundle.crt"}, {"REQUESTS_CA_BUNDLE", "bundle.crt"},
+		{"GIT_SSL_CAINFO", "bundle.crt"}, {"CURL_CA_BUNDLE", "bundle.crt"}, {"AWS_CA_BUNDLE", "bundle.crt"},
+		{"PIP_CERT", "bundle.crt"}, {"CARGO_HTTP_CAINFO", "bundle.crt"}, {"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "bundle.crt"},
+		{"CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "bundle.crt"}, {"DENO_CERT", "extra.crt"}, {"WGETRC", "wgetrc"},
+	} {
+		env = append(env, v[0]+"="+filepath.Join(ca, v[1]))
+	}
+	// Every held secret of the suite rides authorization: one credential
+	// helper per target (an empty entry first, which drops the machine's).
+	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", 2*len(held)))
+	for i, n := range held {
+		target := w.git.target
+		if n != gitName {
+			target = w.echo[strings.ToLower(strings.TrimPrefix(n, "KEY_"))].target
+		}
+		key := "credential.https://" + strings.TrimSuffix(target, ":443") + ".helper"
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", 2*i, key), fmt.Sprintf("GIT_CONFIG_VALUE_%d=", 2*i),
+			fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", 2*i+1, key),
+			fmt.Sprintf(`GIT_CONFIG_VALUE_%d=!f() { test "$1" = get || return 0; echo username=x-access-token; echo password=%s; }; f`, 2*i+1, standIn(n)))
+	}
 	if got, want := strings.Join(w.harness, "\n"), strings.Join(env, "\n"); got != want {
 		t.Errorf("harness.env:\n%s\nwant:\n%s", got, want)
 	}

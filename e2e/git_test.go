@@ -12,21 +12,24 @@ import (
 )
 
 // testGit pushes to and clones from the git upstream through the
-// Custodian: git holds only the stand-in and sends it as Basic
-// base64(user:stand-in) on every request; the upstream accepts only the
-// value.
-//
-// git sends it with http.extraHeader, as CI checkouts do. A stand-in in the
-// remote URL alone is not enough: git (libcurl's CURLAUTH_ANY) first asks
-// without credentials, expecting a 401 that names a scheme, and the
-// Custodian answers that request 403 (rule 9), which git does not retry —
-// the last subtest pins that.
+// Custodian with stock git and harness.env as its whole environment, no
+// flag: git asks without credentials, the Custodian answers rule 9's 401
+// with its Basic challenge (nothing leaves the pod), git asks the
+// credential helper harness.env configures (GIT_CONFIG_COUNT), which gives
+// the stand-in as the Basic password, and the Custodian swaps it; the
+// upstream accepts only the value.
 func (w *world) testGit(t *testing.T) {
 	g := w.git
 	si := standIn(gitName)
 	remote := "https://" + g.target + "/e2e.git"
-	auth := "http.extraHeader=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(gitUser+":"+si))
 	work := t.TempDir()
+	// noHelper is the client environment without harness.env's git config.
+	var noHelper []string
+	for _, kv := range w.env {
+		if !strings.HasPrefix(kv, "GIT_CONFIG_") || strings.HasPrefix(kv, "GIT_CONFIG_NOSYSTEM=") {
+			noHelper = append(noHelper, kv)
+		}
+	}
 
 	t.Run("push", func(t *testing.T) {
 		src := filepath.Join(work, "src")
@@ -34,15 +37,19 @@ func (w *world) testGit(t *testing.T) {
 		mustWrite(t, filepath.Join(src, "README"), "pushed through the Custodian\n", 0o644)
 		w.gitRun(t, src, "add", "README")
 		w.gitRun(t, src, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-m", "first")
-		w.gitRun(t, src, "-c", auth, "push", remote, "main")
+		before := g.hits.Load()
+		w.gitRun(t, src, "push", remote, "main")
 		if out := gitOut(t, g.repoDir, "log", "--format=%s", "main"); out != "first\n" {
 			t.Fatalf("the upstream repository's log: %q", out)
+		}
+		if g.hits.Load() == before {
+			t.Fatal("the push never reached the upstream")
 		}
 	})
 
 	t.Run("clone and push again", func(t *testing.T) {
 		dst := filepath.Join(work, "dst")
-		w.gitRun(t, "", "-c", auth, "clone", remote, dst)
+		w.gitRun(t, "", "clone", remote, dst)
 		b, err := os.ReadFile(filepath.Join(dst, "README"))
 		if err != nil || string(b) != "pushed through the Custodian\n" {
 			t.Fatalf("the clone's README: %q %v", b, err)
@@ -50,11 +57,30 @@ func (w *world) testGit(t *testing.T) {
 		mustWrite(t, filepath.Join(dst, "second"), "2\n", 0o644)
 		w.gitRun(t, dst, "add", "second")
 		w.gitRun(t, dst, "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-m", "second")
-		w.gitRun(t, dst, "-c", auth, "push", "origin", "main")
+		w.gitRun(t, dst, "push", "origin", "main")
 		if out := gitOut(t, g.repoDir, "log", "--format=%s", "main"); out != "second\nfirst\n" {
 			t.Fatalf("the upstream repository's log: %q", out)
 		}
 	})
+
+	// Other ways git is given the stand-in work too: in the URL (git sends
+	// it after the 401), and in http.extraHeader (sent at once, as CI
+	// checkouts do).
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"the stand-in in the URL", []string{"clone", "https://" + gitUser + ":" + si + "@" + g.target + "/e2e.git"}},
+		{"http.extraHeader", []string{"-c", "http.extraHeader=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(gitUser+":"+si)), "clone", remote}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := w.gitCmd("", append(c.args, t.TempDir()+"/clone")...)
+			cmd.Env = noHelper
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %s: %v\n%s", strings.Join(c.args, " "), err, out)
+			}
+		})
+	}
 
 	t.Run("every request carried the value as the Basic password", func(t *testing.T) {
 		reqs := g.all()
@@ -71,25 +97,48 @@ func (w *world) testGit(t *testing.T) {
 		}
 	})
 
-	for _, c := range []struct{ name, url string }{
-		{"403 without the stand-in, nothing sent", remote},
-		{"the stand-in in the URL alone: git asks without it first and gets 403", "https://" + gitUser + ":" + si + "@" + g.target + "/e2e.git"},
+	// Without the helper git gets the 401 and, with no terminal, stops; a
+	// guess in the header gets 403 and no challenge. Neither reaches the
+	// upstream.
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no helper: the 401 challenge, nothing sent", []string{"clone", remote},
+			[]string{"could not read Username for 'https://" + g.target + "'"}},
+		{"a guess in the header: 403, nothing sent", []string{"-c", "http.extraHeader=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(gitUser+":ghp_madeUpByTheAgent0123456789abcdef")), "clone", remote},
+			[]string{"remote: jr2 custodian: needs the stand-in of " + gitName + " in authorization", "The requested URL returned error: 403"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := g.hits.Load()
-			out, err := w.gitCmd("", "clone", c.url, t.TempDir()+"/clone").CombinedOutput()
+			cmd := w.gitCmd("", append(c.args, t.TempDir()+"/clone")...)
+			cmd.Env = noHelper
+			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the clone succeeded:\n%s", out)
 			}
-			if !strings.Contains(string(out), "remote: jr2 custodian: needs the stand-in of "+gitName+" in authorization") ||
-				!strings.Contains(string(out), "The requested URL returned error: 403") {
-				t.Errorf("git did not report the Custodian's 403:\n%s", out)
+			for _, want := range c.want {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("git did not say %q:\n%s", want, out)
+				}
 			}
 			if n := g.hits.Load() - before; n != 0 {
 				t.Errorf("%d requests reached the upstream", n)
 			}
 		})
 	}
+
+	refs := "/e2e.git/info/refs?service=git-upload-pack"
+	t.Run("every client gets the challenge", func(t *testing.T) {
+		w.testChallenge(t, g.target, refs, "jr2 custodian: needs the stand-in of "+gitName+" in authorization")
+		if n := g.authFail.Load(); n != 0 {
+			t.Errorf("%d requests reached the git upstream without the value", n)
+		}
+	})
+	t.Run("trust", func(t *testing.T) {
+		w.testTrust(t, httpsURL(g.target, refs), "Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte(gitUser+":"+si)), "service=git-upload-pack")
+	})
 
 	t.Run("log", func(t *testing.T) {
 		lines := w.run.out.matching(func(s string) bool { return strings.Contains(s+" ", " target="+g.target+" ") })

@@ -22,14 +22,21 @@
 //
 //   - Shape: one JSON object; an unknown field, a field given twice, a value
 //     of the wrong type, an empty pod or a missing orchestrator is refused.
-//   - R2: a JR2_* name other than the Sandbox token (any case), or a proxy or
-//     trust variable (filter.ProxyTrustVars) — render sets those in the Harness.
+//   - R2: a JR2_* name other than the Sandbox token (any case); a proxy or
+//     trust variable (filter.ProxyOrTrustVar: the table of
+//     docs/harness-env.md, git's GIT_CONFIG_* among them) — render sets
+//     those in the Harness, and a tool reads each to choose its route or
+//     its roots; or a signing credential (filter.SigningVars:
+//     AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, …), whose value
+//     signs a request and never rides one, so no stand-in of it is ever
+//     swapped: the refusal points at the Effector.
 //   - R3: one name held twice.
 //   - R5: no hosts; a wildcard, userinfo, a scheme other than https, a path
 //     (or query) on a host, a bad port, an IPv6 address out of brackets; one
 //     target listed twice; two secrets on one host in one header.
 //   - R6: a header that is not a lowercase token, that frames or routes a
-//     request (filter.Frames), or that is listed twice.
+//     request (filter.Frames), that the request's own signature covers
+//     (filter.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
 //   - R12: a path prefix that does not start with "/", or holds "..", ";",
 //     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
 //     ASCII, "?" or "#" (a prefix is matched against the path alone).
@@ -341,6 +348,9 @@ func (s *secretsChecker) name(at, name string) bool {
 	case filter.ProxyOrTrustVar(upper):
 		s.add(at, "R2", "%s: render sets the Harness's proxy and trust variables itself, so none can be held; hold the credential under another name", name)
 		return false
+	case filter.SigningVar(upper):
+		s.add(at, "R2", "%s is a signing credential: it signs the request and never rides it, so the Custodian has no stand-in to swap; run the tool that signs as an Effector command effect with the secret in its env (effector-wire.md), or hold a bearer token instead", name)
+		return false
 	}
 	if first, dup := s.names[name]; dup {
 		s.add(at, "R3", "%s is held twice (first at %s); hold each name once", name, first)
@@ -366,6 +376,8 @@ func (s *secretsChecker) headers(headers, paths []string) []string {
 			s.add(at, "R6", "%s: not a header name; use lowercase letters, digits and '-' (a request with '_' in a header name is refused)", quote(h))
 		case filter.Frames(lower):
 			s.add(at, "R6", "%s: it frames or routes the request, so no credential rides it; name the header the credential is sent in", quote(h))
+		case filter.SigningHeader(lower):
+			s.add(at, "R6", "%s: SigV4 signs every x-amz-* header, so a swapped value breaks the signature; run the AWS tool as an Effector command effect with its keys in its env (effector-wire.md)", quote(h))
 		case lower != h:
 			s.add(at, "R6", "%s: header names are written lowercase here; write %s", quote(h), quote(lower))
 		default:

@@ -181,3 +181,48 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestKitAndSigningNamesRefused: every proxy or trust variable of the
+// table (filter.ProxyTrustVars, the numbered GIT_CONFIG_* ones, any case)
+// and every signing credential (filter.SigningVars) is refused as a held
+// name with R2, and every x-amz-* header with R6: a list that grows is
+// covered without a new file.
+func TestKitAndSigningNamesRefused(t *testing.T) {
+	doc := func(name string, headers ...string) []byte {
+		sec := map[string]any{"name": name, "hosts": []string{"api.example.com"}}
+		if len(headers) > 0 {
+			sec["headers"] = headers
+		}
+		return mustJSON(t, map[string]any{"pod": "p", "orchestrator": "o.svc:4000", "secrets": []any{sec}})
+	}
+	type tc struct {
+		doc        []byte
+		rule, want string
+	}
+	var cases []tc
+	names := append(append([]string{}, filter.ProxyTrustVars...), "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_7")
+	for _, n := range names {
+		for _, spelled := range []string{n, strings.ToLower(n)} {
+			cases = append(cases, tc{doc(spelled), "R2", spelled + ": render sets the Harness's proxy and trust variables itself"})
+		}
+	}
+	for _, n := range filter.SigningVars {
+		cases = append(cases, tc{doc(n), "R2", n + " is a signing credential"}, tc{doc(strings.ToLower(n)), "R2", "Effector"})
+	}
+	for _, h := range []string{"x-amz-security-token", "x-amz-date", "x-amz-content-sha256"} {
+		cases = append(cases, tc{doc("AWS_TOKEN", h), "R6", "SigV4 signs every x-amz-* header"})
+	}
+	for _, c := range cases {
+		_, err := manifest.Parse(c.doc)
+		refused, ok := err.(*manifest.Refused)
+		if !ok || len(refused.Problems) != 1 || refused.Problems[0].Rule != c.rule || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want one %s refusal saying %q", c.doc, err, c.rule, c.want)
+		}
+	}
+	// Names that only look alike are held.
+	for _, n := range []string{"GIT_CONFIG_KEYS", "MY_SSL_CERT_FILE", "AWS_SECRET", "GIT_TOKEN"} {
+		if _, err := manifest.Parse(doc(n)); err != nil {
+			t.Errorf("%s refused: %v", n, err)
+		}
+	}
+}

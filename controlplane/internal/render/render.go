@@ -6,9 +6,19 @@
 //	                bindings, listeners, the value directory — no value
 //	harness.env     the Harness container's env (ADR-0059's list)
 //	tls/…           one leaf and key per bound host:port (filter.LeafBase)
-//	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS)
-//	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, …)
+//	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS, DENO_CERT)
+//	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, CURL_CA_BUNDLE, …)
 //	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
+//	ca/wgetrc       ca_certificate = bundle.crt      (WGETRC: wget reads no trust variable)
+//
+// harness.env sets, beside the stand-ins, every proxy and trust variable
+// of docs/harness-env.md that applies (that table lists which tool reads
+// which), and for each bound target of a secret that rides authorization
+// a git credential helper in GIT_CONFIG_COUNT/KEY_n/VALUE_n that answers
+// the Custodian's 401 challenge (filter.Challenge) with the stand-in as
+// the Basic password: stock git then clones and pushes with no flag. Each
+// variable render sets is one a manifest may not hold (R2,
+// filter.ProxyOrTrustVar), so no held name collides with one.
 //
 // The same inputs render the same bytes, except a leaf issued fresh; a leaf
 // already in the directory is reused while pki accepts it, so rendering a
@@ -56,6 +66,7 @@ const (
 	HarnessFile   = "harness.env"
 	ExtraCAFile   = "ca/extra.crt"
 	BundleCAFile  = "ca/bundle.crt"
+	WgetrcFile    = "ca/wgetrc"
 	UpstreamFile  = bootstrap.UpstreamCAFile
 	tlsDir        = "tls"
 )
@@ -146,6 +157,7 @@ func Render(o Options) (*Result, error) {
 		ExtraCAFile:   {trust.Extra, 0o644},
 		BundleCAFile:  {trust.Bundle, 0o644},
 		UpstreamFile:  {trust.Upstream, 0o644},
+		WgetrcFile:    {Wgetrc(o.HarnessCADir), 0o644},
 	}
 	res := &Result{Summary: Summary(m, cfg)}
 	if err := distinctLeaves(bootstrap.BoundTargets(cfg)); err != nil {
@@ -261,10 +273,85 @@ func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	line("SSL_CERT_FILE", bundle)
 	line("REQUESTS_CA_BUNDLE", bundle)
 	line("GIT_SSL_CAINFO", bundle)
+	// Read before SSL_CERT_FILE by the tool that reads it (curl, awscli,
+	// pip), or instead of it (wget, Deno, gRPC, Cargo, gcloud): a machine
+	// that sets one of them elsewhere would otherwise win.
+	line("CURL_CA_BUNDLE", bundle)
+	line("AWS_CA_BUNDLE", bundle)
+	line("PIP_CERT", bundle)
+	line("CARGO_HTTP_CAINFO", bundle)
+	line("GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", bundle)
+	line("CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", bundle)
+	line("DENO_CERT", extra)
+	line("WGETRC", joinSlash(harnessCADir, "wgetrc"))
+	gitHelpers(c, line)
 	return b.Bytes()
 }
 
+// GitUser is the Basic user of the credential helper harness.env sets:
+// the engine swaps the password whatever the user, and GitHub, GitLab and
+// Gitea accept a token under any user.
+const GitUser = "x-access-token"
+
+// gitHelpers writes GIT_CONFIG_COUNT and, per bound target of a secret
+// that rides authorization (in config order), two entries: an empty
+// credential.https://HOST.helper, which drops every helper configured
+// before it for that URL, and one that answers git's "get" with the
+// stand-in as the password. The stand-in is public; no value is here.
+func gitHelpers(c *filter.Config, line func(k, v string)) {
+	var kv [][2]string
+	for _, s := range c.Secrets {
+		if !contains(s.Headers, "authorization") {
+			continue
+		}
+		for _, t := range s.Targets {
+			key := "credential." + gitURL(t) + ".helper"
+			kv = append(kv, [2]string{key, ""}, [2]string{key, gitHelper(s.StandIn)})
+		}
+	}
+	if len(kv) == 0 {
+		return
+	}
+	line("GIT_CONFIG_COUNT", fmt.Sprint(len(kv)))
+	for i, e := range kv {
+		line(fmt.Sprintf("GIT_CONFIG_KEY_%d", i), e[0])
+		line(fmt.Sprintf("GIT_CONFIG_VALUE_%d", i), e[1])
+	}
+}
+
+// gitHelper is a shell credential helper that prints the Basic pair on
+// "get" and ignores "store" and "erase". It holds no "$(" (Kubernetes
+// would expand it in an env value) and no newline.
+func gitHelper(standIn string) string {
+	return `!f() { test "$1" = get || return 0; echo username=` + GitUser + `; echo password=` + standIn + `; }; f`
+}
+
+// gitURL is the https URL git matches a credential against: the host, and
+// the port when it is not 443.
+func gitURL(target string) string {
+	if strings.HasSuffix(target, ":443") {
+		return "https://" + strings.TrimSuffix(target, ":443")
+	}
+	return "https://" + target
+}
+
+// Wgetrc is ca/wgetrc, which WGETRC names: wget built with GnuTLS reads
+// no trust variable, only its ca_certificate setting.
+func Wgetrc(harnessCADir string) []byte {
+	return []byte("# controlplane render: wget trusts the Custodian's CA through this file (WGETRC)\n" +
+		"ca_certificate = " + joinSlash(harnessCADir, "bundle.crt") + "\n")
+}
+
 func joinSlash(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
 
 // Summary is the line render prints per pod. It lists the manifest's held
 // secrets, not the Sandbox token every pod holds, as the spec's example does.

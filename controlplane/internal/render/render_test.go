@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,7 +100,7 @@ func tree(t testing.TB, dir string) map[string][]byte {
 	return files
 }
 
-// TestGolden: envoy.json, custodian.json, harness.env and the summary line
+// TestGolden: envoy.json, custodian.json, harness.env, wgetrc and the summary line
 // of a small (the spec's example) and a large manifest, byte for byte.
 // Refresh with: go test ./controlplane/internal/render -run TestGolden -update
 func TestGolden(t *testing.T) {
@@ -112,8 +113,8 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string][]byte{"summary.txt": []byte(res.Summary + "\n")}
-			for _, file := range []string{render.EnvoyFile, render.CustodianFile, render.HarnessFile} {
-				got[file] = read(t, filepath.Join(out, file))
+			for _, file := range []string{render.EnvoyFile, render.CustodianFile, render.HarnessFile, render.WgetrcFile} {
+				got[path.Base(file)] = read(t, filepath.Join(out, file))
 			}
 			dir := filepath.Join(testdata, "golden", name)
 			for file, b := range got {
@@ -603,5 +604,126 @@ func TestLocalTargets(t *testing.T) {
 	}
 	if !cfg.LocalTargets || len(cfg.Secrets) == 0 || cfg.Secrets[0].Targets[0] != "127.0.0.1:8443" {
 		t.Fatalf("custodian.json: %+v", cfg)
+	}
+}
+
+// harnessVars reads harness.env into its keys in order and a map.
+func harnessVars(t *testing.T, b []byte) ([]string, map[string]string) {
+	t.Helper()
+	var keys []string
+	vars := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			t.Fatalf("harness.env line %q is not KEY=VALUE", l)
+		}
+		if _, dup := vars[k]; dup {
+			t.Fatalf("harness.env sets %s twice", k)
+		}
+		keys = append(keys, k)
+		vars[k] = v
+	}
+	return keys, vars
+}
+
+// TestHarnessVarsAreNeverHeld: every variable harness.env sets beside the
+// stand-ins is one a manifest may not hold (filter.ProxyOrTrustVar), so no
+// held name can collide with one; each trust variable names a file render
+// wrote under the Harness's CA directory; and wgetrc points wget at the
+// bundle.
+func TestHarnessVarsAreNeverHeld(t *testing.T) {
+	f := newFixture(t)
+	out := filepath.Join(t.TempDir(), "out")
+	o := f.options(t, read(t, filepath.Join(testdata, "manifests", "large.json")), out)
+	if _, err := render.Render(o); err != nil {
+		t.Fatal(err)
+	}
+	keys, vars := harnessVars(t, read(t, filepath.Join(out, render.HarnessFile)))
+	for _, k := range keys {
+		if vars[k] == filter.StandIn(k) {
+			continue
+		}
+		if !filter.ProxyOrTrustVar(k) {
+			t.Errorf("harness.env sets %s, which a manifest could hold: add it to filter.ProxyTrustVars", k)
+		}
+	}
+	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "PIP_CERT",
+		"CARGO_HTTP_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE", "NODE_EXTRA_CA_CERTS", "DENO_CERT", "WGETRC"} {
+		rel, ok := strings.CutPrefix(vars[k], render.DefaultHarnessCADir+"/")
+		if !ok {
+			t.Errorf("%s=%q is not under %s", k, vars[k], render.DefaultHarnessCADir)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(out, "ca", rel)); err != nil {
+			t.Errorf("%s names a file render did not write: %v", k, err)
+		}
+	}
+	if want := "ca_certificate = " + render.DefaultHarnessCADir + "/bundle.crt\n"; !strings.HasSuffix(string(read(t, filepath.Join(out, render.WgetrcFile))), want) {
+		t.Errorf("wgetrc does not end %q", want)
+	}
+}
+
+// TestGitCredentialHelper asks git's own credential machinery (git
+// credential fill, as git runs it after a 401) with harness.env as the
+// whole environment: each bound https target of a secret that rides
+// authorization gets the stand-in as the password, over any helper the
+// machine configured; any other host gets nothing.
+func TestGitCredentialHelper(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("SKIP: no git binary on PATH; the rendered credential helper is not exercised")
+	}
+	f := newFixture(t)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := render.Render(f.options(t, read(t, filepath.Join(testdata, "manifests", "large.json")), out)); err != nil {
+		t.Fatal(err)
+	}
+	keys, vars := harnessVars(t, read(t, filepath.Join(out, render.HarnessFile)))
+	home := t.TempDir()
+	// A machine's own helper, which the rendered one must override: it
+	// would answer every host with a password of its own.
+	gitconfig := "[credential]\n\thelper = \"!f() { echo username=machine; echo password=machine-password; }; f\"\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS="}
+	for _, k := range keys {
+		env = append(env, k+"="+vars[k])
+	}
+	fill := func(host string) (string, error) {
+		cmd := exec.Command("git", "credential", "fill")
+		cmd.Env, cmd.Dir = env, home
+		cmd.Stdin = strings.NewReader("protocol=https\nhost=" + host + "\n\n")
+		b, err := cmd.Output()
+		return string(b), err
+	}
+	for _, c := range []struct{ host, standIn string }{
+		{"github.com", "GITHUB_TOKEN"},
+		{"api.github.com", "GITHUB_TOKEN"},
+		{"ghe.example.com:8443", "GHE_TOKEN"},
+		{"10.20.30.40:4443", "LITELLM_KEY"},
+		{"jira.example.com", "JIRA_TOKEN"},
+	} {
+		got, err := fill(c.host)
+		want := "protocol=https\nhost=" + c.host + "\nusername=" + render.GitUser + "\npassword=" + filter.StandIn(c.standIn) + "\n"
+		if err != nil || got != want {
+			t.Errorf("git credential fill for %s: %q %v\nwant %q", c.host, got, err, want)
+		}
+	}
+	// Not bound, bound on another port, or bound in another header only:
+	// the machine's own helper answers, never a stand-in.
+	for _, host := range []string{"example.org", "github.com:8443", "gitlab.com", "api.anthropic.com"} {
+		got, err := fill(host)
+		if err != nil || strings.Contains(got, "jr2-held-") || !strings.Contains(got, "password=machine-password") {
+			t.Errorf("git credential fill for %s: %q %v; want the machine's helper's answer", host, got, err)
+		}
+	}
+	// store and erase (git runs them after an answer) print nothing.
+	for _, op := range []string{"approve", "reject"} {
+		cmd := exec.Command("git", "credential", op)
+		cmd.Env, cmd.Dir = env, home
+		cmd.Stdin = strings.NewReader("protocol=https\nhost=github.com\nusername=" + render.GitUser + "\npassword=" + filter.StandIn("GITHUB_TOKEN") + "\n\n")
+		if b, err := cmd.CombinedOutput(); err != nil || len(b) != 0 {
+			t.Errorf("git credential %s: %q %v", op, b, err)
+		}
 	}
 }
