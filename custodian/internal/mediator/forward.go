@@ -50,13 +50,26 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		m.localReply(w, 0, eng.Unreachable(target, "the request could not be built: "+err.Error()))
 		return
 	}
-	reqSeq, err := m.record(bundle.KindHTTPRequest, httpRequest{
+	hr := httpRequest{
 		Attempt: ci.attempt,
 		Method:  out.Method,
 		URL:     ci.scheme + "://" + ci.hostHeader() + d.Path,
 		Headers: m.recordedHeaders(out, r, &d),
 		Length:  out.ContentLength,
-	})
+	}
+	if hr.scrub(m) {
+		// A form of a value the agent sent itself: recorded with its
+		// label, and never sent.
+		m.record(bundle.KindHTTPRequest, hr)
+		rep := &filter.Reply{Status: http.StatusForbidden, Reason: ruleValueInRequest,
+			Body: "jr2 custodian: the request to " + target + " holds a form of a held value in its url or headers; a value is sent only where the engine puts it\n"}
+		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,
+			Rule: ruleValueInRequest, Method: safeMethod(r.Method), Status: rep.Status, Scrubbed: true})
+		m.refuseLog(target, ruleValueInRequest)
+		relay.WriteReply(w, rep)
+		return
+	}
+	reqSeq, err := m.record(bundle.KindHTTPRequest, hr)
 	for _, name := range d.Secrets {
 		if err != nil {
 			break

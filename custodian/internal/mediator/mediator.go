@@ -17,7 +17,10 @@
 // recorded with each form replaced by its label, by the engine's scrubber
 // folded for case, marked "scrubbed": true, and denied (DNS REFUSED, rule
 // value-in-name), whatever the policy says; the refuse line names it the
-// same way. A value reaches the wire only in a header the engine Set, over
+// same way. So is a request whose url or headers, as they would go
+// upstream, hold a form the agent wrote itself: its http-request record
+// shows the label, "scrubbed", and it is denied (403, rule
+// value-in-request) and never sent. A value reaches the wire only in a header the engine Set, over
 // TLS, toward a host the policy binds it to; the record shows the stand-in
 // the agent sent, and the bundle writer's guard refuses any line holding a
 // value: the last line of defence, which scrubbing first keeps from ever
@@ -61,9 +64,10 @@
 // dns-query and dns-decision for each question; egress-attempt (host, port,
 // via sni|host|proxy|ip, and the address when it was a literal-IP dial)
 // then egress-decision (allow or deny, the rule: allow_hosts[i],
-// default-deny, value-in-name, or "engine" with the engine's reason for a
-// request the engine refused on an allowed connection); each of the four
-// with "scrubbed": true when its name held a form of a value; http-request as sent upstream
+// default-deny, value-in-name, value-in-request, or "engine" with the
+// engine's reason for a request the engine refused on an allowed
+// connection); each of them, and http-request, with "scrubbed": true when
+// a name or a request held a form of a value; http-request as sent upstream
 // (swapped headers shown with the agent's stand-in); secret-injected (name
 // and target) for each value the request carries; http-response: one
 // record with the status and headers, one per body chunk as framed (the
@@ -72,11 +76,8 @@
 // cut. A reply the mediator made itself is one http-response record with
 // "local": true. The bundle is synced after every denial.
 //
-// NOT covered: request bodies are forwarded but not recorded; a path,
-// query or header value holding a form of a value makes its http-request
-// record refused by the guard, and the request is answered 502 unsent,
-// with no http-request record (the egress-attempt of its connection is
-// there); a denial by value-in-name tells the child that its name held a
+// NOT covered: request bodies are forwarded but not recorded (nor
+// checked for a value's form: the engine's request rules apply); a denial by value-in-name tells the child that its name held a
 // form (an oracle only for a value weak enough to guess); a form the scrubber does not know (scrub's NOT
 // covered) is recorded as it came; HTTP/2 and
 // HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes

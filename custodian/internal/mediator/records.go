@@ -82,11 +82,37 @@ type egressDecision struct {
 const ruleEngine = "engine"
 
 type httpRequest struct {
-	Attempt uint64      `json:"attempt"`
-	Method  string      `json:"method"`
-	URL     string      `json:"url"`
-	Headers [][2]string `json:"headers"`
-	Length  int64       `json:"content_length,omitempty"`
+	Attempt  uint64      `json:"attempt"`
+	Method   string      `json:"method"`
+	URL      string      `json:"url"`
+	Headers  [][2]string `json:"headers"`
+	Length   int64       `json:"content_length,omitempty"`
+	Scrubbed bool        `json:"scrubbed,omitempty"`
+}
+
+// ruleValueInRequest is the rule that denies a request whose URL or
+// headers, as they would go upstream, held a form of a held value.
+const ruleValueInRequest = "value-in-request"
+
+// scrub replaces, in the request's URL and headers, every form of every
+// held value by its label (a header name in any letter case: names are
+// case-folded on their way) and reports whether there was one. The headers
+// a value was swapped into already show the agent's stand-in.
+func (r *httpRequest) scrub(m *Mediator) bool {
+	sc := m.o.Broker.Engine().Scrubber()
+	held := false
+	one := func(s *string, sc interface{ String(string) string }) {
+		if out := sc.String(*s); out != *s {
+			*s, held = out, true
+		}
+	}
+	one(&r.URL, sc)
+	for i := range r.Headers {
+		one(&r.Headers[i][0], sc.Folded())
+		one(&r.Headers[i][1], sc)
+	}
+	r.Scrubbed = held
+	return held
 }
 
 type secretInjected struct {

@@ -270,3 +270,74 @@ func FuzzNamesHoldingAValue(f *testing.F) {
 		}
 	})
 }
+
+// TestRequestHoldingAValue: on an allowed connection, a request whose url
+// or headers hold a form of a held value the agent wrote itself (toward a
+// host with no secret, and toward the bound host beside its stand-in) is
+// recorded as http-request with the label in place of the form and
+// "scrubbed": true, denied by value-in-request, and never sent. Before, the
+// guard refused its record: the request went unrecorded (answered 502).
+func TestRequestHoldingAValue(t *testing.T) {
+	m, tcp, plain, _, rec, log := valueMediator(t)
+	hexv := hex.EncodeToString([]byte(strong))
+	b64 := base64.StdEncoding.EncodeToString([]byte(strong))
+	cases := []struct {
+		word, host, addr, path, header string
+		tls                            bool
+	}{
+		{"path", "open.example.com", tcp, "/x/" + hexv, "", true},
+		{"query", "plain.example.com", plain, "/q?k=" + b64, "", false},
+		{"header", "open.example.com", tcp, "/h", "X-Note: " + strong, true},
+		{"header-name", "plain.example.com", plain, "/n", "X-" + hexv + ": 1", false},
+		{"bound", "api.example.com", tcp, "/b", "Authorization: Bearer jr2-held-EXAMPLE_TOKEN\r\nX-Leak: " + b64, true},
+	}
+	var answers bytes.Buffer
+	for _, c := range cases {
+		req := "GET " + c.path + " HTTP/1.1\r\nHost: " + c.host + "\r\nConnection: close\r\n"
+		if c.header != "" {
+			req += c.header + "\r\n"
+		}
+		req += "\r\n"
+		conn, err := net.Dial("tcp4", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rw net.Conn = conn
+		if c.tls {
+			rw = tls.Client(conn, &tls.Config{ServerName: c.host, InsecureSkipVerify: true})
+		}
+		rw.SetDeadline(time.Now().Add(3 * time.Second))
+		io.WriteString(rw, req)
+		resp, err := http.ReadResponse(bufio.NewReader(rw), nil)
+		if err != nil {
+			t.Errorf("%s: %v", c.word, err)
+			conn.Close()
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		answers.Write(body)
+		if resp.StatusCode != 403 || !strings.Contains(string(body), "holds a form of a held value") {
+			t.Errorf("%s: %d %q; want the 403 of value-in-request", c.word, resp.StatusCode, body)
+		}
+	}
+	m.Close()
+	raw := rec.Bytes()
+	rs := runtest.Parse(raw)
+	if n := len(runtest.Find(rs, "http-request", runtest.Rec{"scrubbed": true})); n != len(cases) {
+		t.Errorf("%d scrubbed http-request records, want %d", n, len(cases))
+	}
+	if n := len(runtest.Find(rs, "egress-decision", runtest.Rec{"decision": "deny", "rule": ruleValueInRequest, "scrubbed": true})); n != len(cases) {
+		t.Errorf("%d denials by value-in-request, want %d", n, len(cases))
+	}
+	if n := len(runtest.Find(rs, "secret-injected", nil)); n != 0 {
+		t.Errorf("%d secret-injected records: a request holding a value was sent", n)
+	}
+	if !bytes.Contains(raw, []byte(`"url":"https://open.example.com/x/[secret:EXAMPLE_TOKEN]"`)) ||
+		!bytes.Contains(raw, []byte(`["X-[secret:EXAMPLE_TOKEN]","1"]`)) {
+		t.Errorf("the records do not show the label in place of the form:\n%s", raw)
+	}
+	assertNoStrong(t, "the bundle", raw)
+	assertNoStrong(t, "the log", log.Bytes())
+	assertNoStrong(t, "the answers", answers.Bytes())
+}
