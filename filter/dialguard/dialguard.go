@@ -25,6 +25,17 @@
 // rendered from it (controlplane), the Go host and the contained run check
 // against it, and a test keeps it sorted and free of duplicates.
 //
+// IPv6 forms of IPv4: each guarded IPv4 range is guarded in its
+// IPv4-mapped (::ffff:0:0/96), well-known NAT64 (64:ff9b::/96) and 6to4
+// (2002::/16) forms, so a public IPv4 address stays reachable through them.
+// Three prefixes are guarded whole: IPv4-compatible ::/96 (deprecated; no
+// legitimate peer has such an address), IPv4-translated ::ffff:0:0:0/96
+// (SIIT; likewise) and local-use NAT64 64:ff9b:1::/48, whose translators
+// embed the IPv4 address at an operator-chosen prefix length (RFC 6052:
+// /48 to /96, the bits 64–71 skipped), so no finite list of its sub-prefixes
+// spells "a guarded IPv4 address". Public IPv4 through a local NAT64 is the
+// price; the well-known prefix still reaches it.
+//
 // Not covered: private ranges (10/8, 172.16/12, 192.168/16, fc00::/7 other
 // than the AWS metadata address) are reachable on purpose — an in-cluster
 // gateway is a legitimate target.
@@ -53,10 +64,16 @@ var v4 = []Range{
 	{netip.MustParsePrefix("255.255.255.255/32"), "limited broadcast"},
 }
 
-// v6 are the guarded native IPv6 ranges.
+// v6 are the guarded native IPv6 ranges, and the IPv6 ranges guarded
+// whole because they carry an IPv4 address to a translator or tunnel: what
+// such an address reaches is the IPv4 address's, and no IPv4 address
+// reached that way is legitimate enough to read it (see the package doc).
 var v6 = []Range{
 	{netip.MustParsePrefix("::/128"), "unspecified"},
 	{netip.MustParsePrefix("::1/128"), "loopback"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible (deprecated, RFC 4291; a SIT tunnel sends it to the IPv4 address it carries)"},
+	{netip.MustParsePrefix("::ffff:0:0:0/96"), "IPv4-translated (SIIT, RFC 2765; a translator sends it to the IPv4 address it carries)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 (RFC 8215; a local translator sends it to an IPv4 address it embeds at a length the guard cannot know)"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), "AWS metadata (IPv6)"},
 	{netip.MustParsePrefix("fe80::/10"), "link-local"},
 	{netip.MustParsePrefix("ff00::/8"), "multicast"},
@@ -119,15 +136,20 @@ func less(a, b netip.Prefix) bool {
 	return a.Bits() < b.Bits()
 }
 
-// Guarded reports whether a is in a guarded range, and the range's reason.
-// An IPv4-mapped IPv6 address is judged as itself (its mapped form is in
-// the list) and as the IPv4 address it carries.
+// Guarded reports whether a is in a guarded range, and the reason of the
+// most specific range that holds it (::1 is loopback, though ::/96 holds
+// it too). An IPv4-mapped IPv6 address is judged as itself (its mapped form
+// is in the list) and as the IPv4 address it carries.
 func Guarded(a netip.Addr) (bool, string) {
 	a = a.WithZone("")
-	for _, r := range Ranges {
-		if r.Prefix.Contains(a) {
-			return true, r.Why
+	best := -1
+	for i, r := range Ranges {
+		if r.Prefix.Contains(a) && (best < 0 || r.Prefix.Bits() > Ranges[best].Prefix.Bits()) {
+			best = i
 		}
+	}
+	if best >= 0 {
+		return true, Ranges[best].Why
 	}
 	if a.Is4In6() {
 		return Guarded(a.Unmap())

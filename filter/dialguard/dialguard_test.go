@@ -2,6 +2,7 @@ package dialguard
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -74,6 +75,15 @@ func TestJudgeRefusesEverySpelling(t *testing.T) {
 		// IPv4-mapped, NAT64, 6to4 forms
 		"::ffff:127.0.0.1", "::ffff:7f00:1", "::ffff:169.254.169.254", "64:ff9b::127.0.0.1",
 		"64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2002:a9fe:a9fe::1", "::ffff:0.0.0.0",
+		// IPv4-compatible ::/96 (deprecated), whole: a SIT tunnel reaches the IPv4 address
+		"::127.0.0.1", "::169.254.169.254", "::7f00:1", "::a9fe:a9fe", "0:0:0:0:0:0:127.0.0.1",
+		"0000:0000:0000:0000:0000:0000:7f00:0001", "::0.0.0.2", "::8.8.8.8", "::ffff:ffff",
+		// IPv4-translated (SIIT) ::ffff:0:0:0/96, whole
+		"::ffff:0:127.0.0.1", "::ffff:0:7f00:1", "0:0:0:0:ffff:0:a9fe:a9fe", "::FFFF:0:169.254.169.254",
+		"::ffff:0:8.8.8.8", "0:0:0:0:ffff:0:0:0",
+		// local-use NAT64 64:ff9b:1::/48, whole, at every RFC 6052 length
+		"64:ff9b:1::7f00:1", "64:ff9b:1::127.0.0.1", "64:ff9b:1:7f00:0:100::", "64:ff9b:1:ab::a9fe:a9fe",
+		"64:ff9b:1:ab:cd:7f00:1::", "64:FF9B:0001:ffff:ffff:ffff:ffff:ffff", "64:ff9b:1::",
 		// names
 		"localhost", "LOCALHOST", "localhost.", "foo.localhost", "a.b.localhost.",
 	} {
@@ -90,6 +100,9 @@ func TestJudgeAllowsOrdinaryTargets(t *testing.T) {
 		"172.16.0.1", "2606:4700:4700::1111", "2001:db8::1", "localhost.example.com", "mylocalhost",
 		"100.100.100.201", "168.63.129.17", "1.2.3.4.5", "0x7g.0.0.1", "127.0.0.256", "4294967296",
 		"fd00:ec2::253", "64:ff9b::808:808", "2002:808:808::1",
+		// next to the prefixes guarded whole
+		"::1:0:0:1", "::fffe:7f00:1", "::ffff:1:7f00:1", "64:ff9b:2::7f00:1", "64:ff9b:0:1::7f00:1",
+		"64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db8::127.0.0.1",
 	} {
 		if v := Judge(host); v.Guarded {
 			t.Errorf("Judge(%q) = %+v, want allowed", host, v)
@@ -119,16 +132,40 @@ func TestParseIPv4Spelling(t *testing.T) {
 	}
 }
 
+// Guarded judges the address a host dials, and gives the reason of the most
+// specific range that holds it.
 func TestGuardedResolvedAddresses(t *testing.T) {
 	for _, c := range []struct {
 		addr    string
 		guarded bool
+		why     string // a prefix of the reason; "" = any
 	}{
-		{"127.0.0.1", true}, {"::1", true}, {"::ffff:127.0.0.1", true}, {"169.254.169.254", true},
-		{"fe80::1%eth0", true}, {"1.1.1.1", false}, {"::ffff:1.1.1.1", false}, {"10.1.2.3", false},
+		{"127.0.0.1", true, "loopback"}, {"::1", true, "loopback"}, {"::", true, "unspecified"},
+		{"::ffff:127.0.0.1", true, "IPv4-mapped form of loopback"}, {"169.254.169.254", true, "link-local"},
+		{"fe80::1%eth0", true, "link-local"}, {"1.1.1.1", false, ""}, {"::ffff:1.1.1.1", false, ""}, {"10.1.2.3", false, ""},
+		{"::127.0.0.1", true, "IPv4-compatible"}, {"::169.254.169.254", true, "IPv4-compatible"}, {"::2", true, "IPv4-compatible"},
+		{"::ffff:0:127.0.0.1", true, "IPv4-translated (SIIT"}, {"::ffff:0:a9fe:a9fe", true, "IPv4-translated (SIIT"},
+		{"64:ff9b:1::7f00:1", true, "local-use NAT64"}, {"64:ff9b:1:7f00:0:100::", true, "local-use NAT64"},
+		{"64:ff9b::7f00:1", true, "NAT64 (well-known prefix) form of loopback"}, {"64:ff9b::101:101", false, ""},
+		{"64:ff9b:2::7f00:1", false, ""},
 	} {
-		if g, _ := Guarded(netip.MustParseAddr(c.addr)); g != c.guarded {
-			t.Errorf("Guarded(%s) = %v, want %v", c.addr, g, c.guarded)
+		g, why := Guarded(netip.MustParseAddr(c.addr))
+		if g != c.guarded || !strings.HasPrefix(why, c.why) {
+			t.Errorf("Guarded(%s) = %v %q, want %v %q…", c.addr, g, why, c.guarded, c.why)
+		}
+	}
+}
+
+// The prefixes guarded whole are in the one list, as Envoy's RBAC gets it.
+func TestRangesHoldTheTranslationPrefixes(t *testing.T) {
+	for _, p := range []string{"::/96", "::ffff:0:0:0/96", "64:ff9b:1::/48"} {
+		want := netip.MustParsePrefix(p)
+		found := false
+		for _, r := range Ranges {
+			found = found || r.Prefix == want
+		}
+		if !found {
+			t.Errorf("Ranges lacks %s", p)
 		}
 	}
 }
