@@ -5,7 +5,10 @@
 // Invariant: a line is written whole or not at all by this package, in
 // sequence, chained to the line before; once a write fails, or the bundle is
 // sealed, nothing more is written. With a ContainsSecret guard, no line that
-// the guard flags is ever written.
+// the guard flags is ever written. The guard is the last line of defence,
+// not the recorders' filter: they write each form of a held value as its
+// label, with "scrubbed": true on the record, before it reaches the guard,
+// so a record is never missing because it named a value.
 //
 // # Format
 //
@@ -17,7 +20,10 @@
 //	  - prev is the hex sha256 of the previous line's bytes without its '\n';
 //	    the first record's prev is Genesis, 64 zeros ("no line before").
 //	  - kind is one of Kinds (spec run.md); fields are the caller's, never
-//	    one of the header keys or "seal".
+//	    one of the header keys or "seal". "scrubbed": true marks a record
+//	    whose text had a form of a held value replaced by its label
+//	    ("[secret:NAME]"); "[withheld]" stands for text the guard still
+//	    refused once scrubbed.
 //	  - The last record of a cleanly ended run is the seal:
 //	    {"seq":N,…,"kind":"seal","prev":…,"records":N-1,"seal":"<hex>"}, where
 //	    records counts the lines before it and seal is the sha256 of the seal
