@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -39,6 +40,7 @@ func FuzzDecideRequest(f *testing.F) {
 	f.Add("GET", "api.github.com", "/user?"+ghSI, "authorization", "Bearer "+ghSI, "api-key", "k")
 	f.Add("TRACE", "x", "*", "x_y", "z", "host", "y")
 	f.Add("GET", "api.anthropic.com", "/v1/x", "x-api-key", anthSI, "X-Jr2-Held-Paths", "1")
+	f.Add("GET", "api.github.com", "/user", "accept", "*/*", "user-agent", "git/2.39.5")
 	f.Fuzz(func(t *testing.T, method, authority, path, h1, v1, h2, v2 string) {
 		e := testEngineFuzz(t)
 		for _, target := range []string{anth, gh, "github.com:443", v6} {
@@ -56,6 +58,16 @@ func FuzzDecideRequest(f *testing.F) {
 			if d.Reply != nil {
 				if len(d.Set) != 0 || len(d.Remove) != 0 {
 					t.Fatal("a refusal carries header changes")
+				}
+				// A reply's only header is rule 9's fixed challenge, on a
+				// 401, and only when no credential header was sent.
+				switch {
+				case d.Reply.Status == 401 && !reflect.DeepEqual(d.Reply.Headers, []Header{{"www-authenticate", Challenge}}):
+					t.Fatalf("401 with headers %q", d.Reply.Headers)
+				case d.Reply.Status != 401 && len(d.Reply.Headers) != 0:
+					t.Fatalf("%d with headers %q", d.Reply.Status, d.Reply.Headers)
+				case d.Reply.Status == 401 && (e.cred[strings.ToLower(h1)] || e.cred[strings.ToLower(h2)]):
+					t.Fatalf("a challenge to a request that sent a credential header (%q, %q)", h1, h2)
 				}
 				continue
 			}
