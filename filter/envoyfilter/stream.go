@@ -3,6 +3,7 @@ package envoyfilter
 import (
 	"github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/filter/stream"
 )
@@ -79,12 +80,16 @@ func (f *goFilter) SetMark(v bool) {
 
 func (f *goFilter) ClearRouteCache() { f.cb.ClearRouteCache() }
 
-func (f *goFilter) SendLocalReply(encoding bool, code int, text, details string) {
+func (f *goFilter) SendLocalReply(encoding bool, code int, text, details string, extra []filter.Header) {
 	var cb api.FilterProcessCallbacks = f.cb.DecoderFilterCallbacks()
 	if encoding {
 		cb = f.cb.EncoderFilterCallbacks()
 	}
-	cb.SendLocalReply(code, text, textPlain(), noGRPCStatus, details)
+	h := textPlain()
+	for _, x := range extra {
+		h[x.Name] = append(h[x.Name], x.Value)
+	}
+	cb.SendLocalReply(code, text, h, noGRPCStatus, details)
 }
 
 // AppendResponseBody adds b after the last chunk (AddData from the

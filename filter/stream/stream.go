@@ -51,10 +51,11 @@ type Host interface {
 	// ClearRouteCache makes Envoy match the route again after :authority
 	// changed.
 	ClearRouteCache()
-	// SendLocalReply answers with status and a text/plain body; details is
+	// SendLocalReply answers with status and a text/plain body, plus the
+	// reply's own headers (fixed text: rule 9's challenge); details is
 	// Envoy's response-code-details word. encoding tells the phase: once
 	// response headers went out, Envoy resets the stream instead.
-	SendLocalReply(encoding bool, status int, body, details string)
+	SendLocalReply(encoding bool, status int, body, details string, headers []filter.Header)
 	// AppendResponseBody adds b to the response body after the last chunk;
 	// it is called only from ResponseTrailers.
 	AppendResponseBody(b []byte)
@@ -182,7 +183,7 @@ func (s *Stream) forward() Status {
 func (s *Stream) reply(encoding bool, r *filter.Reply, fields []string) Status {
 	s.answered = true
 	s.log(fields)
-	s.host.SendLocalReply(encoding, r.Status, s.redact(r.Body), "jr2_custodian_"+r.Reason)
+	s.host.SendLocalReply(encoding, r.Status, s.redact(r.Body), "jr2_custodian_"+r.Reason, r.Headers)
 	return Answered
 }
 
