@@ -65,7 +65,9 @@ func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.jr2
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_destroy
-func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h C.uintptr_t) { deleteHandle(uintptr(h)) }
+func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h C.uintptr_t) {
+	deleteHandle(uintptr(h))
+}
 
 //export envoy_dynamic_module_on_http_filter_new
 func envoy_dynamic_module_on_http_filter_new(conf, envoyFilter C.uintptr_t) (h C.uintptr_t) {
@@ -177,7 +179,8 @@ func envoy_dynamic_module_on_http_filter_http_stream_trailers(p1, p2 C.uintptr_t
 func envoy_dynamic_module_on_http_filter_http_stream_complete(p1, p2 C.uintptr_t, p3 C.uint64_t) {}
 
 //export envoy_dynamic_module_on_http_filter_http_stream_reset
-func envoy_dynamic_module_on_http_filter_http_stream_reset(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 C.int) {}
+func envoy_dynamic_module_on_http_filter_http_stream_reset(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 C.int) {
+}
 
 //export envoy_dynamic_module_on_http_filter_scheduled
 func envoy_dynamic_module_on_http_filter_scheduled(p1, p2 C.uintptr_t, p3 C.uint64_t) {}
