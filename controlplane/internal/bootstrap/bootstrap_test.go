@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	golangv3alpha "github.com/envoyproxy/go-control-plane/contrib/envoy/extensions/filters/http/golang/v3alpha"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -30,7 +29,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"jr2.dev/boundary/controlplane/internal/bootstrap"
 	"jr2.dev/boundary/filter"
@@ -56,13 +54,26 @@ func config(sandbox string) *filter.Config {
 
 var targets = []string{"api.anthropic.com:443", "api.github.com:443", "github.com:443", "10.0.0.7:8443", "[fd00::10]:443"}
 
+// The engine's shared objects: one per data plane.
+const (
+	pluginPath = "/opt/jr2/lib/custodian.so"
+	modulePath = "/opt/jr2/lib/custodian-module.so"
+)
+
+var planes = []bootstrap.DataPlane{bootstrap.DataPlaneGolang, bootstrap.DataPlaneModule}
+
 func build(t *testing.T, c *filter.Config) *bootstrapv3.Bootstrap {
+	t.Helper()
+	return buildPlane(t, c, bootstrap.DataPlaneGolang)
+}
+
+func buildPlane(t *testing.T, c *filter.Config, dp bootstrap.DataPlane) *bootstrapv3.Bootstrap {
 	t.Helper()
 	js, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, Plugin: "/opt/jr2/lib/custodian.so", MountDir: mount})
+	bs, err := bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: mount})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +83,13 @@ func build(t *testing.T, c *filter.Config) *bootstrapv3.Bootstrap {
 // TestRoundTrip: the rendered JSON reads back (protojson, every Any
 // resolved) into the same message, which validates.
 func TestRoundTrip(t *testing.T) {
-	bs := build(t, config("ws-7f3a"))
+	for _, dp := range planes {
+		t.Run(string(dp), func(t *testing.T) { testRoundTrip(t, dp) })
+	}
+}
+
+func testRoundTrip(t *testing.T, dp bootstrap.DataPlane) {
+	bs := buildPlane(t, config("ws-7f3a"), dp)
 	js, err := bootstrap.Marshal(bs)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +104,7 @@ func TestRoundTrip(t *testing.T) {
 	if !proto.Equal(bs, &back) {
 		t.Error("envoy.json does not read back as the bootstrap it was rendered from")
 	}
-	again, _ := bootstrap.Marshal(build(t, config("ws-7f3a")))
+	again, _ := bootstrap.Marshal(buildPlane(t, config("ws-7f3a"), dp))
 	if !bytes.Equal(js, again) {
 		t.Error("two builds of one input render different bytes")
 	}
@@ -100,6 +117,12 @@ func TestRoundTrip(t *testing.T) {
 // so each packed config is unpacked and validated on its own, recursively;
 // the plugin configs parse with the parsers the filter uses.
 func TestEveryPackedConfigValidates(t *testing.T) {
+	for _, dp := range planes {
+		t.Run(string(dp), func(t *testing.T) { testEveryPackedConfigValidates(t, dp) })
+	}
+}
+
+func testEveryPackedConfigValidates(t *testing.T, dp bootstrap.DataPlane) {
 	seen := map[string]int{}
 	var walk func(m protoreflect.Message)
 	walk = func(m protoreflect.Message) {
@@ -131,12 +154,21 @@ func TestEveryPackedConfigValidates(t *testing.T) {
 			return true
 		})
 	}
-	bs := build(t, config("ws-7f3a"))
+	bs := buildPlane(t, config("ws-7f3a"), dp)
 	walk(bs.ProtoReflect())
-	for _, typ := range []string{
+	engine := map[bootstrap.DataPlane][]string{
+		bootstrap.DataPlaneGolang: {"envoy.extensions.filters.http.golang.v3alpha.Config", "envoy.extensions.filters.http.golang.v3alpha.ConfigsPerRoute"},
+		bootstrap.DataPlaneModule: {"envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter", "envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilterPerRoute"},
+	}
+	for other, types := range engine {
+		for _, typ := range types {
+			if other != dp && seen[typ] != 0 {
+				t.Errorf("%d packed %s in a %s bootstrap", seen[typ], typ, dp)
+			}
+		}
+	}
+	for _, typ := range append(engine[dp],
 		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-		"envoy.extensions.filters.http.golang.v3alpha.Config",
-		"envoy.extensions.filters.http.golang.v3alpha.ConfigsPerRoute",
 		"envoy.extensions.filters.http.rbac.v3.RBAC",
 		"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig",
 		"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
@@ -151,7 +183,7 @@ func TestEveryPackedConfigValidates(t *testing.T) {
 		"envoy.extensions.access_loggers.filters.cel.v3.ExpressionFilter",
 		"envoy.extensions.bootstrap.internal_listener.v3.InternalListener",
 		"google.protobuf.StringValue",
-	} {
+	) {
 		if seen[typ] == 0 {
 			t.Errorf("no packed %s found", typ)
 		}
@@ -159,14 +191,10 @@ func TestEveryPackedConfigValidates(t *testing.T) {
 	// Plugin configs: custodian.json (filter level) and RouteConfig (per route).
 	for _, l := range bs.StaticResources.Listeners {
 		for _, f := range httpFilters(t, l) {
-			if f.Name != bootstrap.FilterGolang {
+			if f.Name != dp.FilterName() {
 				continue
 			}
-			g := unpack[*golangv3alpha.Config](t, f.GetTypedConfig())
-			if g.LibraryId != pluginconf.PluginName || g.PluginName != pluginconf.PluginName || g.LibraryPath != "/opt/jr2/lib/custodian.so" {
-				t.Errorf("%s: golang filter %s/%s at %s", l.Name, g.LibraryId, g.PluginName, g.LibraryPath)
-			}
-			cfg, err := filter.ParseConfig([]byte(unpack[*wrapperspb.StringValue](t, g.PluginConfig).Value))
+			cfg, err := filter.ParseConfig([]byte(engineConfig(t, l.Name, f)))
 			if err != nil {
 				t.Errorf("%s: plugin config: %v", l.Name, err)
 			} else if cfg.Pod != "ws-7f3a" || len(cfg.Secrets) != 4 {
@@ -262,17 +290,24 @@ func TestNoAdminNoXDS(t *testing.T) {
 	}
 }
 
-// TestFilterOrder: the golang filter, then the mark, then (per listener)
+// TestFilterOrder: the engine's filter, then the mark, then (per listener)
 // the rest, then the router — on every listener that runs the filter.
 func TestFilterOrder(t *testing.T) {
-	bs := build(t, config("ws-7f3a"))
+	for _, dp := range planes {
+		t.Run(string(dp), func(t *testing.T) { testFilterOrder(t, dp) })
+	}
+}
+
+func testFilterOrder(t *testing.T, dp bootstrap.DataPlane) {
+	bs := buildPlane(t, config("ws-7f3a"), dp)
+	engine := dp.FilterName()
 	want := map[string][]string{
-		bootstrap.ListenerControl: {bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterRouter},
-		bootstrap.ListenerEgress:  {bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterDFP, bootstrap.FilterGuard, bootstrap.FilterRouter},
+		bootstrap.ListenerControl: {engine, bootstrap.FilterMark, bootstrap.FilterRouter},
+		bootstrap.ListenerEgress:  {engine, bootstrap.FilterMark, bootstrap.FilterDFP, bootstrap.FilterGuard, bootstrap.FilterRouter},
 		bootstrap.ListenerHealth:  {bootstrap.FilterRouter},
 	}
 	for _, tg := range targets {
-		want[bootstrap.InterceptListener(tg)] = []string{bootstrap.FilterGolang, bootstrap.FilterMark, bootstrap.FilterDecompressor, bootstrap.FilterRouter}
+		want[bootstrap.InterceptListener(tg)] = []string{engine, bootstrap.FilterMark, bootstrap.FilterDecompressor, bootstrap.FilterRouter}
 	}
 	if got := len(bs.StaticResources.Listeners); got != len(want) {
 		t.Errorf("%d listeners; want %d", got, len(want))
@@ -394,14 +429,11 @@ func TestInterceptListeners(t *testing.T) {
 	}
 }
 
+// routeRole reads a route's per-route config for the engine's filter,
+// whichever data plane rendered it.
 func routeRole(t *testing.T, r *routev3.Route) pluginconf.RouteConfig {
 	t.Helper()
-	a, ok := r.TypedPerFilterConfig[bootstrap.FilterGolang]
-	if !ok {
-		t.Fatalf("route %s: no golang per-route config", r.Name)
-	}
-	pc := unpack[*golangv3alpha.ConfigsPerRoute](t, a).PluginsConfig[pluginconf.PluginName]
-	rc, err := pluginconf.ParseRoute([]byte(unpack[*wrapperspb.StringValue](t, pc.GetConfig()).Value))
+	rc, err := pluginconf.ParseRoute([]byte(routeConfig(t, r)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	golangv3alpha "github.com/envoyproxy/go-control-plane/contrib/envoy/extensions/filters/http/golang/v3alpha"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	rbacconfigv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -111,18 +110,8 @@ func (b *builder) httpFilter(name string, m validated) *hcmv3.HttpFilter {
 	return &hcmv3.HttpFilter{Name: name, ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: b.pack(m)}}
 }
 
-// golangFilter is our plugin with custodian.json as its plugin config.
-func (b *builder) golangFilter() *hcmv3.HttpFilter {
-	return b.httpFilter(FilterGolang, &golangv3alpha.Config{
-		LibraryId:    pluginconf.PluginName,
-		LibraryPath:  b.in.Plugin,
-		PluginName:   pluginconf.PluginName,
-		PluginConfig: b.packRaw(wrapperspb.String(b.pluginConfig)),
-	})
-}
-
-// markFilter allows only a request the golang filter marked: the fail-closed
-// half of the plugin contract.
+// markFilter allows only a request the engine's filter marked: the
+// fail-closed half of the plugin contract.
 func (b *builder) markFilter() *hcmv3.HttpFilter {
 	return b.httpFilter(FilterMark, &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action: rbacconfigv3.RBAC_ALLOW,
@@ -144,7 +133,7 @@ func (b *builder) routerFilter() *hcmv3.HttpFilter {
 	return b.httpFilter(FilterRouter, &routerv3.Router{SuppressEnvoyHeaders: true})
 }
 
-// perRoute is the golang filter's per-route config for a route of role
+// perRoute is the engine filter's per-route config for a route of role
 // (and target, for an intercept route), checked by the parser the filter
 // itself uses.
 func (b *builder) perRoute(role pluginconf.Role, target string) map[string]*anypb.Any {
@@ -152,11 +141,7 @@ func (b *builder) perRoute(role pluginconf.Role, target string) map[string]*anyp
 	if _, err := pluginconf.ParseRoute(js); err != nil {
 		b.fail(fmt.Errorf("bootstrap: per-route config: %w", err))
 	}
-	return map[string]*anypb.Any{FilterGolang: b.pack(&golangv3alpha.ConfigsPerRoute{
-		PluginsConfig: map[string]*golangv3alpha.RouterPlugin{
-			pluginconf.PluginName: {Override: &golangv3alpha.RouterPlugin_Config{Config: b.packRaw(wrapperspb.String(string(js)))}},
-		},
-	})}
+	return b.enginePerRoute(js)
 }
 
 // directRoute answers from Envoy itself.

@@ -53,7 +53,7 @@ func (b *builder) controlListener() *listenerv3.Listener {
 			Routes:                 routes,
 			RequestHeadersToRemove: []string{"x-forwarded-proto"},
 		}}},
-		filters: []*hcmv3.HttpFilter{b.golangFilter(), b.markFilter(), b.routerFilter()},
+		filters: []*hcmv3.HttpFilter{b.engineFilter(), b.markFilter(), b.routerFilter()},
 		replies: b.controlReplies(c.Orchestrator),
 		idle:    streamIdle,
 	})

@@ -60,7 +60,7 @@ func (b *builder) egressListener() *listenerv3.Listener {
 		statPrefix: ListenerEgress,
 		routes:     &routev3.RouteConfiguration{Name: ListenerEgress, VirtualHosts: vhosts},
 		filters: []*hcmv3.HttpFilter{
-			b.golangFilter(),
+			b.engineFilter(),
 			b.markFilter(),
 			b.httpFilter(FilterDFP, &dfpv3.FilterConfig{
 				ImplementationSpecifier: &dfpv3.FilterConfig_DnsCacheConfig{DnsCacheConfig: dnsCache()},

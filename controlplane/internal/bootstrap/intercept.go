@@ -55,7 +55,7 @@ func (b *builder) interceptListener(t string) *listenerv3.Listener {
 			RequestHeadersToRemove: []string{"x-forwarded-proto"},
 		}}},
 		filters: []*hcmv3.HttpFilter{
-			b.golangFilter(),
+			b.engineFilter(),
 			b.markFilter(),
 			// After the golang filter in the list, so it runs before it on
 			// the response: the engine scrubs decoded bytes.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"jr2.dev/boundary/controlplane/internal/bootstrap"
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/controlplane/internal/render"
@@ -31,19 +32,28 @@ const Usage = `usage:
       Refuses when either exists; the tool never rotates a CA.
 
   controlplane render --manifest held.json --ca CA --out DIR [--ca-bundle extra-roots.pem]
-                      [--values-dir /etc/jr2/custodian/values] [--plugin /opt/jr2/lib/custodian.so]
-                      [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca]
+                      [--values-dir /etc/jr2/custodian/values] [--data-plane golang|module]
+                      [--plugin /opt/jr2/lib/custodian.so] [--module /opt/jr2/lib/custodian-module.so]
+                      [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca] [--allow-local-targets]
       Render one pod's directory: envoy.json, custodian.json, harness.env, tls/ (one leaf
       per bound host:port, reused while valid), ca/extra.crt, ca/bundle.crt, ca/upstream.crt.
       Prints one summary line. A refused manifest writes nothing.
         --ca-bundle       extra roots (PEM) the Harness and the Custodian trust beside the
                           system roots (this machine's bundle, or the file SSL_CERT_FILE names)
         --values-dir      where the Custodian reads one file per held secret
-        --plugin          the Go filter's shared object in the Custodian container
+        --data-plane      the Envoy filter that runs the engine: golang (default; the contrib
+                          golang filter, envoy-contrib builds only) or module (core Envoy's
+                          dynamic-modules filter); envoy.json differs only in that filter
+        --plugin          golang: the Go filter's shared object in the Custodian container
+        --module          module: the engine's dynamic module (make module) in the Custodian
+                          container, an absolute path Envoy opens as it is: any file name,
+                          no search path, no environment variable
         --mount-dir       where DIR is mounted for Envoy (default: DIR's absolute path);
                           envoy.json names the leaves and ca/upstream.crt under it
         --harness-ca-dir  where the Harness container sees DIR/ca (harness.env's
                           NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO)
+        --allow-local-targets  accept bound targets on loopback and other guarded addresses
+                          (tests and demos on one machine; never in a pod)
 
   controlplane key --signing-key FILE --placement NAME
       Print an Effector placement's key, HMAC-SHA256(signing key, "effector:" + NAME), as
@@ -111,31 +121,59 @@ func caInit(args []string, stderr io.Writer) int {
 	return ExitOK
 }
 
-func renderCmd(args []string, stdout, stderr io.Writer) int {
+// renderFlags are the render command's flags.
+type renderFlags struct {
+	manifest, ca, out, bundle, valuesDir, dataPlane, plugin, module, mountDir, harnessCA *string
+	allowLocal                                                                           *bool
+}
+
+func newRenderFlags() (*flag.FlagSet, *renderFlags) {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	manifestPath := fs.String("manifest", "", "")
-	caDir := fs.String("ca", "", "")
-	out := fs.String("out", "", "")
-	bundle := fs.String("ca-bundle", "", "")
-	valuesDir := fs.String("values-dir", render.DefaultValuesDir, "")
-	plugin := fs.String("plugin", render.DefaultPlugin, "")
-	mountDir := fs.String("mount-dir", "", "")
-	harnessCA := fs.String("harness-ca-dir", render.DefaultHarnessCADir, "")
-	allowLocal := fs.Bool("allow-local-targets", false, "")
-	if !flags(fs, args, stderr, map[string]*string{"manifest": manifestPath, "ca": caDir, "out": out, "values-dir": valuesDir, "plugin": plugin, "harness-ca-dir": harnessCA}) {
+	return fs, &renderFlags{
+		manifest:   fs.String("manifest", "", ""),
+		ca:         fs.String("ca", "", ""),
+		out:        fs.String("out", "", ""),
+		bundle:     fs.String("ca-bundle", "", ""),
+		valuesDir:  fs.String("values-dir", render.DefaultValuesDir, ""),
+		dataPlane:  fs.String("data-plane", string(bootstrap.DataPlaneGolang), ""),
+		plugin:     fs.String("plugin", render.DefaultPlugin, ""),
+		module:     fs.String("module", render.DefaultModule, ""),
+		mountDir:   fs.String("mount-dir", "", ""),
+		harnessCA:  fs.String("harness-ca-dir", render.DefaultHarnessCADir, ""),
+		allowLocal: fs.Bool("allow-local-targets", false, ""),
+	}
+}
+
+func renderCmd(args []string, stdout, stderr io.Writer) int {
+	fs, f := newRenderFlags()
+	if !flags(fs, args, stderr, map[string]*string{"manifest": f.manifest, "ca": f.ca, "out": f.out, "values-dir": f.valuesDir, "plugin": f.plugin, "module": f.module, "harness-ca-dir": f.harnessCA}) {
+		return ExitUsage
+	}
+	dp, err := bootstrap.ParseDataPlane(*f.dataPlane)
+	if err != nil {
+		fmt.Fprintf(stderr, "controlplane render: %v\n", err)
+		return ExitUsage
+	}
+	// The flag of the data plane not chosen would be ignored: refuse it.
+	use, other := "plugin", "module"
+	if dp == bootstrap.DataPlaneModule {
+		use, other = other, use
+	}
+	if isSet(fs, other) {
+		fmt.Fprintf(stderr, "controlplane render: --%s is not read with --data-plane %s, which loads --%s; drop it or choose the other data plane\n", other, dp, use)
 		return ExitUsage
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "controlplane render: %v; nothing was written\n", err)
 		return ExitFail
 	}
-	m, err := readLimited(*manifestPath, manifest.MaxSize)
+	m, err := readLimited(*f.manifest, manifest.MaxSize)
 	if err != nil {
 		return fail(fmt.Errorf("--manifest: %w", err))
 	}
 	var extra []byte
-	if *bundle != "" {
-		if extra, err = readLimited(*bundle, 64<<20); err != nil {
+	if *f.bundle != "" {
+		if extra, err = readLimited(*f.bundle, 64<<20); err != nil {
 			return fail(fmt.Errorf("--ca-bundle: %w", err))
 		}
 	}
@@ -144,13 +182,13 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	res, err := render.Render(render.Options{
-		Manifest: m, CADir: *caDir, OutDir: *out, CABundle: extra, SystemRoots: roots,
-		ValuesDir: *valuesDir, Plugin: *plugin, MountDir: *mountDir, HarnessCADir: *harnessCA, Now: time.Now(),
-		AllowLocalTargets: *allowLocal,
+		Manifest: m, CADir: *f.ca, OutDir: *f.out, CABundle: extra, SystemRoots: roots,
+		ValuesDir: *f.valuesDir, DataPlane: dp, Plugin: *f.plugin, Module: *f.module, MountDir: *f.mountDir, HarnessCADir: *f.harnessCA, Now: time.Now(),
+		AllowLocalTargets: *f.allowLocal,
 	})
 	var refused *manifest.Refused
 	if errors.As(err, &refused) {
-		fmt.Fprintf(stderr, "controlplane render: %s is refused; nothing was written. Fix each line:\n%s\n", *manifestPath, refused.Error())
+		fmt.Fprintf(stderr, "controlplane render: %s is refused; nothing was written. Fix each line:\n%s\n", *f.manifest, refused.Error())
 		return ExitFail
 	}
 	if err != nil {
@@ -158,6 +196,13 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, res.Summary)
 	return ExitOK
+}
+
+// isSet reports whether the command line set the flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func key(args []string, stdout, stderr io.Writer) int {

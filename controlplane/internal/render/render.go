@@ -56,6 +56,7 @@ import (
 const (
 	DefaultValuesDir    = "/etc/jr2/custodian/values"
 	DefaultPlugin       = "/opt/jr2/lib/custodian.so"
+	DefaultModule       = "/opt/jr2/lib/custodian-module.so"
 	DefaultHarnessCADir = "/etc/jr2/ca"
 )
 
@@ -82,6 +83,11 @@ type Options struct {
 	SystemRoots []byte
 	ValuesDir   string // custodian.json's valuesDir
 	Plugin      string // the Go filter's .so in the Custodian container
+	// DataPlane is the Envoy filter that hosts the engine (--data-plane);
+	// empty is golang. Module is the dynamic module's .so in the Custodian
+	// container, loaded by that absolute path (DataPlaneModule).
+	DataPlane bootstrap.DataPlane
+	Module    string
 	// MountDir is where DIR is mounted for Envoy; empty means DIR's
 	// absolute path.
 	MountDir string
@@ -142,7 +148,7 @@ func Render(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, Plugin: o.Plugin, MountDir: o.MountDir})
+	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir})
 	if err != nil {
 		return nil, err
 	}

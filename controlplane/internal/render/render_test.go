@@ -100,8 +100,9 @@ func tree(t testing.TB, dir string) map[string][]byte {
 	return files
 }
 
-// TestGolden: envoy.json, custodian.json, harness.env, wgetrc and the summary line
-// of a small (the spec's example) and a large manifest, byte for byte.
+// TestGolden: envoy.json (and envoy-module.json, --data-plane module),
+// custodian.json, harness.env, wgetrc and the summary line of a small (the
+// spec's example) and a large manifest, byte for byte.
 // Refresh with: go test ./controlplane/internal/render -run TestGolden -update
 func TestGolden(t *testing.T) {
 	f := newFixture(t)
@@ -116,6 +117,9 @@ func TestGolden(t *testing.T) {
 			for _, file := range []string{render.EnvoyFile, render.CustodianFile, render.HarnessFile, render.WgetrcFile} {
 				got[path.Base(file)] = read(t, filepath.Join(out, file))
 			}
+			// The module render's envoy.json; its other files are these
+			// (TestDataPlanesDifferOnlyInTheEngine).
+			_, got["envoy-module.json"] = renderPlane(t, f, name, bootstrap.DataPlaneModule, nil)
 			dir := filepath.Join(testdata, "golden", name)
 			for file, b := range got {
 				golden := filepath.Join(dir, file)
@@ -533,31 +537,6 @@ func serverTLS(t *testing.T, pair tls.Certificate, pool *x509.CertPool, host str
 	c.Close()
 	if err := <-done; err != nil {
 		t.Errorf("%s: server handshake: %v", host, err)
-	}
-}
-
-// TestEnvoyValidate runs `envoy --mode validate` on a rendered directory
-// where an envoy binary exists. Here there is none: it says so loudly.
-func TestEnvoyValidate(t *testing.T) {
-	envoy, err := exec.LookPath("envoy")
-	if err != nil {
-		t.Skip("NOT RUN: envoy --mode validate — no envoy binary on PATH; envoy.json is checked by go-control-plane validation only (envoy/README.md)")
-	}
-	f := newFixture(t)
-	out := filepath.Join(t.TempDir(), "out")
-	so := filepath.Join(t.TempDir(), "custodian.so")
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", so, "jr2.dev/boundary/filter/plugin")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, b)
-	}
-	o := f.options(t, read(t, filepath.Join(testdata, "manifests", "small.json")), out)
-	o.MountDir, o.Plugin = out, so
-	if _, err := render.Render(o); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(envoy, "--mode", "validate", "-c", filepath.Join(out, render.EnvoyFile), "--concurrency", "1")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("envoy --mode validate: %v\n%s", err, b)
 	}
 }
 

