@@ -349,7 +349,11 @@ func checkMark(t *testing.T, where string, r *rbacv3.RBAC) {
 	if p == nil || len(p.Principals) != 1 || len(p.Permissions) != 1 || !p.Permissions[0].GetAny() {
 		t.Fatalf("%s: mark policy %v", where, p)
 	}
-	md := p.Principals[0].GetMetadata()
+	sm := p.Principals[0].GetSourcedMetadata()
+	if sm.GetMetadataSource() != rbacconfigv3.MetadataSource_DYNAMIC {
+		t.Errorf("%s: mark matched in %v metadata; want the stream's dynamic metadata", where, sm.GetMetadataSource())
+	}
+	md := sm.GetMetadataMatcher()
 	if md.GetFilter() != pluginconf.MetadataNamespace || len(md.GetPath()) != 1 || md.GetPath()[0].GetKey() != pluginconf.MarkKey || !md.GetValue().GetBoolMatch() {
 		t.Errorf("%s: mark principal %v; want %s.%s == true", where, md, pluginconf.MetadataNamespace, pluginconf.MarkKey)
 	}

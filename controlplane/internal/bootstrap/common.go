@@ -111,17 +111,22 @@ func (b *builder) httpFilter(name string, m validated) *hcmv3.HttpFilter {
 }
 
 // markFilter allows only a request the engine's filter marked: the
-// fail-closed half of the plugin contract.
+// fail-closed half of the plugin contract. The mark is matched in the
+// stream's dynamic metadata through sourced_metadata; Envoy 1.39.3 logs
+// Principal.metadata, which matched the same, as deprecated.
 func (b *builder) markFilter() *hcmv3.HttpFilter {
 	return b.httpFilter(FilterMark, &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action: rbacconfigv3.RBAC_ALLOW,
 		Policies: map[string]*rbacconfigv3.Policy{
 			pluginconf.MarkKey: {
 				Permissions: []*rbacconfigv3.Permission{{Rule: &rbacconfigv3.Permission_Any{Any: true}}},
-				Principals: []*rbacconfigv3.Principal{{Identifier: &rbacconfigv3.Principal_Metadata{Metadata: &matcherv3.MetadataMatcher{
-					Filter: pluginconf.MetadataNamespace,
-					Path:   []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: pluginconf.MarkKey}}},
-					Value:  &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_BoolMatch{BoolMatch: true}},
+				Principals: []*rbacconfigv3.Principal{{Identifier: &rbacconfigv3.Principal_SourcedMetadata{SourcedMetadata: &rbacconfigv3.SourcedMetadata{
+					MetadataSource: rbacconfigv3.MetadataSource_DYNAMIC,
+					MetadataMatcher: &matcherv3.MetadataMatcher{
+						Filter: pluginconf.MetadataNamespace,
+						Path:   []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: pluginconf.MarkKey}}},
+						Value:  &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_BoolMatch{BoolMatch: true}},
+					},
 				}}}},
 			},
 		},

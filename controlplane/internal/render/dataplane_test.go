@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,6 +25,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
 )
 
 // renderPlane renders manifest name (under testdata/manifests) for one data
@@ -281,6 +285,9 @@ func TestEnvoyValidate(t *testing.T) {
 			if code != 0 || !strings.Contains(log, "configuration '"+filepath.Join(out, render.EnvoyFile)+"' OK") {
 				t.Fatalf("envoy --mode validate refused the module render: exit %d\n%s", code, log)
 			}
+			if strings.Contains(log, "[warning]") || strings.Contains(log, "[error]") || strings.Contains(log, "[critical]") {
+				t.Errorf("envoy --mode validate warned on the module render:\n%s", log)
+			}
 			if strings.Contains(log, sentinel) {
 				t.Errorf("envoy --mode validate printed a held value:\n%s", log)
 			}
@@ -309,4 +316,118 @@ func TestEnvoyValidate(t *testing.T) {
 		}
 		t.Logf("golang render refused as it must be: %s", m[0][1])
 	})
+}
+
+// TestMarkInEnvoy runs the rendered mark RBAC in a real Envoy behind core
+// Envoy's set_metadata filter: a request passes only when its dynamic
+// metadata holds jr2.custodian/decided = true as a bool; no mark, false,
+// the string "true" or the number 1 are refused with 403. The module (or
+// the golang filter) is the only writer of that mark in a render.
+func TestMarkInEnvoy(t *testing.T) {
+	envoy := envoyBinary(t)
+	f := newFixture(t)
+	_, js := renderPlane(t, f, "small", bootstrap.DataPlaneModule, nil)
+	var rendered struct {
+		StaticResources struct {
+			Listeners []struct {
+				Name         string `json:"name"`
+				FilterChains []struct {
+					Filters []struct {
+						TypedConfig struct {
+							HTTPFilters []json.RawMessage `json:"http_filters"`
+						} `json:"typed_config"`
+					} `json:"filters"`
+				} `json:"filter_chains"`
+			} `json:"listeners"`
+		} `json:"static_resources"`
+	}
+	if err := json.Unmarshal(js, &rendered); err != nil {
+		t.Fatal(err)
+	}
+	var mark json.RawMessage
+	for _, hf := range rendered.StaticResources.Listeners[0].FilterChains[0].Filters[0].TypedConfig.HTTPFilters {
+		var named struct{ Name string }
+		if json.Unmarshal(hf, &named) == nil && named.Name == bootstrap.FilterMark {
+			mark = hf
+		}
+	}
+	if rendered.StaticResources.Listeners[0].Name != bootstrap.ListenerControl || mark == nil {
+		t.Fatal("no mark filter on the control listener")
+	}
+	for _, tc := range []struct {
+		name   string
+		value  string // JSON of decided; empty: no metadata at all
+		status int
+	}{
+		{"bool true", "true", 200},
+		{"no mark", "", 403},
+		{"bool false", "false", 403},
+		{"string true", `"true"`, 403},
+		{"number 1", "1", 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			filters := []string{}
+			if tc.value != "" {
+				filters = append(filters, `{"name":"envoy.filters.http.set_metadata","typed_config":{"@type":"type.googleapis.com/envoy.extensions.filters.http.set_metadata.v3.Config","metadata":[{"metadata_namespace":"`+pluginconf.MetadataNamespace+`","value":{"`+pluginconf.MarkKey+`":`+tc.value+`}}]}}`)
+			}
+			filters = append(filters, string(mark), `{"name":"envoy.filters.http.router","typed_config":{"@type":"type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}`)
+			config := fmt.Sprintf(`{"static_resources":{"listeners":[{"name":"l","address":{"socket_address":{"address":"127.0.0.1","port_value":%d}},"filter_chains":[{"filters":[{"name":"envoy.filters.network.http_connection_manager","typed_config":{"@type":"type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager","stat_prefix":"l","route_config":{"virtual_hosts":[{"name":"v","domains":["*"],"routes":[{"match":{"prefix":"/"},"direct_response":{"status":200,"body":{"inline_string":"passed"}}}]}]},"http_filters":[%s]}}]}]}]}}`, port, strings.Join(filters, ","))
+			file := filepath.Join(t.TempDir(), "mark.json")
+			if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			startEnvoy(t, envoy, file)
+			resp := getWhenUp(t, fmt.Sprintf("http://127.0.0.1:%d/", port))
+			if resp.StatusCode != tc.status {
+				t.Errorf("decided=%s: status %d; want %d", tc.value, resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startEnvoy runs envoy on config until the test ends, then kills it and
+// waits for it.
+func startEnvoy(t *testing.T, envoy, config string) {
+	t.Helper()
+	cmd := exec.Command(envoy, "-c", config, "--concurrency", "1", "--disable-hot-restart", "--log-level", "error")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("envoy:\n%s", log.String())
+		}
+	})
+}
+
+// getWhenUp GETs url, retrying while nothing listens yet (10 s at most).
+func getWhenUp(t *testing.T, url string) *http.Response {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return resp
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Envoy never answered on %s: %v", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
