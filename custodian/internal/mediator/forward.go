@@ -21,7 +21,6 @@ import (
 // few rules when none is; it is recorded, sent, and its answer streamed
 // back through the scrubber and recorded chunk by chunk.
 func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo) {
-	relay.FullDuplex(w)
 	eng := m.o.Broker.Engine()
 	target := ci.target()
 	req := relay.RequestOf(r)
@@ -45,6 +44,7 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		relay.WriteReply(w, d.Reply)
 		return
 	}
+	defer relay.FullDuplex(w, r)()
 	out, err := relay.Outbound(r, ci.scheme, target, ci.hostHeader(), &d)
 	if err != nil {
 		m.localReply(w, 0, eng.Unreachable(target, "the request could not be built: "+err.Error()))

@@ -21,6 +21,11 @@
 // other. On a request, what the engine judges and what goes upstream are
 // one list (endToEnd): a header Connection names is neither judged nor
 // forwarded, so it can hide nothing from the engine.
+//
+// Every refusal leaves the client's connection usable: a request refused
+// before it is forwarded is answered in Go's default (half-duplex) mode,
+// which drains or closes its body, and one forwarded has its body closed
+// before its handler returns (FullDuplex).
 package relay
 
 import (
@@ -43,9 +48,21 @@ import (
 // began. An upstream may answer before the forwarder has read the end of
 // the body it streams; without this, net/http closes the request body once
 // the handler writes, the forwarder's last read fails, and the answer is
-// cut. Call it first thing in a handler that forwards r.Body.
-func FullDuplex(w http.ResponseWriter) {
+// cut.
+//
+// Call it only once the request is decided to go upstream, and defer the
+// function it returns. A refusal is written without it, so Go's server
+// drains (or, past its limit, closes) the unread body as for any handler;
+// and the returned function closes r.Body before the handler returns, so
+// a body the upstream never read (a 502, an early answer) is drained or
+// the connection marked to close. Without both, a full-duplex handler
+// that returns with an unread body makes the server panic on the next
+// read of the connection ("invalid concurrent Body.Read call",
+// golang/go#68560) and drop it.
+func FullDuplex(w http.ResponseWriter, r *http.Request) (settle func()) {
 	_ = http.NewResponseController(w).EnableFullDuplex()
+	body := r.Body // the server's, even if the handler replaces r.Body
+	return func() { body.Close() }
 }
 
 // RequestOf is what the engine judges of r: the method, the Host, the

@@ -40,7 +40,6 @@ type controlHandler struct {
 // up to three tries; a pick or the ask only when nothing of it was sent, so
 // one the Orchestrator may have read is never sent twice.
 func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	relay.FullDuplex(w)
 	s := h.s
 	req := relay.RequestOf(r)
 	d := s.eng.DecideControl(&req)
@@ -49,6 +48,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, d.Reply)
 		return
 	}
+	defer relay.FullDuplex(w, r)()
 	orch := s.eng.Config().Orchestrator
 	var body []byte
 	replayable := r.ContentLength == 0

@@ -40,7 +40,6 @@ func (s *Server) newInterceptor(target string) *interceptor {
 }
 
 func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	relay.FullDuplex(w)
 	s := ic.s
 	req := relay.RequestOf(r)
 	d := s.eng.DecideRequest(ic.target, &req)
@@ -49,6 +48,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, d.Reply)
 		return
 	}
+	defer relay.FullDuplex(w, r)()
 	out, err := relay.Outbound(r, "https", ic.target, ic.host, &d)
 	if err != nil {
 		rep := s.eng.Unreachable(ic.target, "the request could not be built: "+err.Error())

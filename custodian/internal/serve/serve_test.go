@@ -70,6 +70,10 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 		u.mu.Lock()
 		u.lastReq = r.Clone(context.Background())
 		u.mu.Unlock()
+		if r.URL.Path == "/v1/early" {
+			io.WriteString(w, "early") // an answer before the body is read
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		switch r.URL.Path {
 		case "/v1/sse":
