@@ -46,6 +46,9 @@
 //     is recorded with an empty host and the address dialled, and denied.
 //     So is a ClientHello without SNI, and a Host or CONNECT naming an IP.
 //
+// Every request the HTTP server reads is decided here or by the engine:
+// net/http answers nothing itself ("OPTIONS *" is a 400, not its 200).
+//
 // A host the policy allows with no secret bound to it is forwarded without
 // the engine's request rules (they exist to guard a value), but its Host
 // must name the target, a stand-in anywhere in it is refused (a stand-in
@@ -192,13 +195,16 @@ func New(o Options) (*Mediator, error) {
 		m.log = logline.NewWriter(o.Log, logline.Custodian)
 	}
 	m.srv = &http.Server{
-		Handler:           http.HandlerFunc(m.serveHTTP),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		ConnContext:       connContext,
-		ErrorLog:          discardLog,
+		Handler: http.HandlerFunc(m.serveHTTP),
+		// Every request is decided, "OPTIONS *" too (net/http would
+		// answer it 200 itself).
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            30 * time.Second,
+		IdleTimeout:                  2 * time.Minute,
+		MaxHeaderBytes:               64 << 10,
+		TLSNextProto:                 map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		ConnContext:                  connContext,
+		ErrorLog:                     discardLog,
 	}
 	return m, nil
 }

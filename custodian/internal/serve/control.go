@@ -22,12 +22,7 @@ func (s *Server) newControl() *http.Server {
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &http.Server{
-		Handler:           &controlHandler{s: s, tr: tr},
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       time.Hour,
-		MaxHeaderBytes:    64 << 10,
-	}
+	return newServer(&controlHandler{s: s, tr: tr})
 }
 
 type controlHandler struct {

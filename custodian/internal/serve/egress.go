@@ -11,19 +11,13 @@ import (
 	"net/netip"
 	"sync"
 	"syscall"
-	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )
 
 func (s *Server) newEgress() *http.Server {
-	return &http.Server{
-		Handler:           http.HandlerFunc(s.handleConnect),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       time.Hour,
-		MaxHeaderBytes:    64 << 10,
-	}
+	return newServer(http.HandlerFunc(s.handleConnect))
 }
 
 // handleConnect is the egress listener: CONNECT only; the target decides.

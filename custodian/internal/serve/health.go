@@ -18,8 +18,7 @@ const (
 )
 
 func newHealthServer() *http.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Date"] = nil
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.Method != http.MethodGet || r.URL.Path != "/healthz" {
@@ -28,15 +27,13 @@ func newHealthServer() *http.Server {
 			return
 		}
 		io.WriteString(w, "ok")
-	})
-	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: healthIdle,
-		ReadTimeout:       healthIdle,
-		WriteTimeout:      healthIdle,
-		IdleTimeout:       healthIdle,
-		MaxHeaderBytes:    8 << 10,
-	}
+	}))
+	srv.ReadHeaderTimeout = healthIdle
+	srv.ReadTimeout = healthIdle
+	srv.WriteTimeout = healthIdle
+	srv.IdleTimeout = healthIdle
+	srv.MaxHeaderBytes = 8 << 10
+	return srv
 }
 
 // limitListener accepts at most max connections at a time; a connection

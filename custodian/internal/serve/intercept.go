@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/netip"
-	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
@@ -29,13 +28,8 @@ func (s *Server) newInterceptor(target string) *interceptor {
 	// it.
 	dialer := relay.GuardedDialer(s.dialer, func(a netip.Addr) *filter.Reply { return s.eng.DialBound(target, a) })
 	ic.tr = relay.UpstreamTransport(dialer.DialContext, s.upstream, h)
-	ic.srv = &http.Server{
-		Handler:           ic,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       time.Hour,
-		MaxHeaderBytes:    64 << 10,
-		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
-	}
+	ic.srv = newServer(ic)
+	ic.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	return ic
 }
 

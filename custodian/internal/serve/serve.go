@@ -17,6 +17,12 @@
 // are the spec's four (ready, intercept, tunnel, refuse) and carry no value,
 // stand-in, path, query, header value or body; errors name files and
 // targets, never contents.
+//
+// Every request on every listener reaches this package's handler, and on
+// an intercepted connection the engine: net/http answers nothing itself
+// ("OPTIONS *" is the engine's 400 there, the control listener's 404, the
+// egress listener's 405), because every http.Server here comes from
+// newServer.
 package serve
 
 import (
@@ -183,6 +189,19 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.stop()
 	return err
+}
+
+// newServer is the one way this host makes an http.Server: every request
+// reaches h, "OPTIONS *" included (net/http would answer it 200 itself),
+// so every request on an intercepted connection is the engine's to decide.
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:                      h,
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            30 * time.Second,
+		IdleTimeout:                  time.Hour,
+		MaxHeaderBytes:               64 << 10,
+	}
 }
 
 func (s *Server) stop() {

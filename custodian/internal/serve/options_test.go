@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/filter"
+)
+
+// rawPlain sends req over plain TCP to addr and returns the answer's
+// status and body.
+func rawPlain(t *testing.T, addr, req string) (int, string) {
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	io.WriteString(c, req)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// Issue 10, item 9: net/http answers "OPTIONS *" 200 itself unless told
+// not to. Every request on every listener is decided by the engine (or,
+// on the health listener, by its one route): on an intercepted connection
+// "*" is not a path (400, rule 4's sibling), and it never goes upstream.
+func TestOptionsStarIsDecided(t *testing.T) {
+	f := newFixture(t, nil)
+	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	raw := f.rawTLS(t, f.up.target, "OPTIONS * HTTP/1.1\r\nHost: "+f.up.target+"\r\nx-api-key: "+keySI+"\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(raw, "HTTP/1.1 400 ") || !strings.HasSuffix(raw, "\r\n\r\njr2 custodian: the request target must be a path that starts with /") {
+		t.Errorf("intercepted OPTIONS *: %q", raw)
+	}
+	raw = f.rawTLS(t, f.up.target, "OPTIONS * HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+	if !strings.HasPrefix(raw, "HTTP/1.1 421 ") {
+		t.Errorf("intercepted OPTIONS * with another Host: %q", raw)
+	}
+	if n := f.up.hits.Load(); n != 0 {
+		t.Errorf("OPTIONS * reached the upstream %d times", n)
+	}
+	waitLog(t, f.log, "jr2.custodian action=refuse target="+f.up.target+" reason=path\n")
+	for _, c := range []struct {
+		name, addr string
+		status     int
+		prefix     string
+	}{
+		{"control", f.control, 404, "jr2 custodian: not a route of the control listener"},
+		{"egress", f.egress, 405, "jr2 custodian: this listener takes CONNECT only"},
+		{"health", f.health, 404, "not found"},
+	} {
+		st, body := rawPlain(t, c.addr, "OPTIONS * HTTP/1.1\r\nHost: x\r\nAuthorization: "+tok+"\r\nConnection: close\r\n\r\n")
+		if st != c.status || !strings.HasPrefix(body, c.prefix) {
+			t.Errorf("%s: OPTIONS *: %d %q, want %d %q…", c.name, st, body, c.status, c.prefix)
+		}
+	}
+	select {
+	case r := <-f.orchSeen:
+		t.Fatalf("OPTIONS * reached the orchestrator: %s", r.RequestURI)
+	default:
+	}
+}
