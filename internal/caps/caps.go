@@ -15,6 +15,12 @@
 // it. A root caller's child is no more than a non-root one's, with uid 0
 // only as the owner of its files (DAC checks as owner, never overridden).
 //
+// The one exception is what the caller names in keep, and only what the
+// thread held: that stays in every set (so it survives execve, as root and
+// as another uid through the ambient set) and nothing else does. The
+// Effector names CAP_DAC_READ_SEARCH for its own git alone, never for an
+// Effect's command.
+//
 // # Order
 //
 // NO_NEW_PRIVS first (it cannot be undone and needs nothing); then the

@@ -10,9 +10,12 @@ import (
 )
 
 // Drop empties the calling thread's capability sets and sets NO_NEW_PRIVS
-// (see the package doc for the order and what it leaves). It returns the
-// step that failed; on an error the thread must not execute the program.
-func Drop() error {
+// (see the package doc for the order and what it leaves), but for the
+// capabilities in keep that the thread holds (permitted): those stay in
+// every set a program executed next needs to keep them (permitted,
+// effective, inheritable, ambient, bounding), and are the only ones left.
+// On an error the thread must not execute the program.
+func Drop(keep ...int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
@@ -24,29 +27,45 @@ func Drop() error {
 	if err != nil {
 		return err
 	}
-	bounding := s.permitted(unix.CAP_SETPCAP)
+	var kept set
+	for _, c := range keep {
+		if c >= 0 && c < 64 && s.permitted().has(c) {
+			kept |= 1 << c
+		}
+	}
+	bounding := s.permitted().has(unix.CAP_SETPCAP)
 	if bounding {
-		if !s.effective(unix.CAP_SETPCAP) {
-			s.data[0].Effective |= 1 << unix.CAP_SETPCAP
+		if !s.effective().has(unix.CAP_SETPCAP) {
+			s.put(s.permitted(), s.effective()|1<<unix.CAP_SETPCAP, s.inheritable())
 			if err := s.set(); err != nil {
 				return fmt.Errorf("raise CAP_SETPCAP to empty the bounding set: %w", err)
 			}
 		}
-		if err := dropBounding(); err != nil {
+		if err := dropBounding(kept); err != nil {
 			return err
 		}
 	}
-	s.data = [2]unix.CapUserData{}
+	s.put(kept, kept, kept)
 	if err := s.set(); err != nil {
 		return fmt.Errorf("empty the permitted, effective and inheritable sets: %w", err)
 	}
-	return check(bounding)
+	for c := range 64 {
+		if kept.has(c) {
+			if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, uintptr(c), 0, 0); err != nil {
+				return fmt.Errorf("keep capability %d in the ambient set: %w", c, err)
+			}
+		}
+	}
+	return check(bounding, kept)
 }
 
-// dropBounding drops every capability the kernel knows from the bounding
-// set; PR_CAPBSET_DROP answers EINVAL past the last one.
-func dropBounding() error {
+// dropBounding drops every capability the kernel knows but kept from the
+// bounding set; PR_CAPBSET_DROP answers EINVAL past the last one.
+func dropBounding(kept set) error {
 	for c := 0; ; c++ {
+		if kept.has(c) {
+			continue
+		}
 		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {
 			if c == 0 {
@@ -60,17 +79,16 @@ func dropBounding() error {
 	}
 }
 
-// check reads the sets back: every one empty, the bounding set too when
-// it was to be emptied (bounding), and NO_NEW_PRIVS set.
-func check(bounding bool) error {
+// check reads the sets back: each one kept exactly (the bounding set no
+// more than kept when it was to be emptied), and NO_NEW_PRIVS set.
+func check(bounding bool, kept set) error {
 	s, err := get()
 	if err != nil {
 		return err
 	}
-	for i, d := range s.data {
-		if d.Effective|d.Permitted|d.Inheritable != 0 {
-			return fmt.Errorf("capabilities left after capset (word %d: effective %#x, permitted %#x, inheritable %#x)", i, d.Effective, d.Permitted, d.Inheritable)
-		}
+	if s.permitted() != kept || s.effective() != kept || s.inheritable() != kept {
+		return fmt.Errorf("capabilities left after capset (effective %#x, permitted %#x, inheritable %#x; kept %#x)",
+			uint64(s.effective()), uint64(s.permitted()), uint64(s.inheritable()), uint64(kept))
 	}
 	for c := 0; ; c++ {
 		in, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
@@ -80,12 +98,12 @@ func check(bounding bool) error {
 		if err != nil {
 			return fmt.Errorf("read the bounding set: %w", err)
 		}
-		if bounding && in != 0 {
+		if bounding && in != 0 && !kept.has(c) {
 			return fmt.Errorf("capability %d left in the bounding set", c)
 		}
 		amb, err := unix.PrctlRetInt(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_IS_SET, uintptr(c), 0, 0)
-		if err == nil && amb != 0 {
-			return fmt.Errorf("capability %d left in the ambient set", c)
+		if err == nil && (amb != 0) != kept.has(c) {
+			return fmt.Errorf("capability %d: in the ambient set %d, kept %v", c, amb, kept.has(c))
 		}
 	}
 	if v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || v != 1 {
@@ -93,6 +111,11 @@ func check(bounding bool) error {
 	}
 	return nil
 }
+
+// set is a capability set, bit c for capability c.
+type set uint64
+
+func (s set) has(c int) bool { return c >= 0 && c < 64 && s&(1<<c) != 0 }
 
 // sets is the thread's capability sets, as capget and capset read and
 // write them (version 3: two 32-bit words per set).
@@ -117,5 +140,19 @@ func (s *sets) set() error {
 	return nil
 }
 
-func (s *sets) permitted(c int) bool { return s.data[c/32].Permitted&(1<<(c%32)) != 0 }
-func (s *sets) effective(c int) bool { return s.data[c/32].Effective&(1<<(c%32)) != 0 }
+func join(lo, hi uint32) set { return set(lo) | set(hi)<<32 }
+
+func (s *sets) permitted() set   { return join(s.data[0].Permitted, s.data[1].Permitted) }
+func (s *sets) effective() set   { return join(s.data[0].Effective, s.data[1].Effective) }
+func (s *sets) inheritable() set { return join(s.data[0].Inheritable, s.data[1].Inheritable) }
+
+func (s *sets) put(permitted, effective, inheritable set) {
+	for i := range s.data {
+		shift := 32 * i
+		s.data[i] = unix.CapUserData{
+			Permitted:   uint32(permitted >> shift),
+			Effective:   uint32(effective >> shift),
+			Inheritable: uint32(inheritable >> shift),
+		}
+	}
+}

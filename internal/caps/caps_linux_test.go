@@ -23,32 +23,48 @@ import (
 // capabilities: what it drops cannot be taken back in a process.
 const childEnv = "JR2_CAPS_TEST_CHILD"
 
+// keepEnv names the capability the child keeps ("" none).
+const keepEnv = "JR2_CAPS_TEST_KEEP"
+
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
+	switch os.Getenv(childEnv) {
+	case "drop":
 		os.Exit(child())
+	case "executed":
+		os.Exit(printStatus())
 	}
 	os.Exit(m.Run())
 }
 
-// child prints its status before and after Drop, as JSON.
+// child prints its status, drops, and executes itself to print the status
+// a program it executes holds: what matters is what survives execve.
 func child() int {
 	runtime.LockOSThread()
-	before, err := capstest.Status(0)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	if code := printStatus(); code != 0 {
+		return code
 	}
-	dropErr := caps.Drop()
-	after, err := capstest.Status(0)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	var keep []int
+	if os.Getenv(keepEnv) != "" {
+		keep = append(keep, unix.CAP_DAC_READ_SEARCH)
 	}
-	if dropErr != nil {
-		fmt.Fprintln(os.Stderr, dropErr)
+	if err := caps.Drop(keep...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	json.NewEncoder(os.Stdout).Encode([]map[string]string{before, after})
+	os.Setenv(childEnv, "executed") // os.Environ keeps the first of two
+	env := os.Environ()
+	err := unix.Exec(os.Args[0], os.Args, env)
+	fmt.Fprintln(os.Stderr, err)
+	return 2
+}
+
+func printStatus() int {
+	st, err := capstest.Status(0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	json.NewEncoder(os.Stdout).Encode(st)
 	return 0
 }
 
@@ -65,30 +81,45 @@ func TestDrop(t *testing.T) {
 		t.Fatal(err)
 	}
 	const nobody = 65534
+	hex := func(cs ...int) string {
+		var v uint64
+		for _, c := range cs {
+			v |= 1 << c
+		}
+		return fmt.Sprintf("%016x", v)
+	}
+	asNobody := func(ambient ...uintptr) *syscall.SysProcAttr {
+		return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, AmbientCaps: ambient}
+	}
 	tests := []struct {
 		name       string
 		attr       *syscall.SysProcAttr
+		keep       bool // keep CAP_DAC_READ_SEARCH
 		uid        int
 		wantBefore string // CapEff before Drop: the child did hold what it drops
-		bounding   string // CapBnd after
+		want       string // every set but the bounding one, after execve
+		bounding   string // CapBnd after execve
 	}{
-		{"root", nil, 0, own["CapEff"], capstest.None},
-		{"non-root", &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}},
-			nobody, capstest.None, own["CapBnd"]},
-		{"non-root with ambient CAP_SETPCAP and CAP_MKNOD", &syscall.SysProcAttr{
-			Credential:  &syscall.Credential{Uid: nobody, Gid: nobody},
-			AmbientCaps: []uintptr{unix.CAP_SETPCAP, unix.CAP_MKNOD},
-		}, nobody, fmt.Sprintf("%016x", 1<<unix.CAP_SETPCAP|1<<unix.CAP_MKNOD), capstest.None},
-		{"non-root with ambient CAP_MKNOD", &syscall.SysProcAttr{
-			Credential:  &syscall.Credential{Uid: nobody, Gid: nobody},
-			AmbientCaps: []uintptr{unix.CAP_MKNOD},
-		}, nobody, fmt.Sprintf("%016x", 1<<unix.CAP_MKNOD), own["CapBnd"]},
+		{"root", nil, false, 0, own["CapEff"], capstest.None, capstest.None},
+		{"non-root", asNobody(), false, nobody, capstest.None, capstest.None, own["CapBnd"]},
+		{"non-root with ambient CAP_SETPCAP and CAP_MKNOD", asNobody(unix.CAP_SETPCAP, unix.CAP_MKNOD), false,
+			nobody, hex(unix.CAP_SETPCAP, unix.CAP_MKNOD), capstest.None, capstest.None},
+		{"non-root with ambient CAP_MKNOD", asNobody(unix.CAP_MKNOD), false,
+			nobody, hex(unix.CAP_MKNOD), capstest.None, own["CapBnd"]},
+		{"root keeping CAP_DAC_READ_SEARCH", nil, true, 0, own["CapEff"],
+			hex(unix.CAP_DAC_READ_SEARCH), hex(unix.CAP_DAC_READ_SEARCH)},
+		{"non-root keeping CAP_DAC_READ_SEARCH", asNobody(unix.CAP_SETPCAP, unix.CAP_DAC_READ_SEARCH), true,
+			nobody, hex(unix.CAP_SETPCAP, unix.CAP_DAC_READ_SEARCH), hex(unix.CAP_DAC_READ_SEARCH), hex(unix.CAP_DAC_READ_SEARCH)},
+		{"non-root keeping what it does not hold", asNobody(), true, nobody, capstest.None, capstest.None, own["CapBnd"]},
 	}
 	bin := executable(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"=1")
+			cmd.Env = append(os.Environ(), childEnv+"=drop")
+			if tt.keep {
+				cmd.Env = append(cmd.Env, keepEnv+"=1")
+			}
 			cmd.SysProcAttr = tt.attr
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
@@ -96,14 +127,26 @@ func TestDrop(t *testing.T) {
 				t.Fatalf("child: %v: %s", err, errb.String())
 			}
 			var got []map[string]string
-			if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 2 {
-				t.Fatalf("child printed %q: %v", out.String(), err)
+			dec := json.NewDecoder(&out)
+			for {
+				var st map[string]string
+				if dec.Decode(&st) != nil {
+					break
+				}
+				got = append(got, st)
+			}
+			if len(got) != 2 {
+				t.Fatalf("child printed %d statuses, want 2 (before, and after execve)", len(got))
 			}
 			if got[0]["CapEff"] != tt.wantBefore {
 				t.Fatalf("before Drop the child held CapEff %s, want %s: the case proves nothing", got[0]["CapEff"], tt.wantBefore)
 			}
-			if d := capstest.Diff(got[1], capstest.Want(tt.uid, tt.bounding)); d != "" {
-				t.Errorf("after Drop: %s", d)
+			want := capstest.Want(tt.uid, tt.bounding)
+			for _, f := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+				want[f] = tt.want
+			}
+			if d := capstest.Diff(got[1], want); d != "" {
+				t.Errorf("after Drop and execve: %s", d)
 			}
 		})
 	}

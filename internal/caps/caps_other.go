@@ -5,6 +5,6 @@ package caps
 import "errors"
 
 // Drop fails outside Linux: capabilities and NO_NEW_PRIVS are Linux's.
-func Drop() error {
+func Drop(keep ...int) error {
 	return errors.New("capabilities: Linux-only; nothing was dropped")
 }

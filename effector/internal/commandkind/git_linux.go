@@ -94,7 +94,9 @@ func gitEnv(home, ceiling string) []string {
 // the hardening and args.
 func (r *runner) gitArgv(args []string) []string {
 	work := filepath.Clean(r.k.o.Work)
-	argv := []string{"confine", "--scratch", r.dir, "--read-tree", work}
+	// The worktree is another uid's, its files maybe 0600: the Effector's
+	// git keeps the one capability that reads them (never the command).
+	argv := []string{"confine", "--keep-dac-read-search", "--scratch", r.dir, "--read-tree", work}
 	for _, d := range r.k.o.Deny {
 		if filepath.Clean(d) != work {
 			argv = append(argv, "--deny", d)

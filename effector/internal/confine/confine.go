@@ -5,8 +5,9 @@
 // succeeded on the thread that executes it, and after that thread dropped
 // every capability (effective, permitted, inheritable, ambient and, when
 // the confiner may, the bounding set) with NO_NEW_PRIVS set (package
-// caps); no rule grants making a character or block device (package
-// landlock). So a root Effector's command holds no more than a non-root
+// caps) — but CAP_DAC_READ_SEARCH under --keep-dac-read-search, which only
+// the Effector's own git is given; no rule grants making a character or
+// block device (package landlock). So a root Effector's command holds no more than a non-root
 // one's: it makes no device node, loads no BPF program, and a setuid or
 // file-capability binary gives nothing back. Any failure before execve
 // ends the confiner with exit 126 and its reason on stderr, and runs
@@ -14,7 +15,7 @@
 //
 // # Use
 //
-//		effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]… [--node NAME] -- ARGV
+//		effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]… [--node NAME] [--keep-dac-read-search] -- ARGV
 //
 //	  - --scratch DIR: read, write and execute beneath DIR — the Effect's own
 //	    scratch (its checkout, HOME and TMPDIR). Nothing denied may lie
@@ -29,6 +30,12 @@
 //	    the repo caches, the scratch root holding other Effects' scratch).
 //	    PATH need not exist.
 //	  - --node NAME: the node named in the fail-closed reason.
+//	  - --keep-dac-read-search: keep CAP_DAC_READ_SEARCH, if the confiner
+//	    holds it, and no other capability: the program reads and lists
+//	    what the rules allow whatever its owner and mode. For the
+//	    Effector's own git, which reads the agent's worktree (another
+//	    uid's, possibly 0600); never given to an Effect's command, whose
+//	    argv comes after --.
 //
 // # The rules (ADR-0068)
 //
@@ -93,9 +100,11 @@ type Options struct {
 	Trees   []string // --read-tree: read+execute beneath
 	Deny    []string // --deny: never allowed by the walk
 	Node    string   // --node: named in the fail-closed reason
+
+	KeepDACReadSearch bool // --keep-dac-read-search: the one capability kept
 }
 
-const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--read-tree DIR]... [--deny PATH]... [--node NAME] -- ARGV"
+const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--read-tree DIR]... [--deny PATH]... [--node NAME] [--keep-dac-read-search] -- ARGV"
 
 // parseArgs reads the flags and ARGV. Each path must be absolute.
 func parseArgs(args []string) (Options, []string, error) {
@@ -108,6 +117,10 @@ func parseArgs(args []string) (Options, []string, error) {
 				return o, nil, errors.New("no program after --; " + usage)
 			}
 			return o, argv, nil
+		}
+		if a == "--keep-dac-read-search" {
+			o.KeepDACReadSearch = true
+			continue
 		}
 		name, value, inline := strings.Cut(a, "=")
 		var dst *[]string

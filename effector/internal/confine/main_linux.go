@@ -67,7 +67,11 @@ func confineAndExec(args []string) error {
 	if err := rs.RestrictSelf(); err != nil {
 		return err
 	}
-	if err := caps.Drop(); err != nil {
+	var keep []int
+	if o.KeepDACReadSearch {
+		keep = append(keep, unix.CAP_DAC_READ_SEARCH)
+	}
+	if err := caps.Drop(keep...); err != nil {
 		return err
 	}
 	err = unix.Exec(path, argv, os.Environ())

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/internal/caps/capstest"
 )
@@ -60,7 +63,7 @@ func TestConfinedChildHoldsNoPrivilege(t *testing.T) {
 			tmp := f.p("scratch/e1/tmp")
 			argv := []string{"/usr/bin/env", modeEnv + "=ops", suid,
 				"attempts:" + tmp, "attempts:" + f.p("public"), "bpf", "euid", "hold"}
-			out, errOut, status, code := f.confineAs(t, tt.uid, argv)
+			out, errOut, status, code := f.confineAs(t, tt.uid, f.flags("e1"), argv)
 			want := lines(
 				"mknod char F/scratch/e1/tmp/kmsg: EACCES",
 				"mknod block F/scratch/e1/tmp/loop0: EACCES",
@@ -84,6 +87,53 @@ func TestConfinedChildHoldsNoPrivilege(t *testing.T) {
 				if _, err := os.Lstat(f.p("scratch/e1/tmp/" + dev)); err == nil {
 					t.Errorf("the child made %s", dev)
 				}
+			}
+		})
+	}
+}
+
+// --keep-dac-read-search (the Effector's own git) keeps CAP_DAC_READ_SEARCH
+// and nothing else: the program reads another uid's 0600 file in a tree
+// the rules allow, and still nothing the rules deny; without the flag the
+// same file is refused (the control).
+func TestKeepDACReadSearch(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("SKIPPED, NOT PROVEN: the test needs a file of another uid and CAP_DAC_READ_SEARCH (run as root)")
+	}
+	f := newFixture(t)
+	suid := f.privilegeFixture(t, 0)
+	private := f.p("public/private")
+	if err := os.WriteFile(private, []byte("private"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(private, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	kept := fmt.Sprintf("%016x", 1<<unix.CAP_DAC_READ_SEARCH)
+	tests := []struct {
+		name     string
+		flags    []string
+		read     string
+		capsWant string
+	}{
+		{"kept", append([]string{"--keep-dac-read-search"}, f.flags("e1")...), "ok private", kept},
+		{"control: not kept", f.flags("e1"), "EACCES", capstest.None},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argv := []string{"/usr/bin/env", modeEnv + "=ops", suid,
+				"read:" + private, "read:" + f.p("secrets/unnamed"), "bpf", "hold"}
+			out, errOut, status, code := f.confineAs(t, 0, tt.flags, argv)
+			want := lines("read F/public/private: "+tt.read, "read F/secrets/unnamed: EACCES", "bpf: EPERM", "held")
+			if code != 0 || out != want || errOut != "" {
+				t.Errorf("exit %d, stderr %q; the child saw:\n%s\nwant:\n%s", code, errOut, out, want)
+			}
+			wantStatus := capstest.Want(0, tt.capsWant)
+			for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+				wantStatus[k] = tt.capsWant
+			}
+			if d := capstest.Diff(status, wantStatus); d != "" {
+				t.Errorf("the held child's /proc status: %s", d)
 			}
 		})
 	}
@@ -113,9 +163,9 @@ func (f *fixture) privilegeFixture(t *testing.T, uid int) string {
 // confineAs runs the probe binary as `effector confine` with the Effect's
 // flags, as uid, and reads the child's /proc status once it holds; then
 // it ends the child's stdin and waits.
-func (f *fixture) confineAs(t *testing.T, uid int, argv []string) (stdout, stderr string, status map[string]string, code int) {
+func (f *fixture) confineAs(t *testing.T, uid int, flags, argv []string) (stdout, stderr string, status map[string]string, code int) {
 	t.Helper()
-	cmd := exec.Command(f.probeBin, append(append(f.flags("e1"), "--"), argv...)...)
+	cmd := exec.Command(f.probeBin, append(append(flags, "--"), argv...)...)
 	cmd.Env = append(os.Environ(), modeEnv+"=confine", "F="+f.root, "EFFECT=e1",
 		"HOME="+f.p("scratch/e1/home"), "TMPDIR="+f.p("scratch/e1/tmp"))
 	if uid != 0 {
