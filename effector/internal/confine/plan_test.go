@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,18 +246,26 @@ func TestDeviceRulesAreFileRights(t *testing.T) {
 
 // FuzzParseArgs: the words after `--` are the author's; whatever the
 // words, every accepted path is absolute and clean, a program is named,
-// and nothing panics.
+// the one kept capability is asked for only before `--` (never by the
+// author's words), and nothing panics.
 func FuzzParseArgs(f *testing.F) {
 	f.Add("--scratch\x00/s/e1\x00--read=/r/a\x00--\x00make\x00deploy")
 	f.Add("--deny\x00/w/../x\x00--node\x00n\x00--\x00--\x00--deny")
 	f.Add("--\x00")
+	f.Add("--keep-dac-read-search\x00--\x00git\x00--keep-dac-read-search")
+	f.Add("--\x00sh\x00--keep-dac-read-search")
 	f.Fuzz(func(t *testing.T, joined string) {
-		o, argv, err := parseArgs(strings.Split(joined, "\x00"))
+		words := strings.Split(joined, "\x00")
+		o, argv, err := parseArgs(words)
 		if err != nil {
 			return
 		}
 		if len(argv) == 0 || argv[0] == "" {
 			t.Fatalf("accepted no program: %q", joined)
+		}
+		flags := words[:len(words)-len(argv)]
+		if o.KeepDACReadSearch && !slices.Contains(flags, "--keep-dac-read-search") {
+			t.Fatalf("kept CAP_DAC_READ_SEARCH from the program's words: %q", joined)
 		}
 		for _, p := range append(append(append(append([]string{}, o.Scratch...), o.Read...), o.Trees...), o.Deny...) {
 			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
