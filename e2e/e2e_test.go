@@ -142,7 +142,8 @@ var logLine = regexp.MustCompile(`^jr2\.custodian (` +
 	`ready secrets=\S+ hosts=\d+( control=\S+ egress=\S+ health=\S+)?` +
 	`|action=intercept target=\S+ secret=\S+ method=[A-Z]+ status=\d+` +
 	`|action=tunnel target=\S+` +
-	`|action=refuse target=\S+ reason=[a-z-]+)$`)
+	`|action=refuse target=\S+ reason=[a-z-]+` +
+	`|action=error listener=[a-z]+ reason=[a-z-]+)$`)
 
 // testLog stops the Custodian and checks all it printed: a graceful exit,
 // the ready line exactly, every line one of the contract's four, and no

@@ -24,9 +24,9 @@
 // TLS, toward a host the policy binds it to; the record shows the stand-in
 // the agent sent, and the bundle writer's guard refuses any line holding a
 // value: the last line of defence, which scrubbing first keeps from ever
-// being why an attempt is missing. Log lines are the Custodian's refuse and intercept lines: a target
-// and a word, never a value, a stand-in, a path, a query, a header value
-// or a body.
+// being why an attempt is missing. Log lines are the Custodian's refuse, intercept and error lines: a
+// target (or a listener) and a word, never a value, a stand-in, a path, a
+// query, a header value, a body or anything else the child chose.
 //
 // # What each connection is
 //
@@ -104,6 +104,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/broker"
 	"jr2.dev/boundary/custodian/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/policy"
+	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/internal/logline"
 )
@@ -205,6 +206,9 @@ func New(o Options) (*Mediator, error) {
 		TLSNextProto:                 map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		ConnContext:                  connContext,
 		ErrorLog:                     discardLog,
+	}
+	if m.log != nil {
+		m.srv.ErrorLog = relay.ErrorLog(m.log, "mediator")
 	}
 	return m, nil
 }
@@ -390,6 +394,7 @@ func (l *feedListener) Close() error {
 
 func (l *feedListener) Addr() net.Addr { return l.addr }
 
-// discardLog drops the HTTP server's own error lines: they can quote
-// what the child sent.
+// discardLog drops the HTTP server's own error lines when there is no log:
+// they can quote what the child sent. With a log, each is one contract
+// line with a fixed word (relay.ErrorLog).
 var discardLog = log.New(io.Discard, "", 0)

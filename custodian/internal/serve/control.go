@@ -22,7 +22,7 @@ func (s *Server) newControl() *http.Server {
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return newServer(&controlHandler{s: s, tr: tr})
+	return s.newServer("control", &controlHandler{s: s, tr: tr})
 }
 
 type controlHandler struct {

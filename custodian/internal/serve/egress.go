@@ -17,7 +17,7 @@ import (
 )
 
 func (s *Server) newEgress() *http.Server {
-	return newServer(http.HandlerFunc(s.handleConnect))
+	return s.newServer("egress", http.HandlerFunc(s.handleConnect))
 }
 
 // handleConnect is the egress listener: CONNECT only; the target decides.

@@ -17,8 +17,8 @@ const (
 	healthIdle     = 5 * time.Second
 )
 
-func newHealthServer() *http.Server {
-	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) newHealthServer() *http.Server {
+	srv := s.newServer("health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header()["Date"] = nil
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if r.Method != http.MethodGet || r.URL.Path != "/healthz" {

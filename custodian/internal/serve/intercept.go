@@ -28,7 +28,7 @@ func (s *Server) newInterceptor(target string) *interceptor {
 	// it.
 	dialer := relay.GuardedDialer(s.dialer, func(a netip.Addr) *filter.Reply { return s.eng.DialBound(target, a) })
 	ic.tr = relay.UpstreamTransport(dialer.DialContext, s.upstream, h)
-	ic.srv = newServer(ic)
+	ic.srv = s.newServer("intercept", ic)
 	ic.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	return ic
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"jr2.dev/boundary/custodian/internal/relay"
 )
 
 const usage = `usage: custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
@@ -44,6 +46,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "custodian serve: %v\n", err)
 		return 1
 	}
+	relay.CaptureStdLog(s.log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := s.Serve(ctx); err != nil {

@@ -14,9 +14,12 @@
 //
 // Invariant: a held value leaves this process only in the request to the
 // bound target (or the Orchestrator) the engine decided it for. Log lines
-// are the spec's four (ready, intercept, tunnel, refuse) and carry no value,
-// stand-in, path, query, header value or body; errors name files and
-// targets, never contents.
+// are the spec's four (ready, intercept, tunnel, refuse) and error
+// (action=error listener=<name> reason=<fixed word>, for what net/http
+// would have printed itself: every http.Server's ErrorLog and the standard
+// logger its Transport writes to), and carry no value, stand-in, path,
+// query, header value, body or anything the peer chose; errors name files
+// and targets, never contents.
 //
 // Every request on every listener reaches this package's handler, and on
 // an intercepted connection the engine: net/http answers nothing itself
@@ -39,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/logline"
 )
@@ -159,7 +163,7 @@ func (s *Server) Addrs() (control, egress, health string) {
 func (s *Server) Serve(ctx context.Context) error {
 	ctl := s.newControl()
 	egr := s.newEgress()
-	hlt := newHealthServer()
+	hlt := s.newHealthServer()
 	for _, t := range s.eng.Targets() {
 		s.intercepts[t] = s.newInterceptor(t)
 	}
@@ -191,16 +195,20 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
-// newServer is the one way this host makes an http.Server: every request
-// reaches h, "OPTIONS *" included (net/http would answer it 200 itself),
-// so every request on an intercepted connection is the engine's to decide.
-func newServer(h http.Handler) *http.Server {
+// newServer is the one way this host makes an http.Server for listener:
+// every request reaches h, "OPTIONS *" included (net/http would answer it
+// 200 itself), so every request on an intercepted connection is the
+// engine's to decide; and what net/http would log (a TLS handshake error
+// quoting the ALPN the peer offered, a panic) is one contract line with a
+// fixed word (relay.ErrorLog).
+func (s *Server) newServer(listener string, h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:                      h,
 		DisableGeneralOptionsHandler: true,
 		ReadHeaderTimeout:            30 * time.Second,
 		IdleTimeout:                  time.Hour,
 		MaxHeaderBytes:               64 << 10,
+		ErrorLog:                     relay.ErrorLog(s.log, listener),
 	}
 }
 
