@@ -76,7 +76,9 @@ type hcmSettings struct {
 // hcm is a connection manager that adds nothing to a request or a response
 // (no request id, no x-forwarded-for, the server header passed through),
 // leaves the path exactly as sent for the engine to judge and normalise,
-// and speaks HTTP/1.1 only.
+// and speaks HTTP/1 only — 1.0 as well as 1.1, as the Go host does: Python's
+// http.client sends its CONNECT as HTTP/1.0, which Envoy otherwise closes
+// without an answer.
 func (b *builder) hcm(s hcmSettings) *hcmv3.HttpConnectionManager {
 	m := &hcmv3.HttpConnectionManager{
 		CodecType:                    hcmv3.HttpConnectionManager_HTTP1,
@@ -86,6 +88,7 @@ func (b *builder) hcm(s hcmSettings) *hcmv3.HttpConnectionManager {
 		LocalReplyConfig:             s.replies,
 		StreamIdleTimeout:            durationpb.New(s.idle),
 		CommonHttpProtocolOptions:    &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(s.idle)},
+		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true},
 		GenerateRequestId:            wrapperspb.Bool(false),
 		UseRemoteAddress:             wrapperspb.Bool(false),
 		SkipXffAppend:                true,
