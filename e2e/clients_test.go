@@ -339,7 +339,7 @@ func (w *world) testTrust(t *testing.T, url, header, want string) {
 		{"curl over a machine's CURL_CA_BUNDLE", []string{"curl", "-sS", "--fail", "-H", header, url}, append([]string{"CURL_CA_BUNDLE=" + other}, w.env...), 0},
 		{"curl with only the machine's CURL_CA_BUNDLE fails TLS", []string{"curl", "-sS", "--fail", "-H", header, url}, append(without("CURL_CA_BUNDLE"), "CURL_CA_BUNDLE="+other), 60},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		run(t, c.name, func(t *testing.T) {
 			if _, err := exec.LookPath(c.argv[0]); err != nil {
 				t.Skipf("SKIP: no %s on PATH; its trust through harness.env is not exercised", c.argv[0])
 			}

@@ -25,7 +25,7 @@ func (w *world) testControl(t *testing.T) {
 	const noToken = "needs the stand-in of " + filter.TokenName + " in authorization"
 
 	for _, c := range clients {
-		t.Run(c.name, func(t *testing.T) {
+		run(t, c.name, func(t *testing.T) {
 			agent := c.name + "-a1"
 			routes := []struct{ method, path, upstream, body string }{
 				{"GET", "/agents/" + agent + "/surface", "/agents/" + agent + "/surface", ""},

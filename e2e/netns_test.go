@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -59,14 +60,17 @@ func newNSHost(t testing.TB, ca *testpki.CA) *nsHost {
 		t.Fatal("the tunnel tests need ip (iproute2): apt-get install iproute2")
 	}
 	removeStaleNamespaces(t)
-	pid := os.Getpid()
-	n := &nsHost{name: nsPrefix + strconv.Itoa(pid)}
+	// One namespace per world: the suite makes a world per host, and a
+	// deleted namespace's veth can outlive the delete for a moment, so
+	// names and the /30 carry the world's sequence number too.
+	pid, seq := os.Getpid(), int(nsSeq.Add(1))
+	n := &nsHost{name: nsPrefix + strconv.Itoa(pid) + "-" + strconv.Itoa(seq)}
 	base := testNet.Addr().As4()
-	slot := uint32(pid%(1<<15)) * 4 // a /30 of the /15 per pid
+	slot := uint32((pid*8+seq)%(1<<15)) * 4 // a /30 of the /15 per pid and world
 	v := uint32(base[0])<<24 | uint32(base[1])<<16 | slot
 	n.hostSide = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v) + 1})
 	n.addr = n.hostSide.Next()
-	hostIf, nsIf := fmt.Sprintf("je%dh", pid), fmt.Sprintf("je%dn", pid)
+	hostIf, nsIf := fmt.Sprintf("je%dx%dh", pid, seq), fmt.Sprintf("je%dx%dn", pid, seq)
 
 	ipCmd(t, "netns", "add", n.name)
 	t.Cleanup(func() { n.remove(t) })
@@ -125,15 +129,19 @@ func ipCmd(t testing.TB, args ...string) {
 	}
 }
 
+// nsSeq numbers the namespaces of this process.
+var nsSeq atomic.Int32
+
 // removeStaleNamespaces deletes the namespaces of suite runs whose process
 // is gone (a run killed before its cleanup).
 func removeStaleNamespaces(t testing.TB) {
 	ents, _ := os.ReadDir("/run/netns")
 	for _, e := range ents {
-		pid, ok := strings.CutPrefix(e.Name(), nsPrefix)
+		rest, ok := strings.CutPrefix(e.Name(), nsPrefix)
 		if !ok {
 			continue
 		}
+		pid, _, _ := strings.Cut(rest, "-")
 		if _, err := os.Stat("/proc/" + pid); err == nil {
 			continue
 		}

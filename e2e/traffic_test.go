@@ -36,7 +36,7 @@ func (w *world) testClient(t *testing.T, c client) {
 		return lineFor("action", "intercept", "target", u.target, "secret", name, "method", method, "status", "200")
 	}
 
-	t.Run("swap and scrub", func(t *testing.T) {
+	run(t, "swap and scrub", func(t *testing.T) {
 		resp := c.do(t, w.env, request{Method: "GET", URL: httpsURL(u.target, "/v1/echo?q=1"), Headers: [][2]string{{"x-api-key", si}}})
 		got, _ := u.last()
 		if got.Header.Get("X-Api-Key") != value {
@@ -49,7 +49,7 @@ func (w *world) testClient(t *testing.T, c client) {
 		log.expect(t, intercept("GET"))
 	})
 
-	t.Run("bearer and body", func(t *testing.T) {
+	run(t, "bearer and body", func(t *testing.T) {
 		resp := c.do(t, w.env, request{Method: "POST", URL: httpsURL(u.target, "/v1/echo"), Body: "hello from " + c.name,
 			Headers: [][2]string{{"authorization", "Bearer " + si}, {"content-type", "text/plain"}}})
 		got, _ := u.last()
@@ -79,7 +79,7 @@ func (w *world) testClient(t *testing.T, c client) {
 			"the stand-in of " + name + " is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream", "stand-in"},
 	}
 	for _, r := range refusals {
-		t.Run(r.name, func(t *testing.T) {
+		run(t, r.name, func(t *testing.T) {
 			before := u.hits.Load()
 			resp := c.do(t, w.env, request{Method: r.method, URL: httpsURL(u.target, r.path), Headers: r.headers})
 			if want := "jr2 custodian: " + r.body; resp.Status != r.status || resp.Body != want {
@@ -92,7 +92,7 @@ func (w *world) testClient(t *testing.T, c client) {
 		})
 	}
 
-	t.Run("SSE event by event", func(t *testing.T) {
+	run(t, "SSE event by event", func(t *testing.T) {
 		p := c.stream(t, w.env, request{Method: "GET", URL: httpsURL(u.target, "/v1/sse"), Headers: [][2]string{{"x-api-key", si}}})
 		for i, ev := range sseEvents {
 			line := p.next(t, 10*time.Second)

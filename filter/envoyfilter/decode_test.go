@@ -246,17 +246,17 @@ func TestDecodeEgress(t *testing.T) {
 			routeClear: true,
 		},
 		{
+			// The tunnel's line is Envoy's access log's, once the tunnel is
+			// up (controlplane's egressLogs): the filter writes none.
 			name:     "another target is tunneled",
 			req:      headers(":method", "CONNECT", ":authority", "example.org:443"),
 			upstream: []string{":authority: example.org:443", ":method: CONNECT"},
-			logs:     []string{"jr2.custodian action=tunnel target=example.org:443"},
 		},
 		{
-			name:       "a stand-in in a tunnel's target is not logged",
+			name:       "a tunnel's target holding a stand-in goes on lowercased, unlogged",
 			req:        headers(":method", "CONNECT", ":authority", githubStandIn+".evil.example:443"),
 			upstream:   []string{":authority: " + strings.ToLower(githubStandIn) + ".evil.example:443", ":method: CONNECT"},
 			routeClear: true,
-			logs:       []string{"jr2.custodian action=tunnel target=[stand-in].evil.example:443"},
 		},
 		{
 			name: "a spelled loopback is guarded", req: headers(":method", "CONNECT", ":authority", "127.1:443"),

@@ -262,7 +262,7 @@ func TestEncodeEgress(t *testing.T) {
 	raw := "\x16\x03\x01 tls bytes " + anthropicValue
 	o := exchange(t, cfg, headers(":method", "CONNECT", ":authority", "example.org:443"),
 		&upstream{headers: headers(":status", "200"), chunks: []string{raw}})
-	if o.status != 200 || o.body() != raw || len(o.logs) != 1 {
+	if o.status != 200 || o.body() != raw || len(o.logs) != 0 { // the tunnel line is Envoy's access log's
 		t.Errorf("got\n%s", o.describe())
 	}
 }

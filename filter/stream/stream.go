@@ -123,9 +123,9 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 			h.Set(":authority", cd.Target)
 			s.host.ClearRouteCache()
 		}
-		if f := cd.LogFields(); f != nil {
-			s.log(f)
-		}
+		// A tunnel's line is Envoy's: the rendered access log writes
+		// action=tunnel once the tunnel is up, and the guard's refusal at
+		// stream end; the machine logs only what it refuses itself.
 		return s.forward()
 	case pluginconf.RoleControl:
 		d := e.DecideControl(&r)
