@@ -93,7 +93,7 @@ type routeConfig struct {
 
 func newRouteConfig(name string, config []byte) (*routeConfig, error) {
 	if name != pluginconf.PluginName {
-		return nil, fmt.Errorf("per_route_config_name %q: want %q; render it with controlplane render --data-plane module", clip(name, 64), pluginconf.PluginName)
+		return nil, fmt.Errorf("per-route filter_name %q: want %q; render it with controlplane render --data-plane module", clip(name, 64), pluginconf.PluginName)
 	}
 	rc, err := pluginconf.ParseRoute(config)
 	if err != nil {
