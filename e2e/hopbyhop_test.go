@@ -1,0 +1,366 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/testpki"
+)
+
+// hopName is the one secret of the hop-by-hop pod.
+const hopName = "HOP_KEY"
+
+// TestHopByHop runs issue 10's transport items against each host, on a
+// pod of its own: an answer whose Content-Encoding its Connection header
+// names (item 1, on an intercepted target and on the control listener),
+// refusals of requests with a body on a keep-alive connection (item 7),
+// handshakes whose ALPN quotes a stand-in, a path and a forged contract
+// line (item 8), and "OPTIONS *" on an intercepted connection (item 9).
+// Then it stops the host and checks all it printed: contract lines only,
+// and no value, stand-in or word the peer chose.
+func TestHopByHop(t *testing.T) {
+	for _, host := range hostsToRun(t) {
+		t.Run(host.Name(), func(t *testing.T) { testHopByHop(t, host) })
+	}
+}
+
+// hopPod is the rendered pod and what surrounds it.
+type hopPod struct {
+	run    *Running
+	target string // the bound upstream, 127.0.0.1:port
+	value  string // HOP_KEY's value
+	token  string // the Sandbox token's value
+	roots  *x509.CertPool
+	hits   chan string // each request target the upstream got
+}
+
+func testHopByHop(t *testing.T, host Host) {
+	p := newHopPod(t, host)
+	t.Run("encoding named by Connection", p.testEncoding)
+	t.Run("control encoding named by Connection", p.testControlEncoding)
+	t.Run("refusal with a body keeps the connection", p.testRefusalBody)
+	t.Run("OPTIONS star", p.testOptionsStar)
+	t.Run("ALPN quoting the peer", p.testALPN)
+	t.Run("output", func(t *testing.T) {
+		if err := p.run.Stop(); err != nil {
+			t.Errorf("the host did not stop cleanly: %v", err)
+		}
+		forms := append(scrub.Forms([]byte(p.value)), scrub.Forms([]byte(p.token))...)
+		for _, l := range p.run.out.Lines() {
+			if strings.HasPrefix(l, "jr2.custodian") && !logLine.MatchString(l) {
+				t.Errorf("not a line of the log contract: %q", l)
+			}
+			low := strings.ToLower(l)
+			for _, bad := range []string{filter.StandInPrefix, "secret-path", "forged.example"} {
+				if strings.Contains(low, bad) {
+					t.Errorf("the output holds %q: %q", bad, l)
+				}
+			}
+			for _, f := range forms {
+				if strings.Contains(l, string(f)) {
+					t.Errorf("the output holds a form of a value: %q", l)
+				}
+			}
+		}
+	})
+}
+
+func newHopPod(t *testing.T, host Host) *hopPod {
+	tmp := t.TempDir()
+	p := &hopPod{value: sentinel(t, hopName), token: sentinel(t, filter.TokenName), hits: make(chan string, 256)}
+	upCA := testpki.NewCA(t, "e2e hop upstream CA")
+	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(p.upstream))
+	orch := serveLoopback(t, http.HandlerFunc(p.orchestrator))
+
+	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
+		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
+	valuesDir := filepath.Join(tmp, "values")
+	mustMkdir(t, valuesDir)
+	mustWrite(t, filepath.Join(valuesDir, hopName), p.value+"\n", 0o600)
+	mustWrite(t, filepath.Join(valuesDir, filter.TokenName), p.token+"\n", 0o600)
+	mb, _ := json.Marshal(m)
+	mustWrite(t, filepath.Join(tmp, "held.json"), string(mb), 0o644)
+	upCA.WriteFile(t, tmp, "upstream-ca.pem")
+	caDir := filepath.Join(tmp, "ca")
+	runTool(t, bins.controlplane, "ca", "init", "--dir", caDir)
+	dir := filepath.Join(tmp, "pod")
+	args := []string{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", caDir, "--out", dir,
+		"--ca-bundle", filepath.Join(tmp, "upstream-ca.pem"), "--values-dir", valuesDir,
+		"--harness-ca-dir", filepath.Join(dir, "ca"), "--allow-local-targets"}
+	runTool(t, bins.controlplane, append(args, host.RenderArgs()...)...)
+	pem, err := os.ReadFile(filepath.Join(dir, "ca", "extra.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.roots = x509.NewCertPool()
+	p.roots.AppendCertsFromPEM(pem)
+	p.run = host.Start(t, dir, "")
+	return p
+}
+
+// serveLoopback serves h over plain HTTP on loopback and returns its
+// address.
+func serveLoopback(t *testing.T, h http.Handler) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = quietLog()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// upstream is the bound target: /v1/hop/<enc> answers the credential it
+// got, encoded as enc (gzip truly, any other name not at all), with
+// Connection naming Content-Encoding; anything else answers "ok" without
+// reading the body.
+func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
+	p.hits <- r.RequestURI
+	enc, ok := strings.CutPrefix(r.URL.Path, "/v1/hop/")
+	if !ok {
+		io.WriteString(w, "ok")
+		return
+	}
+	w.Header().Set("Connection", "content-encoding")
+	w.Header().Set("Content-Encoding", enc)
+	writeEncoded(w, enc, "you sent "+r.Header.Get("X-Api-Key"))
+}
+
+// orchestrator answers every request with the authorization it got,
+// gzipped, with Connection naming Content-Encoding.
+func (p *hopPod) orchestrator(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Connection", "content-encoding")
+	w.Header().Set("Content-Encoding", "gzip")
+	writeEncoded(w, "gzip", "token "+r.Header.Get("Authorization"))
+}
+
+func writeEncoded(w io.Writer, enc, text string) {
+	if enc != "gzip" {
+		io.WriteString(w, text)
+		return
+	}
+	zw := gzip.NewWriter(w)
+	io.WriteString(zw, text)
+	zw.Close()
+}
+
+// client is an agent's HTTPS client through the egress listener.
+func (p *hopPod) client() *http.Client {
+	pu, _ := url.Parse("http://" + p.run.Egress)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy:              http.ProxyURL(pu),
+		TLSClientConfig:    &tls.Config{RootCAs: p.roots},
+		DisableCompression: true,
+	}}
+}
+
+// answer is what do got.
+type answer struct {
+	status int
+	body   []byte
+	header http.Header
+	reused bool // it went on a connection used before
+	close  bool // it closed the connection after it
+}
+
+// do sends one request on c and returns its answer.
+func do(t *testing.T, c *http.Client, method, u string, body io.Reader, hdr ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, u, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	var reused bool
+	req = req.WithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	}))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("%s %s: the answer was cut: %v", method, u, err)
+	}
+	return answer{resp.StatusCode, b, resp.Header, reused, resp.Close}
+}
+
+// assertUnreadable fails t if b, read as is or un-gzipped, holds a form
+// of value.
+func assertUnreadable(t *testing.T, what string, b []byte, value string) {
+	t.Helper()
+	texts := [][]byte{b}
+	if zr, err := gzip.NewReader(strings.NewReader(string(b))); err == nil {
+		d, _ := io.ReadAll(zr)
+		texts = append(texts, d)
+	}
+	for _, s := range texts {
+		for _, f := range scrub.Forms([]byte(value)) {
+			if strings.Contains(string(s), string(f)) {
+				t.Fatalf("%s: a form of the value reached the agent: %q", what, b)
+			}
+		}
+	}
+}
+
+func (p *hopPod) testEncoding(t *testing.T) {
+	c := p.client()
+	for _, tc := range []struct {
+		enc    string
+		status int
+		body   string
+	}{
+		{"gzip", 200, "you sent [secret:" + hopName + "]"},
+		{"br", 502, "jr2 custodian: " + p.target + " answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on"},
+	} {
+		a := do(t, c, "GET", "https://"+p.target+"/v1/hop/"+tc.enc, nil, "x-api-key", standIn(hopName))
+		assertUnreadable(t, tc.enc, a.body, p.value)
+		if a.status != tc.status || string(a.body) != tc.body || a.header.Get("Content-Encoding") != "" {
+			t.Errorf("%s: %d %v %q, want %d %q", tc.enc, a.status, a.header, a.body, tc.status, tc.body)
+		}
+	}
+}
+
+func (p *hopPod) testControlEncoding(t *testing.T) {
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableCompression: true}}
+	a := do(t, c, "GET", "http://"+p.run.Control+"/agents/a1/surface", nil, "Authorization", "Bearer "+standIn(filter.TokenName))
+	assertUnreadable(t, "control", a.body, p.token)
+	if want := "token Bearer [secret:" + filter.TokenName + "]"; a.status != 200 || string(a.body) != want || a.header.Get("Content-Encoding") != "" {
+		t.Errorf("control: %d %v %q, want 200 %q", a.status, a.header, a.body, want)
+	}
+}
+
+func (p *hopPod) testRefusalBody(t *testing.T) {
+	si := standIn(hopName)
+	up := "https://" + p.target
+	ctl := "http://" + p.run.Control
+	tok := "Bearer " + standIn(filter.TokenName)
+	for _, tc := range []struct {
+		name, method, url string
+		hdr               []string
+		status            int
+		next              string // a request answered on the same connection
+		nextHdr           []string
+	}{
+		{"intercept 403 path", "POST", up + "/admin", []string{"x-api-key", si}, 403, up + "/v1/ok", []string{"x-api-key", si}},
+		{"intercept 403 no stand-in", "POST", up + "/v1/x", []string{"x-api-key", "made-up"}, 403, up + "/v1/ok", []string{"x-api-key", si}},
+		{"intercept 400 encoded", "POST", up + "/v1/a%2Fb", []string{"x-api-key", si}, 400, up + "/v1/ok", []string{"x-api-key", si}},
+		{"control 404", "POST", ctl + "/admin", []string{"Authorization", tok}, 404, ctl + "/agents/a1/surface", []string{"Authorization", tok}},
+		{"control 403", "POST", ctl + "/agents/a1/events", []string{"Authorization", "Bearer made-up"}, 403, ctl + "/agents/a1/surface", []string{"Authorization", tok}},
+	} {
+		for _, body := range []func() io.Reader{
+			func() io.Reader { return strings.NewReader("0123456789") },
+			func() io.Reader { return io.MultiReader(strings.NewReader("a chunked body")) },
+		} {
+			c := p.client() // https through the egress listener
+			if strings.HasPrefix(tc.url, "http:") {
+				c = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+			}
+			do(t, c, "GET", tc.next, nil, tc.nextHdr...)
+			a := do(t, c, tc.method, tc.url, body(), tc.hdr...)
+			if a.status != tc.status || !strings.HasPrefix(string(a.body), "jr2 custodian: ") || !a.reused {
+				t.Errorf("%s: %d %q (on the open connection: %v), want %d", tc.name, a.status, a.body, a.reused, tc.status)
+			}
+			// The next request is answered: on the same connection, or
+			// on a new one when the refusal said it closes this one (Envoy
+			// closes after a local reply to a request it did not read).
+			if n := do(t, c, "GET", tc.next, nil, tc.nextHdr...); n.status != 200 || !n.reused && !a.close {
+				t.Errorf("after %s: %d, reused %v, the refusal said close: %v: the connection was lost", tc.name, n.status, n.reused, a.close)
+			}
+			c.CloseIdleConnections()
+		}
+	}
+}
+
+// tlsThrough opens a CONNECT to target on the egress listener and returns
+// the connection, ready for a ClientHello.
+func (p *hopPod) tlsThrough(t *testing.T, target string) net.Conn {
+	c, err := net.Dial("tcp", p.run.Egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT %s: %v %v", target, resp, err)
+	}
+	return &readerConn{Conn: c, r: br}
+}
+
+// readerConn reads through r: what was buffered past the CONNECT answer,
+// then the connection.
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+func (p *hopPod) testOptionsStar(t *testing.T) {
+	drain(p.hits)
+	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	defer tc.Close()
+	fmt.Fprintf(tc, "OPTIONS * HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName))
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if want := "jr2 custodian: the request target must be a path that starts with /"; resp.StatusCode != 400 || string(b) != want {
+		t.Errorf("OPTIONS *: %d %q, want 400 %q", resp.StatusCode, b, want)
+	}
+	if got := drain(p.hits); len(got) != 0 {
+		t.Errorf("OPTIONS * reached the upstream: %q", got)
+	}
+}
+
+func (p *hopPod) testALPN(t *testing.T) {
+	for _, protos := range [][]string{
+		{standIn(hopName), "/v1/secret-path"},
+		{"jr2.custodian action=tunnel target=forged.example:443"},
+	} {
+		tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1", NextProtos: protos})
+		if err := tc.Handshake(); err == nil && tc.ConnectionState().NegotiatedProtocol != "" {
+			t.Errorf("ALPN %q: negotiated %q", protos, tc.ConnectionState().NegotiatedProtocol)
+		}
+		tc.Close()
+	}
+}
+
+// drain returns what ch holds now.
+func drain(ch chan string) []string {
+	var out []string
+	for {
+		select {
+		case s := <-ch:
+			out = append(out, s)
+		default:
+			return out
+		}
+	}
+}
