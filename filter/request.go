@@ -13,6 +13,12 @@ var allowedMethods = map[string]bool{
 	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true,
 }
 
+// NotAPathText is rule 5's answer to a request target that is not a path
+// (OPTIONS *, an absolute URI). Envoy's connection manager refuses such a
+// target before any filter runs; the rendered intercept listener maps that
+// refusal onto this same text (controlplane's bootstrap).
+const NotAPathText = "the request target must be a path that starts with /"
+
 // DecideRequest decides one request intercepted toward target (a bound
 // host:port, as DecideConnect returned it), by the rules of the spec's "An
 // intercepted request", in their order:
@@ -72,7 +78,7 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		return d
 	}
 	if !strings.HasPrefix(path, "/") {
-		d.Reply = reply(400, ReasonPath, "the request target must be a path that starts with /")
+		d.Reply = reply(400, ReasonPath, NotAPathText)
 		return d
 	}
 	norm := NormalizePath(path)

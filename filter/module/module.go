@@ -147,17 +147,27 @@ func (f *moduleFilter) requestHeaders() int {
 	return headersStatus(f.m.RequestHeaders(headerMap{f.x, requestHeader}))
 }
 
+// The encode hooks of a stream whose request the module never saw (Envoy
+// answered it itself, before any filter: a target that is not a path) let
+// Envoy's own reply pass; no upstream answered it, since a request goes
+// upstream only marked.
 func (f *moduleFilter) responseHeaders(endStream bool) int {
-	if f.failed || f.m == nil {
+	if f.failed {
 		return statusStopIteration
+	}
+	if f.m == nil {
+		return statusContinue
 	}
 	return headersStatus(f.m.ResponseHeaders(headerMap{f.x, responseHeader}, endStream))
 }
 
 func (f *moduleFilter) responseBody(endStream bool) int {
-	if f.failed || f.m == nil {
+	if f.failed {
 		f.x.drainBody(receivedResponseBody, drainAll)
 		return statusStopNoBuffer
+	}
+	if f.m == nil {
+		return statusContinue
 	}
 	if f.m.ResponseData(body{f.x}, endStream) == stream.Answered {
 		return statusStopNoBuffer
@@ -166,8 +176,11 @@ func (f *moduleFilter) responseBody(endStream bool) int {
 }
 
 func (f *moduleFilter) responseTrailers() int {
-	if f.failed || f.m == nil {
+	if f.failed {
 		return statusStopIteration
+	}
+	if f.m == nil {
+		return statusContinue
 	}
 	return headersStatus(f.m.ResponseTrailers(headerMap{f.x, responseTrailer}))
 }

@@ -395,7 +395,16 @@ func TestInterceptListeners(t *testing.T) {
 		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
 			t.Errorf("%s: per-route config %+v", tg, got)
 		}
-		checkReplies(t, tg, m.LocalReplyConfig, tg)
+		// An intercept listener answers Envoy's own refusal of a target
+		// that is not a path as the engine does (rule 5's 400).
+		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
+		if len(lr.Mappers) > 0 {
+			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:1]}, []mapperWant{
+				{expr: "response.code_details == 'absolute_path_rejected'", status: 400, text: "jr2 custodian: the request target must be a path that starts with /"},
+			})
+			lr.Mappers = lr.Mappers[1:]
+		}
+		checkReplies(t, tg, lr, tg)
 		for _, f := range m.HttpFilters {
 			if f.Name == bootstrap.FilterDecompressor {
 				d := unpack[*decompv3.Decompressor](t, f.GetTypedConfig())

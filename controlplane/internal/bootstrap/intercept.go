@@ -71,7 +71,7 @@ func (b *builder) interceptListener(t string) *listenerv3.Listener {
 			}),
 			b.routerFilter(),
 		},
-		replies: b.boundReplies(t),
+		replies: b.interceptReplies(t),
 		idle:    streamIdle,
 	})
 	return &listenerv3.Listener{

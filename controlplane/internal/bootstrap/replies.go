@@ -5,6 +5,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"jr2.dev/boundary/filter"
 )
 
 // The answers the Custodian makes when a target gives none (ADR-0059). One
@@ -70,6 +72,22 @@ func (b *builder) boundReplies(target string, headers ...*corev3.HeaderValueOpti
 		mapper(flagFilter(NotSentFlags), 502, NotSentText(target), headers),
 		mapper(flagFilter(MaySentFlags), 502, MaySentText(target), headers),
 	}}
+}
+
+// absolutePath is Envoy's own refusal of a request target that is not a
+// path (OPTIONS *, an absolute URI): the connection manager answers it 404
+// before any filter runs, so the engine never sees it.
+const absolutePath = "response.code_details == 'absolute_path_rejected'"
+
+// interceptReplies: a bound target's replies, with Envoy's own refusal of
+// a target that is not a path answered as the engine answers it (rule 5's
+// 400), as custodian serve does.
+func (b *builder) interceptReplies(target string) *hcmv3.LocalReplyConfig {
+	r := b.boundReplies(target)
+	r.Mappers = append([]*hcmv3.ResponseMapper{
+		mapper(b.celFilter(absolutePath), 400, "jr2 custodian: "+filter.NotAPathText, nil),
+	}, r.Mappers...)
+	return r
 }
 
 // tunnelReplies: the mark's and the guard's refusals, then one mapper for
