@@ -109,7 +109,15 @@ func checkCases(t *testing.T, hosts []Host) {
 	if len(hosts) == 1 {
 		verdict = "one host only"
 	}
-	fmt.Printf("e2e: cases run: %s; %s\n", strings.Join(counts, ", "), verdict)
+	line := fmt.Sprintf("e2e: cases run: %s; %s\n", strings.Join(counts, ", "), verdict)
+	fmt.Print(line)
+	// go test ./... shows a passing package's output only with -v; make
+	// test prints this file after the run instead.
+	if p := os.Getenv("JR2_E2E_SUMMARY"); p != "" {
+		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+			t.Errorf("e2e: write the summary: %v", err)
+		}
+	}
 }
 
 // testRender checks what controlplane render wrote against the spec:
