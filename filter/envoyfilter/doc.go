@@ -26,41 +26,21 @@
 //
 // # Per stream
 //
-//   - DecodeHeaders: by the route's role — control: DecideControl; egress:
-//     DecideConnect; intercept: DecideRequest toward the route's target. A
-//     reply is sent as a local reply (text/plain); a forward sets :path
-//     (and, toward a bound target, :authority to filter.UpstreamHost),
-//     removes and sets headers, then marks the request (dynamic metadata
-//     jr2.custodian/decided = true) that the RBAC filter after this one
-//     requires.
-//   - EncodeHeaders: DecideResponse (intercept and control roles): scrubbed
-//     header values, content-length and content-encoding dropped, or the
-//     502 of an encoding the Custodian cannot read. The action=intercept line
-//     is written here, with the status the agent gets.
-//   - EncodeData: each chunk passes through the engine's streaming Body and
-//     goes on at once (never buffered whole). A gzip body that turns out
-//     broken ends the response with a local reply, which Envoy turns into a
-//     stream reset once headers went out: a cut body never looks complete.
-//   - EncodeTrailers: the scrubber's held tail is added before the trailers
-//     (AddData), and the trailers are decided as headers are: a name that
-//     holds a value is removed, every value scrubbed.
-//
-// A stream's callbacks run one after another on the Envoy worker thread:
-// the filter never returns Running and starts no goroutine, so a stream's
-// state needs no lock. A config and its engine are shared by every stream
-// and are read-only.
-//
-// # Failing closed
-//
-// Every callback recovers a panic of its own: the request is answered 500
-// (or, once response headers went out, the stream is reset), the mark is
-// overwritten with false, and one line with reason=internal is logged.
+// Each stream's work — the header decision, the body hold and scrub, the
+// trailers, local replies, log fields and the fail-closed recovery — is
+// package stream's machine, the same one the dynamic module (filter/module)
+// drives in core Envoy. This package only translates: DecodeHeaders,
+// EncodeHeaders, EncodeData, EncodeTrailers and OnDestroy call the machine
+// with the SDK's header maps and buffers, and the machine's Host becomes
+// the SDK's callbacks (dynamic metadata for the mark, SendLocalReply,
+// AddData from the trailers phase, api.LogInfo).
 //
 // # Not covered here
 //
 // Whether Envoy really requires the mark is the rendered RBAC filter's job
-// (controlplane). Everything Envoy does around these callbacks — local
-// replies in the encode phase, AddData in trailers, route caching — is
-// modelled by this package's fakes from the SDK's and Envoy's sources and
-// has not been run in an Envoy binary here; envoy/README.md lists it.
+// (controlplane), proven in core Envoy (TestMarkInEnvoy). What the golang
+// filter itself does around these callbacks is modelled by this package's
+// fakes from the SDK's sources and has not run in an envoy-contrib binary
+// here (envoy/README.md); the same machine runs in core Envoy through the
+// module in every make test.
 package envoyfilter

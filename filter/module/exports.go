@@ -30,43 +30,42 @@ func envoyBytes(p *C.char, n C.size_t) []byte {
 }
 
 //export envoy_dynamic_module_on_http_filter_config_new
-func envoy_dynamic_module_on_http_filter_config_new(p1 C.uintptr_t, name, config C.jr2_envoy_buf) (h C.uintptr_t) {
-	defer func() {
-		if recover() != nil {
-			logError("jr2.custodian misconfigured reason=internal")
-			h = 0
-		}
-	}()
-	c, err := newFilterConfig(string(envoyBytes(name.ptr, name.len)), envoyBytes(config.ptr, config.len))
-	if err != nil {
-		logError(pluginErr(err))
-		return 0
-	}
-	return C.uintptr_t(cgo.NewHandle(c))
+func envoy_dynamic_module_on_http_filter_config_new(p1 C.uintptr_t, name, config C.jr2_envoy_buf) C.uintptr_t {
+	return configHandle(func() (any, error) {
+		return newFilterConfig(string(envoyBytes(name.ptr, name.len)), envoyBytes(config.ptr, config.len))
+	})
 }
 
 //export envoy_dynamic_module_on_http_filter_config_destroy
 func envoy_dynamic_module_on_http_filter_config_destroy(h C.uintptr_t) { deleteHandle(uintptr(h)) }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_new
-func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.jr2_envoy_buf) (h C.uintptr_t) {
+func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.jr2_envoy_buf) C.uintptr_t {
+	return configHandle(func() (any, error) {
+		return newRouteConfig(string(envoyBytes(name.ptr, name.len)), envoyBytes(config.ptr, config.len))
+	})
+}
+
+//export envoy_dynamic_module_on_http_filter_per_route_config_destroy
+func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h C.uintptr_t) {
+	deleteHandle(uintptr(h))
+}
+
+// configHandle runs a config hook's parse: its config as a handle, or 0
+// (Envoy rejects the config) with the error logged; a panic is a refusal.
+func configHandle(parse func() (any, error)) (h C.uintptr_t) {
 	defer func() {
 		if recover() != nil {
 			logError("jr2.custodian misconfigured reason=internal")
 			h = 0
 		}
 	}()
-	c, err := newRouteConfig(string(envoyBytes(name.ptr, name.len)), envoyBytes(config.ptr, config.len))
+	c, err := parse()
 	if err != nil {
 		logError(pluginErr(err))
 		return 0
 	}
 	return C.uintptr_t(cgo.NewHandle(c))
-}
-
-//export envoy_dynamic_module_on_http_filter_per_route_config_destroy
-func envoy_dynamic_module_on_http_filter_per_route_config_destroy(h C.uintptr_t) {
-	deleteHandle(uintptr(h))
 }
 
 //export envoy_dynamic_module_on_http_filter_new
