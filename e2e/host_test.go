@@ -114,8 +114,8 @@ type Running struct {
 }
 
 // serveHost is `custodian serve`, on port-0 listeners read back from its
-// ready line.
-type serveHost struct{}
+// ready line. bin is the custodian binary, TestMain's when empty.
+type serveHost struct{ bin string }
 
 func (serveHost) Name() string                  { return "custodian serve" }
 func (serveHost) RenderArgs() []string          { return nil }
@@ -126,8 +126,12 @@ func (serveHost) ReadyLine(secrets string, hosts int, r *Running) string {
 	return fmt.Sprintf("jr2.custodian ready secrets=%s hosts=%d control=%s egress=%s health=%s", secrets, hosts, r.Control, r.Egress, r.Health)
 }
 
-func (serveHost) Start(t testing.TB, dir, hosts string) *Running {
-	r := startProcess(t, hosts, "stderr: ", bins.custodian, "serve", "--config", filepath.Join(dir, "custodian.json"),
+func (h serveHost) Start(t testing.TB, dir, hosts string) *Running {
+	bin := h.bin
+	if bin == "" {
+		bin = bins.custodian
+	}
+	r := startProcess(t, hosts, "stderr: ", bin, "serve", "--config", filepath.Join(dir, "custodian.json"),
 		"--control", "127.0.0.1:0", "--egress", "127.0.0.1:0", "--health", "127.0.0.1:0")
 	line := r.out.waitPrefix(t, "jr2.custodian ready ", 20*time.Second, r.exited)
 	for _, f := range strings.Fields(line) {

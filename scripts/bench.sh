@@ -6,15 +6,23 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 table() { go run ./scripts/benchtable "$@"; }
 status=0
+# Every goal row of every table lands here; the summary at the end prints
+# them all from this one run.
+export JR2_BENCH_GOALS
+JR2_BENCH_GOALS=$(mktemp /tmp/jr2-bench-goals.XXXXXX)
+trap 'rm -f "$JR2_BENCH_GOALS"' EXIT
 
 echo "# jr2 boundary: make bench ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
 
 # The engine (issue 2): the scrubber beside bytes.Index of one pattern and a
 # naive per-form replace loop; one request's decision with 100 held secrets.
 go test ./filter/scrub -run '^$' -bench 'Scrub/|Baseline' -benchtime 1s \
-	| table -title "scrub throughput on 64 KiB chunks of mixed text (MB/s; ratio to bytes.Index of one pattern)" -vs 'Baseline/bytes.Index' -unit MB/s || status=1
+	| table -title "scrub throughput on 64 KiB chunks of mixed text (MB/s; ratio to bytes.Index of one pattern)" -vs 'Baseline/bytes.Index' -unit MB/s \
+	-goal 'scrub, 64 KiB chunks, 64 secrets, one core|^Scrub/secrets=64$|MB/s|>=|1000' || status=1
 go test ./filter -run '^$' -bench 'DecideRequest' -benchmem \
-	| table -title "one intercepted request's decision, 100 held secrets" || status=1
+	| table -title "one intercepted request's decision, 100 held secrets" \
+	-goal 'DecideRequest, 100 secrets, a swap: time|^DecideRequest$|ns/op|<=|500' \
+	-goal 'DecideRequest, 100 secrets, a swap: allocations|^DecideRequest$|allocs/op|<=|2' || status=1
 go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 	| table -title "the Envoy adapter over fakes of the SDK (no Envoy here)" || status=1
 
@@ -22,8 +30,9 @@ go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
 	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' || status=1
 
-# custodian serve (issue 4): through the Custodian versus direct.
-go test ./e2e -run '^$' -bench '^BenchmarkServe$' -count=1 || status=1
+# custodian serve and Envoy with the module (issues 4, 11, 12): each
+# against the same upstream reached directly, in separate processes.
+go test ./e2e -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -count=1 || status=1
 
 # The Effector (issues 5, 6).
 go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
@@ -36,5 +45,14 @@ go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s
 # custodian run (issue 7): HTTPS through the mediator vs direct vs mitmdump.
 command -v mitmdump >/dev/null || echo "bench: mitmdump not installed (apt-get install mitmproxy); its column is left out"
 go test ./custodian/internal/mediator -run '^$' -bench BenchmarkHTTPS -benchtime 2000x || status=1
+
+echo
+echo "## Issue 12's goals, from this run"
+echo
+echo "| figure | now | goal | |"
+echo "| --- | --- | --- | --- |"
+while IFS=$'\t' read -r figure now goal mark; do
+	echo "| $figure | $now | $goal | $mark |"
+done <"$JR2_BENCH_GOALS"
 
 exit $status

@@ -6,8 +6,20 @@
 //
 //	go test ./filter/scrub -run '^$' -bench . | go run ./scripts/benchtable -title scrub -vs 'Baseline/bytes.Index' -unit MB/s
 //
+// Each -goal (repeatable) is one of the issues' goal rows, checked against
+// a row of the table and printed below it with a pass or short mark:
+//
+//	-goal 'FIGURE|ROW|UNIT|OP|VALUE'
+//
+// ROW is a regexp naming the benchmark, UNIT the unit read from it, OP one
+// of >= <= ==, and VALUE a number or @ROW2[+N] (another row's value of the
+// same unit, plus N). With JR2_BENCH_GOALS set, each goal row is appended
+// to that file as figure, measured, goal, mark (tab separated), the lines
+// make bench's summary prints.
+//
 // Lines that report a failure (FAIL, panic, --- FAIL) pass through to
-// stderr, so a failing benchmark still shows why. It only formats: it decides nothing.
+// stderr, so a failing benchmark still shows why. It only formats and
+// compares: a short goal does not fail it.
 package main
 
 import (
@@ -30,6 +42,14 @@ func main() {
 	title := flag.String("title", "", "a heading printed above the table")
 	vs := flag.String("vs", "", "regexp naming the reference benchmark for the ratio column")
 	unit := flag.String("unit", "ns/op", "the unit the ratio column compares")
+	var goals []string
+	flag.Func("goal", "a goal row: 'FIGURE|ROW|UNIT|OP|VALUE' (repeatable)", func(v string) error {
+		if len(strings.Split(v, "|")) != 5 {
+			return fmt.Errorf("want FIGURE|ROW|UNIT|OP|VALUE, got %q", v)
+		}
+		goals = append(goals, v)
+		return nil
+	})
 	flag.Parse()
 	rows, units, err := parse(os.Stdin, os.Stderr)
 	if err != nil {
@@ -59,6 +79,111 @@ func main() {
 		}
 	}
 	write(os.Stdout, *title, rows, units, ref, *unit)
+	if len(goals) > 0 {
+		marks, err := checkGoals(rows, goals)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable: -goal:", err)
+			os.Exit(2)
+		}
+		writeGoals(os.Stdout, marks)
+		if f := os.Getenv("JR2_BENCH_GOALS"); f != "" {
+			if err := appendGoals(f, marks); err != nil {
+				fmt.Fprintln(os.Stderr, "benchtable:", err)
+				os.Exit(1)
+			}
+		}
+	}
+}
+
+// mark is one goal row checked: its figure, what was measured, the goal
+// and "pass" or "short".
+type mark struct{ figure, now, goal, mark string }
+
+func checkGoals(rows []row, goals []string) ([]mark, error) {
+	find := func(expr, unit string) (float64, bool, error) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, r := range rows {
+			if re.MatchString(r.name) {
+				v, ok := r.vals[unit]
+				return v, ok, nil
+			}
+		}
+		return 0, false, nil
+	}
+	var out []mark
+	for _, g := range goals {
+		f := strings.Split(g, "|")
+		figure, expr, unit, op, want := f[0], f[1], f[2], f[3], f[4]
+		v, ok, err := find(expr, unit)
+		if err != nil {
+			return nil, err
+		}
+		m := mark{figure: figure, now: "not measured", goal: op + " " + want + " " + unit, mark: "short"}
+		var target float64
+		switch {
+		case strings.HasPrefix(want, "@"):
+			ref, plus, _ := strings.Cut(want[1:], "+")
+			rv, rok, err := find(ref, unit)
+			if err != nil {
+				return nil, err
+			}
+			if plus != "" {
+				n, err := strconv.ParseFloat(plus, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %v", g, err)
+				}
+				rv += n
+			}
+			target, ok = rv, ok && rok
+			m.goal = fmt.Sprintf("%s %s %s (%s)", op, num(rv), unit, want[1:])
+		default:
+			n, err := strconv.ParseFloat(want, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q: %v", g, err)
+			}
+			target = n
+		}
+		if ok {
+			m.now = num(v) + " " + unit
+			pass := false
+			switch op {
+			case ">=":
+				pass = v >= target
+			case "<=":
+				pass = v <= target
+			case "==":
+				pass = v == target
+			default:
+				return nil, fmt.Errorf("%q: OP must be >=, <= or ==", g)
+			}
+			if pass {
+				m.mark = "pass"
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func writeGoals(w io.Writer, marks []mark) {
+	fmt.Fprintf(w, "\n| goal | now | goal | |\n| --- | --- | --- | --- |\n")
+	for _, m := range marks {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", m.figure, m.now, m.goal, m.mark)
+	}
+}
+
+func appendGoals(path string, marks []mark) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, m := range marks {
+		fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", m.figure, m.now, m.goal, m.mark)
+	}
+	return f.Close()
 }
 
 var gomaxprocs = regexp.MustCompile(`-\d+$`)

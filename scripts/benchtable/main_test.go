@@ -35,3 +35,30 @@ PASS
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+func TestGoals(t *testing.T) {
+	rows := []row{
+		{name: "Scrub/secrets=64", vals: map[string]float64{"MB/s": 1200}},
+		{name: "Start/bare", vals: map[string]float64{"ns/op": 1000}},
+		{name: "Start/confine", vals: map[string]float64{"ns/op": 3000}},
+	}
+	marks, err := checkGoals(rows, []string{
+		"scrub|Scrub/secrets=64|MB/s|>=|1000",
+		"confine|Start/confine|ns/op|<=|@Start/bare+1500",
+		"missing|Nothing|ns/op|<=|1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, m := range marks {
+		got = append(got, m.figure+"="+m.now+"/"+m.mark)
+	}
+	want := "scrub=1200 MB/s/pass confine=3000 ns/op/short missing=not measured/short"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
+	}
+	if _, err := checkGoals(rows, []string{"x|Start/bare|ns/op|<|1"}); err == nil {
+		t.Fatal("an unknown OP passed")
+	}
+}
