@@ -30,8 +30,8 @@ func NewParser() *Parser {
 	return &Parser{engines: stream.NewEngines(api.LogInfo)}
 }
 
-// filterConfig is a parsed filter-level config: the engine of one
-// custodian.json.
+// filterConfig is a parsed filter-level config: the engine of the
+// custodian.json its path names.
 type filterConfig struct {
 	engine *filter.Engine
 }
@@ -53,9 +53,10 @@ var (
 	errBadChild      = stream.BadChild
 )
 
-// Parse reads one plugin config: a StringValue holding custodian.json (the
-// filter level) or a RouteConfig (a route). Every error is returned, which
-// makes Envoy reject the config; no input panics.
+// Parse reads one plugin config: a StringValue holding a
+// pluginconf.FilterConfig (the filter level: custodian.json's path, read
+// once per process) or a RouteConfig (a route). Every error is returned,
+// which makes Envoy reject the config; no input panics.
 func (p *Parser) Parse(a *anypb.Any, _ api.ConfigCallbackHandler) (cfg interface{}, err error) {
 	defer func() {
 		if recover() != nil {
@@ -76,7 +77,11 @@ func (p *Parser) Parse(a *anypb.Any, _ api.ConfigCallbackHandler) (cfg interface
 		}
 		return &routeConfig{route: rc}, nil
 	}
-	e, err := p.engine(b)
+	fc, err := pluginconf.ParseFilter(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s %w", pluginconf.PluginName, err)
+	}
+	e, err := p.engine(fc)
 	if err != nil {
 		return nil, fmt.Errorf("%s plugin config: %w", pluginconf.PluginName, err)
 	}
@@ -90,14 +95,14 @@ func unpack(a *anypb.Any) ([]byte, error) {
 	}
 	var sv wrapperspb.StringValue
 	if err := a.UnmarshalTo(&sv); err != nil {
-		return nil, fmt.Errorf("%s plugin config: type %q: want a google.protobuf.StringValue holding custodian.json or a route config", pluginconf.PluginName, clip(a.GetTypeUrl(), 120))
+		return nil, fmt.Errorf("%s plugin config: type %q: want a google.protobuf.StringValue holding a filter config (custodian.json's path) or a route config", pluginconf.PluginName, clip(a.GetTypeUrl(), 120))
 	}
 	return []byte(sv.GetValue()), nil
 }
 
 // isRouteConfig reports whether b begins with a JSON object with a
-// top-level "role" key: the shape of a RouteConfig, and never of
-// custodian.json.
+// top-level "role" key: the shape of a RouteConfig, and never of a
+// FilterConfig.
 func isRouteConfig(b []byte) bool {
 	var top map[string]json.RawMessage
 	if json.NewDecoder(bytes.NewReader(b)).Decode(&top) != nil {
@@ -121,9 +126,11 @@ func oneValue(b []byte) error {
 	return nil
 }
 
-// engine returns the engine of custodian.json's bytes b (package
-// stream's cache: built once per distinct bytes).
-func (p *Parser) engine(b []byte) (*filter.Engine, error) { return p.engines.Engine(b) }
+// engine returns the engine of the custodian.json fc names (package
+// stream's cache: read and built once per path and process).
+func (p *Parser) engine(fc pluginconf.FilterConfig) (*filter.Engine, error) {
+	return p.engines.Engine(fc)
+}
 
 // Merge joins a parent config (the filter level, or an earlier merge) with a
 // route's config. Envoy calls it once per route and level; it never panics,

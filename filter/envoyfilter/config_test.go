@@ -1,6 +1,7 @@
 package envoyfilter
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -37,15 +38,18 @@ func refuseValues(t *testing.T) string {
 	return dir
 }
 
-// TestParseRefusals: each testdata/refuse/NAME.json is a plugin config
-// (custodian.json or a route config) that Parse must reject with exactly
-// the message in NAME.want; none panics, none names a value.
+// TestParseRefusals: each testdata/refuse/NAME.json is refused by Parse
+// with exactly the message in NAME.want; none panics, none names a value.
+// A route-NAME or filter-NAME case is the plugin config itself; any other
+// case is the custodian.json a filter config names (written to
+// @DIR@/custodian.json). @VALUES@ is a value directory, @DIR@ the
+// directory of custodian.json.
 func TestParseRefusals(t *testing.T) {
 	files, err := filepath.Glob("testdata/refuse/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no refusal cases: %v", err)
 	}
-	dir := refuseValues(t)
+	values := refuseValues(t)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
@@ -53,7 +57,11 @@ func TestParseRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b = []byte(strings.ReplaceAll(string(b), "@VALUES@", dir))
+			dir := t.TempDir()
+			b = []byte(strings.NewReplacer("@VALUES@", values, "@DIR@", dir).Replace(string(b)))
+			if !strings.HasPrefix(name, "route-") && !strings.HasPrefix(name, "filter-") {
+				b = engineFile(t, dir, b)
+			}
 			cfg, err := NewParser().Parse(stringAny(t, b), nil)
 			if err == nil {
 				t.Fatalf("accepted: %#v", cfg)
@@ -61,7 +69,7 @@ func TestParseRefusals(t *testing.T) {
 			if cfg != nil {
 				t.Errorf("a config came with the error: %#v", cfg)
 			}
-			got := strings.ReplaceAll(err.Error(), dir, "@VALUES@")
+			got := strings.NewReplacer(values, "@VALUES@", dir, "@DIR@").Replace(err.Error())
 			noSentinel(t, "the error", got)
 			wantFile := strings.TrimSuffix(f, ".json") + ".want"
 			if *update {
@@ -81,6 +89,33 @@ func TestParseRefusals(t *testing.T) {
 	}
 }
 
+// TestRelativeValuesDir: a relative valuesDir in custodian.json is the
+// directory beside the file, as custodian serve reads it.
+func TestRelativeValuesDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "values"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c := testConfig()
+	c.Secrets = c.Secrets[:1]
+	c.ValuesDir = "values"
+	if err := os.WriteFile(filepath.Join(dir, "values", "ANTHROPIC_API_KEY"), []byte(anthropicValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := NewParser().Parse(stringAny(t, engineFile(t, dir, js)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc, ok := cfg.(*filterConfig); !ok || fc.engine == nil {
+		t.Fatalf("parsed to %#v", cfg)
+	}
+	logs.take()
+}
+
 // TestParseRefusesNonString: the plugin config must be a StringValue.
 func TestParseRefusesNonString(t *testing.T) {
 	i64, err := anypb.New(wrapperspb.Int64(7))
@@ -93,8 +128,8 @@ func TestParseRefusesNonString(t *testing.T) {
 		want string
 	}{
 		{"nil", nil, "jr2-custodian plugin config: empty; set the golang filter's plugin_config to a google.protobuf.StringValue"},
-		{"int64", i64, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.Int64Value": want a google.protobuf.StringValue holding custodian.json or a route config`},
-		{"garbage", &anypb.Any{TypeUrl: "type.googleapis.com/google.protobuf.StringValue", Value: []byte{0xff, 0xff, 0xff}}, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.StringValue": want a google.protobuf.StringValue holding custodian.json or a route config`},
+		{"int64", i64, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.Int64Value": want a google.protobuf.StringValue holding a filter config (custodian.json's path) or a route config`},
+		{"garbage", &anypb.Any{TypeUrl: "type.googleapis.com/google.protobuf.StringValue", Value: []byte{0xff, 0xff, 0xff}}, `jr2-custodian plugin config: type "type.googleapis.com/google.protobuf.StringValue": want a google.protobuf.StringValue holding a filter config (custodian.json's path) or a route config`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := NewParser().Parse(tc.a, nil)
@@ -143,9 +178,10 @@ func TestParseShapes(t *testing.T) {
 	}
 }
 
-// TestEngineCache: the same custodian.json builds one engine and reads its
-// values once (the value files can be gone by the second parse); other
-// bytes build another engine.
+// TestEngineCache: filter configs naming one custodian.json build one
+// engine and read the file and its values once per process (both can be
+// gone by the second parse, and a changed file is not read again); another
+// path builds another engine; a refused file is not remembered.
 func TestEngineCache(t *testing.T) {
 	p := NewParser()
 	c := testConfig()
@@ -155,15 +191,14 @@ func TestEngineCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dir string
-	{
-		parsed, err := filter.ParseConfig(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = parsed.ValuesDir
+	fc, err := pluginconf.ParseFilter(b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(engineConfig(t, b).ValuesDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fc.EngineConfig, []byte("changed, and not read again"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 400; i++ {
@@ -174,6 +209,12 @@ func TestEngineCache(t *testing.T) {
 		if again.(*filterConfig).engine != first.(*filterConfig).engine {
 			t.Fatalf("parse %d of the same config built another engine", i+2)
 		}
+	}
+	if err := os.Remove(fc.EngineConfig); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := p.Parse(stringAny(t, b), nil); err != nil || again.(*filterConfig).engine != first.(*filterConfig).engine {
+		t.Fatalf("the same path once its file is gone: %v", err)
 	}
 	if n := len(logs.take()); n != 1 {
 		t.Errorf("%d ready lines for one config, want 1", n)
@@ -191,9 +232,8 @@ func TestEngineCache(t *testing.T) {
 	}
 	// A refused config is not cached: fixed, it parses.
 	c.Pod = "ws-fixed"
-	c.ValuesDir = ""
 	bad := writeConfig(t, c)
-	badDir := dirOf(t, bad)
+	badDir := engineConfig(t, bad).ValuesDir
 	if err := os.Remove(filepath.Join(badDir, "GITHUB_TOKEN")); err != nil {
 		t.Fatal(err)
 	}
@@ -206,15 +246,29 @@ func TestEngineCache(t *testing.T) {
 	if _, err := p.Parse(stringAny(t, bad), nil); err != nil {
 		t.Fatalf("the fixed config: %v", err)
 	}
+	// A file not there yet is not remembered either.
+	late := filepath.Join(t.TempDir(), "custodian.json")
+	lateConfig := pluginconf.FilterConfig{EngineConfig: late}.Marshal()
+	if _, err := p.Parse(stringAny(t, lateConfig), nil); err == nil {
+		t.Fatal("a filter config naming no file was accepted")
+	}
+	if err := os.Rename(fc0(t, writeConfig(t, c)), late); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(stringAny(t, lateConfig), nil); err != nil {
+		t.Fatalf("the file once there: %v", err)
+	}
+	logs.take()
 }
 
-func dirOf(t *testing.T, b []byte) string {
+// fc0 is the path a filter-level plugin config names.
+func fc0(t *testing.T, b []byte) string {
 	t.Helper()
-	c, err := filter.ParseConfig(b)
+	fc, err := pluginconf.ParseFilter(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.ValuesDir
+	return fc.EngineConfig
 }
 
 // TestParseConcurrent: listeners' configs may be parsed from several
@@ -271,7 +325,7 @@ func TestMerge(t *testing.T) {
 		{name: "nil parent", parent: nil, child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
 		{name: "typed nil parent", parent: (*filterConfig)(nil), child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
 		{name: "route as parent", parent: control, child: intercept, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
-		{name: "string parent", parent: "custodian.json", child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
+		{name: "string parent", parent: "/etc/jr2/custodian/custodian.json", child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
 		{name: "raw Any parent", parent: &anypb.Any{}, child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
 		{name: "nil child", parent: pd.top, child: nil, wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},
 		{name: "typed nil child", parent: pd.top, child: (*routeConfig)(nil), wantWhy: errBadChild.Why(), wantLog: "jr2.custodian misconfigured reason=route-config"},

@@ -20,6 +20,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"role":"intercept","target":"api.anthropic.com:443"}`), "")
 	f.Add([]byte(`{"role":"control"}`), "")
 	f.Add([]byte(`{"pod":"p","orchestrator":"o:1","valuesDir":"/nonexistent","secrets":[]}`), "")
+	f.Add([]byte(`{"engineConfig":"/nonexistent/custodian.json"}`), "")
+	f.Add([]byte(`{"engineConfig":"/"}`), "")
 	f.Add([]byte("\n\x12\x04abcd"), "type.googleapis.com/google.protobuf.StringValue")
 	f.Fuzz(func(t *testing.T, b []byte, typeURL string) {
 		p := NewParser()

@@ -48,7 +48,8 @@ func testConfig() filter.Config {
 }
 
 // writeConfig writes the values of c's secrets into a fresh directory,
-// points c at it, and returns custodian.json's bytes.
+// points c at it, writes c as custodian.json into another, and returns the
+// filter-level plugin config that names that file.
 func writeConfig(t testing.TB, c filter.Config) []byte {
 	t.Helper()
 	dir := t.TempDir()
@@ -59,11 +60,44 @@ func writeConfig(t testing.TB, c filter.Config) []byte {
 		}
 	}
 	c.ValuesDir = dir
+	return writeEngine(t, c)
+}
+
+// writeEngine writes c, as it is, as custodian.json into a fresh directory
+// and returns the filter-level plugin config that names it.
+func writeEngine(t testing.TB, c filter.Config) []byte {
+	t.Helper()
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return engineFile(t, t.TempDir(), b)
+}
+
+// engineFile writes b as dir/custodian.json and returns the filter-level
+// plugin config that names it.
+func engineFile(t testing.TB, dir string, b []byte) []byte {
+	t.Helper()
+	path := filepath.Join(dir, "custodian.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pluginconf.FilterConfig{EngineConfig: path}.Marshal()
+}
+
+// engineConfig is the custodian.json a filter-level plugin config names,
+// parsed.
+func engineConfig(t testing.TB, b []byte) *filter.Config {
+	t.Helper()
+	fc, err := pluginconf.ParseFilter(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := filter.LoadConfig(fc.EngineConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // stringAny packs b as the golang filter's plugin config.

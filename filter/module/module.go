@@ -59,24 +59,31 @@ var (
 	logError = func(string) {}
 )
 
-// engines builds each distinct custodian.json's engine once per process.
+// engines reads each custodian.json the filter configs name, and builds
+// its engine, once per process.
 var engines = stream.NewEngines(func(l string) { logInfo(l) })
 
-// filterConfig is a filter-level config: the engine of one custodian.json.
+// filterConfig is a filter-level config: the engine of the custodian.json
+// its path names.
 type filterConfig struct {
 	engine *filter.Engine
 }
 
 // newFilterConfig reads the filter's config: name must be the plugin's,
-// config custodian.json's bytes. Its errors name the fix, never a value.
+// config a pluginconf.FilterConfig (custodian.json's path). Its errors
+// name the fix, never a value.
 func newFilterConfig(name string, config []byte) (*filterConfig, error) {
 	if name != pluginconf.PluginName {
 		return nil, fmt.Errorf("filter_name %q: want %q; render it with controlplane render --data-plane module", clip(name, 64), pluginconf.PluginName)
 	}
 	if len(config) == 0 {
-		return nil, errors.New("filter_config is empty; set it to a google.protobuf.StringValue holding custodian.json")
+		return nil, errors.New("filter_config is empty; set it to a google.protobuf.StringValue holding custodian.json's path (controlplane render --data-plane module)")
 	}
-	e, err := engines.Engine(config)
+	fc, err := pluginconf.ParseFilter(config)
+	if err != nil {
+		return nil, err
+	}
+	e, err := engines.Engine(fc)
 	if err != nil {
 		return nil, err
 	}

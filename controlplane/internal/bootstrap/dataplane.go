@@ -56,8 +56,8 @@ func (in Input) object() (path, flag string) {
 	return in.Plugin, "--plugin"
 }
 
-// engineFilter is the engine's HTTP filter with custodian.json (compact) as
-// its filter config.
+// engineFilter is the engine's HTTP filter with custodian.json's path
+// (pluginconf.FilterConfig) as its filter config.
 func (b *builder) engineFilter() *hcmv3.HttpFilter {
 	config := b.packRaw(wrapperspb.String(b.pluginConfig))
 	if b.in.DataPlane == DataPlaneModule {

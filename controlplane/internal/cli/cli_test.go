@@ -107,11 +107,13 @@ func TestRender(t *testing.T) {
 	}
 	held := filepath.Join("..", "..", "testdata", "manifests", "small.json") // the spec's example
 	code, stdout, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out)
-	if code != 0 || stdout != "pod ws-7f3a: Custodian holds ANTHROPIC_API_KEY, GITHUB_TOKEN; 3 bound targets\n" || stderr != "" {
+	notes := "controlplane render: the Custodian starts only with one value file per held secret in /etc/jr2/custodian/values: " +
+		"ANTHROPIC_API_KEY, GITHUB_TOKEN, JR2_SANDBOX_TOKEN (JR2_SANDBOX_TOKEN is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n"
+	if code != 0 || stdout != "pod ws-7f3a: Custodian holds ANTHROPIC_API_KEY, GITHUB_TOKEN; 3 bound targets\n" || stderr != notes {
 		t.Fatalf("render: %d %q %q", code, stdout, stderr)
 	}
 	envoy, err := os.ReadFile(filepath.Join(out, "envoy.json"))
-	if err != nil || !bytes.Contains(envoy, []byte(`"filename": "`+out+`/tls/api.github.com_443.crt"`)) {
+	if err != nil || !bytes.Contains(envoy, []byte(`"filename":"`+out+`/tls/api.github.com_443.crt"`)) {
 		t.Errorf("envoy.json does not name the leaves under DIR's absolute path (--mount-dir's default): %v", err)
 	}
 
@@ -126,7 +128,7 @@ func TestRender(t *testing.T) {
 	cfg, _ := os.ReadFile(filepath.Join(out2, "custodian.json"))
 	for what, ok := range map[string]bool{
 		"mount dir":  bytes.Contains(envoy, []byte(`"/mnt/custodian/ca/upstream.crt"`)),
-		"plugin":     bytes.Contains(envoy, []byte(`"library_path": "/opt/x.so"`)),
+		"plugin":     bytes.Contains(envoy, []byte(`"library_path":"/opt/x.so"`)),
 		"harness CA": bytes.Contains(env, []byte("SSL_CERT_FILE=/opt/ca/bundle.crt\n")),
 		"values dir": bytes.Contains(cfg, []byte(`"valuesDir": "/run/values"`)),
 	} {

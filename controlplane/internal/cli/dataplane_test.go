@@ -54,9 +54,9 @@ func TestRenderDataPlane(t *testing.T) {
 	}
 	envoy, _ := os.ReadFile(filepath.Join(out, "envoy.json"))
 	for _, want := range []string{
-		`"@type": "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"`,
-		`"@type": "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilterPerRoute"`,
-		`"filename": "/opt/m/custodian-module.so"`,
+		`"@type":"type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter"`,
+		`"@type":"type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilterPerRoute"`,
+		`"filename":"/opt/m/custodian-module.so"`,
 	} {
 		if !bytes.Contains(envoy, []byte(want)) {
 			t.Errorf("--data-plane module: envoy.json lacks %s", want)

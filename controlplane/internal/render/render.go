@@ -63,7 +63,7 @@ const (
 // Files of a rendered directory.
 const (
 	EnvoyFile     = "envoy.json"
-	CustodianFile = "custodian.json"
+	CustodianFile = bootstrap.EngineConfigFile
 	HarnessFile   = "harness.env"
 	ExtraCAFile   = "ca/extra.crt"
 	BundleCAFile  = "ca/bundle.crt"
@@ -125,7 +125,7 @@ func Render(o Options) (*Result, error) {
 		return nil, errors.New("--out is empty; name the directory to render into")
 	}
 	if !filepath.IsAbs(o.ValuesDir) {
-		return nil, fmt.Errorf("--values-dir %q is relative; write an absolute path: Envoy's plugin reads custodian.json from its config, with no file to resolve a relative path against", o.ValuesDir)
+		return nil, fmt.Errorf("--values-dir %q is relative; write an absolute path, where the Custodian container mounts the values: custodian.json names it for both hosts, wherever they run from", o.ValuesDir)
 	}
 	out, err := filepath.Abs(o.OutDir)
 	if err != nil {
