@@ -404,7 +404,18 @@ func startRunner(t *testing.T, args ...string) *exec.Cmd {
 	js, _ := json.Marshal(args)
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), modeEnv+"=runner", argsEnv+"="+string(js), "PATH=/usr/bin:/bin")
+	// The runner's own temporary files (its CA directory) go under a
+	// directory this test removes, so a runner killed with -9 leaves
+	// nothing in /tmp. The contained command reads the CA there: 0755.
+	tmp, err := os.MkdirTemp("", "jr2-run-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), modeEnv+"=runner", argsEnv+"="+string(js), "PATH=/usr/bin:/bin", "TMPDIR="+tmp)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
