@@ -3,8 +3,14 @@
 // packages it calls do not.
 //
 // Invariant: stdout carries only what a command produces (a render's
-// summary line, a placement key); stderr carries errors that name a file or
-// a flag and the fix, and never a key's or a value's bytes.
+// summary line, the one custodian.md pins; a placement key; the usage
+// asked for with help, -h or --help); stderr carries errors that name a
+// file or a flag and the fix, and after a render the notes of what render
+// cannot check — the value files the Custodian needs at start (the Sandbox
+// token's included: every pod's control listener holds it) and, with
+// --allow-local-targets, which clients reach each loopback target around
+// the Custodian — and never a key's or a value's bytes. Usage lists every
+// flag each command defines (TestUsageListsEveryFlag).
 package cli
 
 import (
@@ -13,7 +19,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +30,8 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/controlplane/internal/render"
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/internal/effectorkey"
 )
 
@@ -30,6 +40,10 @@ const Usage = `usage:
   controlplane ca init --dir CA
       Make the instance CA: CA/ca.crt and CA/ca.key (ECDSA P-256, mode 0600).
       Refuses when either exists; the tool never rotates a CA.
+        --dir             the directory to make the CA in
+
+  controlplane help | -h | --help
+      Print this text (also: any command with -h or --help).
 
   controlplane render --manifest held.json --ca CA --out DIR [--ca-bundle extra-roots.pem]
                       [--values-dir /etc/jr2/custodian/values] [--data-plane golang|module]
@@ -37,10 +51,17 @@ const Usage = `usage:
                       [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca] [--allow-local-targets]
       Render one pod's directory: envoy.json, custodian.json, harness.env, tls/ (one leaf
       per bound host:port, reused while valid), ca/extra.crt, ca/bundle.crt, ca/upstream.crt.
-      Prints one summary line. A refused manifest writes nothing.
+      Prints one summary line on stdout, then on stderr the value files the Custodian
+      needs at start: one per held secret and JR2_SANDBOX_TOKEN (the Sandbox token the
+      control listener presents to the Orchestrator; every pod holds it). A refused
+      manifest writes nothing.
+        --manifest        the held manifest (JSON: names and bindings, never a value)
+        --ca              the instance CA's directory (controlplane ca init)
+        --out             the pod's directory to write (DIR)
         --ca-bundle       extra roots (PEM) the Harness and the Custodian trust beside the
                           system roots (this machine's bundle, or the file SSL_CERT_FILE names)
-        --values-dir      where the Custodian reads one file per held secret
+        --values-dir      where the Custodian reads one file per held secret, an absolute
+                          path (on one machine: "$PWD/values")
         --data-plane      the Envoy filter that runs the engine: golang (default; the contrib
                           golang filter, envoy-contrib builds only) or module (core Envoy's
                           dynamic-modules filter); envoy.json differs only in that filter
@@ -51,13 +72,20 @@ const Usage = `usage:
         --mount-dir       where DIR is mounted for Envoy (default: DIR's absolute path);
                           envoy.json names the leaves and ca/upstream.crt under it
         --harness-ca-dir  where the Harness container sees DIR/ca (harness.env's
-                          NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO)
+                          NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO,
+                          …); on one machine, DIR/ca's absolute path ("$PWD/pod/ca")
         --allow-local-targets  accept bound targets on loopback and other guarded addresses
-                          (tests and demos on one machine; never in a pod)
+                          (tests and demos on one machine; never in a pod). harness.env's
+                          NO_PROXY (localhost,127.0.0.1,::1) sends every client to those
+                          around the Custodian, and Go never proxies any loopback address:
+                          bind another loopback address (127.0.0.2) and use curl, Python or
+                          Node. Render prints, per loopback target, which clients go around.
 
   controlplane key --signing-key FILE --placement NAME
       Print an Effector placement's key, HMAC-SHA256(signing key, "effector:" + NAME), as
       64 lowercase hex characters.
+        --signing-key     the instance's signing key file
+        --placement       the placement's name: instance, or the Sandbox's
 `
 
 // Exit codes.
@@ -75,7 +103,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case args[0] == "ca" && len(args) > 1 && args[1] == "init":
-		return caInit(args[2:], stderr)
+		return caInit(args[2:], stdout, stderr)
 	case args[0] == "render":
 		return renderCmd(args[1:], stdout, stderr)
 	case args[0] == "key":
@@ -88,31 +116,41 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitUsage
 }
 
-// flags parses args into fs and checks that each required flag is set.
-func flags(fs *flag.FlagSet, args []string, stderr io.Writer, required map[string]*string) bool {
+// flags parses args into fs and checks that each required flag is set. It
+// returns false when the command must not go on, with the exit code:
+// ExitOK after -h or --help (the usage on stdout), else ExitUsage.
+func flags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, required map[string]*string) (bool, int) {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, Usage)
+			return false, ExitOK
+		}
 		fmt.Fprintf(stderr, "controlplane %s: %v\n%s", fs.Name(), err, Usage)
-		return false
+		return false, ExitUsage
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "controlplane %s: unexpected argument %q\n%s", fs.Name(), fs.Arg(0), Usage)
-		return false
+		return false, ExitUsage
 	}
 	for _, name := range slices.Sorted(maps.Keys(required)) {
 		if *required[name] == "" {
 			fmt.Fprintf(stderr, "controlplane %s: --%s is required\n%s", fs.Name(), name, Usage)
-			return false
+			return false, ExitUsage
 		}
 	}
-	return true
+	return true, ExitOK
 }
 
-func caInit(args []string, stderr io.Writer) int {
+func newCAInitFlags() (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("ca init", flag.ContinueOnError)
-	dir := fs.String("dir", "", "")
-	if !flags(fs, args, stderr, map[string]*string{"dir": dir}) {
-		return ExitUsage
+	return fs, fs.String("dir", "", "")
+}
+
+func caInit(args []string, stdout, stderr io.Writer) int {
+	fs, dir := newCAInitFlags()
+	if ok, code := flags(fs, args, stdout, stderr, map[string]*string{"dir": dir}); !ok {
+		return code
 	}
 	if err := pki.InitCA(*dir, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "controlplane %v\n", err)
@@ -146,8 +184,8 @@ func newRenderFlags() (*flag.FlagSet, *renderFlags) {
 
 func renderCmd(args []string, stdout, stderr io.Writer) int {
 	fs, f := newRenderFlags()
-	if !flags(fs, args, stderr, map[string]*string{"manifest": f.manifest, "ca": f.ca, "out": f.out, "values-dir": f.valuesDir, "plugin": f.plugin, "module": f.module, "harness-ca-dir": f.harnessCA}) {
-		return ExitUsage
+	if ok, code := flags(fs, args, stdout, stderr, map[string]*string{"manifest": f.manifest, "ca": f.ca, "out": f.out, "values-dir": f.valuesDir, "plugin": f.plugin, "module": f.module, "harness-ca-dir": f.harnessCA}); !ok {
+		return code
 	}
 	dp, err := bootstrap.ParseDataPlane(*f.dataPlane)
 	if err != nil {
@@ -195,7 +233,86 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintln(stdout, res.Summary)
+	if parsed, err := manifest.ParseWith(m, manifest.Options{AllowLocalTargets: *f.allowLocal}); err == nil {
+		renderNotes(stderr, parsed, *f.valuesDir, *f.allowLocal, noProxy(*f.out))
+	}
 	return ExitOK
+}
+
+// renderNotes writes, after a render, what render cannot check and the
+// operator must still do: the value files the Custodian reads at start —
+// one per held secret and the Sandbox token's, which every pod's control
+// listener holds — and, with --allow-local-targets, which clients reach
+// each loopback target around the Custodian (issue 13, item 8). Names,
+// targets and a directory only: render never sees a value.
+func renderNotes(w io.Writer, m *manifest.Manifest, valuesDir string, local bool, noProxy []string) {
+	names := make([]string, 0, len(m.Secrets)+1)
+	for _, s := range m.Secrets {
+		names = append(names, s.Name)
+	}
+	names = append(names, filter.TokenName)
+	fmt.Fprintf(w, "controlplane render: the Custodian starts only with one value file per held secret in %s: %s (%s is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n",
+		valuesDir, strings.Join(names, ", "), filter.TokenName)
+	if !local {
+		return
+	}
+	seen := map[string]bool{}
+	for _, s := range m.Secrets {
+		for _, t := range s.Targets {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			if note := localNote(t, noProxy); note != "" {
+				fmt.Fprintf(w, "controlplane render: --allow-local-targets: %s %s\n", t, note)
+			}
+		}
+	}
+}
+
+// localNote says which clients go around the Custodian to target, a
+// bound host:port on this machine, with no error: every client when
+// harness.env's NO_PROXY names its host, else Go's (net/http never
+// proxies a loopback address, whatever NO_PROXY says); for another
+// guarded address, that no pod may bind it. "" for a target the dial
+// guard does not refuse.
+func localNote(target string, noProxy []string) string {
+	host, _, err := filter.SplitTarget(target)
+	if err != nil {
+		return ""
+	}
+	h := strings.ToLower(strings.Trim(host, "[]"))
+	guard := dialguard.Judge(h)
+	if !guard.Guarded {
+		return ""
+	}
+	loopback := h == "localhost" || strings.HasSuffix(h, ".localhost")
+	if a, err := netip.ParseAddr(h); err == nil {
+		loopback = a.Unmap().IsLoopback()
+	}
+	switch {
+	case !loopback:
+		return "is " + guard.Why + ": the agent could serve it in a pod; never render a pod so"
+	case slices.Contains(noProxy, h):
+		return "is in harness.env's NO_PROXY: every client (curl, Python, Node, Go) goes to it directly, around the Custodian, with no error; bind another loopback address, such as 127.0.0.2"
+	default:
+		return "is loopback: curl, Python and Node go through the Custodian to it, but a Go client goes directly, around the Custodian, with no error (net/http never proxies a loopback address)"
+	}
+}
+
+// noProxy is the NO_PROXY list of the harness.env render wrote into out,
+// lowercased.
+func noProxy(out string) []string {
+	b, err := os.ReadFile(filepath.Join(out, render.HarnessFile))
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NO_PROXY="); ok {
+			return strings.Split(strings.ToLower(v), ",")
+		}
+	}
+	return nil
 }
 
 // isSet reports whether the command line set the flag name.
@@ -205,12 +322,15 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+func newKeyFlags() (fs *flag.FlagSet, file, placement *string) {
+	fs = flag.NewFlagSet("key", flag.ContinueOnError)
+	return fs, fs.String("signing-key", "", ""), fs.String("placement", "", "")
+}
+
 func key(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("key", flag.ContinueOnError)
-	file := fs.String("signing-key", "", "")
-	placement := fs.String("placement", "", "")
-	if !flags(fs, args, stderr, map[string]*string{"signing-key": file, "placement": placement}) {
-		return ExitUsage
+	fs, file, placement := newKeyFlags()
+	if ok, code := flags(fs, args, stdout, stderr, map[string]*string{"signing-key": file, "placement": placement}); !ok {
+		return code
 	}
 	for _, c := range []byte(*placement) {
 		if c <= ' ' || c >= 0x7f {

@@ -2,39 +2,12 @@ package cli_test
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
 	"jr2.dev/boundary/controlplane/internal/cli"
 )
-
-// TestUsageListsRenderFlags: the render section of Usage names exactly the
-// flags the render command defines.
-func TestUsageListsRenderFlags(t *testing.T) {
-	start := strings.Index(cli.Usage, "controlplane render")
-	end := strings.Index(cli.Usage, "controlplane key")
-	if start < 0 || end < start {
-		t.Fatal("Usage has no render section")
-	}
-	var listed []string
-	for _, m := range regexp.MustCompile(`--([a-z][a-z-]*)`).FindAllStringSubmatch(cli.Usage[start:end], -1) {
-		if !slices.Contains(listed, m[1]) {
-			listed = append(listed, m[1])
-		}
-	}
-	var defined []string
-	cli.RenderFlagSet().VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
-	slices.Sort(listed)
-	slices.Sort(defined)
-	if !slices.Equal(listed, defined) {
-		t.Errorf("Usage's render section lists %v; the command defines %v", listed, defined)
-	}
-}
 
 // TestRenderDataPlane: --data-plane module renders the dynamic-modules
 // filter loading --module by its path; a wrong plane, or the other plane's

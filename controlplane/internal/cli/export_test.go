@@ -2,8 +2,11 @@ package cli
 
 import "flag"
 
-// RenderFlagSet is the render command's flag set, for the usage test.
-func RenderFlagSet() *flag.FlagSet {
-	fs, _ := newRenderFlags()
-	return fs
+// FlagSets are the flag sets of each command, as the commands build them,
+// for the usage test.
+func FlagSets() map[string]*flag.FlagSet {
+	ca, _ := newCAInitFlags()
+	render, _ := newRenderFlags()
+	key, _, _ := newKeyFlags()
+	return map[string]*flag.FlagSet{"ca init": ca, "render": render, "key": key}
 }
