@@ -14,6 +14,13 @@
 // names no secret; a command that prints candidates would otherwise learn
 // which one is a held value from the one line replaced. Only here can it
 // be checked: nothing upstream of the Effector sees a value.
+//
+// Invariant: the push credentials (JR2_EFFECTOR_GIT/<entry>/) are read once,
+// here, like every secret: each secret file of an entry (identity, password,
+// sign.identity, sign.private.asc) is held — at least 8 bytes, past the guess
+// floor — and scrubbed as "@git:<entry>:<file>"; known_hosts and entry.json
+// are public. The push kind copies the bytes read here into its own scratch
+// and never reads the entry's files again.
 package config
 
 import (
@@ -94,6 +101,15 @@ type Config struct {
 	Placement string
 	Targets   []Target
 	Commands  bool
+	// Pushes are the Repo Slots this Effector pushes (effector.json's
+	// pushes), sorted by slot.
+	Pushes []Push
+	// GitEntries are the push credentials under JR2_EFFECTOR_GIT, sorted
+	// by name.
+	GitEntries []GitEntry
+	// CAFile is JR2_CA_FILE, absolute, or "": the extra roots a push's
+	// git trusts beside the system's.
+	CAFile string
 
 	Key     []byte   // the placement key, 32 bytes
 	Secrets []Secret // sorted by name
@@ -111,6 +127,80 @@ type Config struct {
 	Drain  time.Duration
 	Hold   time.Duration
 	Expire time.Duration
+}
+
+// Sign forms of a push (effector.json pushes[].sign).
+const (
+	SignSSH = "sshKey" // ssh-keygen -Y sign with the entry's sign.identity
+	SignGPG = "gpgKey" // gpg with the entry's sign.private.asc, in its own gpg-agent
+)
+
+// Push is one Repo Slot the Effector pushes and how its commits are signed
+// ("" for unsigned, SignSSH or SignGPG).
+type Push struct {
+	Slot string
+	Sign string
+}
+
+// The files of a git.credentials entry (JR2_EFFECTOR_GIT/<entry>/).
+const (
+	GitEntryFile    = "entry.json"
+	GitIdentity     = "identity"    // the ssh transport's private key (held)
+	GitKnownHosts   = "known_hosts" // the ssh transport's host keys (public)
+	GitPassword     = "password"    // the https token (held)
+	GitSignIdentity = "sign.identity"
+	GitSignGPG      = "sign.private.asc"
+)
+
+// gitHeld are an entry's files that hold a secret.
+var gitHeld = []string{GitIdentity, GitPassword, GitSignIdentity, GitSignGPG}
+
+// GitEntry is one git.credentials entry: what entry.json says it is, and
+// its files as read at start.
+type GitEntry struct {
+	Name string
+	// URL is the entry's url prefix: a slot's url must be under it.
+	URL string
+	// Username is the https user the token is sent with.
+	Username string
+	// Files maps a file name to its bytes as read (a held file keeps its
+	// trailing newline here; its scrubbed value is Held's).
+	Files map[string][]byte
+}
+
+// Label is the name a held file of the entry is scrubbed as.
+func (e *GitEntry) Label(file string) string { return "@git:" + e.Name + ":" + file }
+
+// Held lists the entry's held files as secrets: the label and the value
+// with one trailing newline taken off.
+func (e *GitEntry) Held() []Secret {
+	var out []Secret
+	for _, f := range gitHeld {
+		if b, ok := e.Files[f]; ok {
+			out = append(out, Secret{Name: e.Label(f), Value: effectorkey.TrimNewline(b)})
+		}
+	}
+	return out
+}
+
+// GitEntry returns the entry named name.
+func (c *Config) GitEntry(name string) (*GitEntry, bool) {
+	for i := range c.GitEntries {
+		if c.GitEntries[i].Name == name {
+			return &c.GitEntries[i], true
+		}
+	}
+	return nil, false
+}
+
+// Push returns the slot named slot.
+func (c *Config) Push(slot string) (Push, bool) {
+	for _, p := range c.Pushes {
+		if p.Slot == slot {
+			return p, true
+		}
+	}
+	return Push{}, false
 }
 
 // Secret returns the value held under name.
@@ -192,10 +282,16 @@ func Load(getenv func(string) string) (*Config, error) {
 	for _, p := range []struct {
 		dst *string
 		env string
-	}{{&c.KeyFile, EnvKey}, {&c.ConfigFile, EnvConfig}, {&c.SecretsDir, EnvSecrets}, {&c.Git, EnvGit}, {&c.Repos, EnvRepos}} {
+	}{{&c.KeyFile, EnvKey}, {&c.ConfigFile, EnvConfig}, {&c.SecretsDir, EnvSecrets}, {&c.Git, EnvGit}, {&c.Repos, EnvRepos}, {&c.CAFile, EnvCAFile}} {
 		if *p.dst, err = absEnv(getenv, p.env); err != nil {
 			return nil, err
 		}
+	}
+	if c.GitEntries, err = loadGit(c.Git); err != nil {
+		return nil, err
+	}
+	if len(c.Pushes) > 0 && (c.Work == "" || c.Scratch == "") {
+		return nil, fmt.Errorf("effector.json: pushes names a slot, but a push needs %s (the worktree it pushes from) and %s (its clean repository); set both (a Sandbox Effector), or take pushes out", EnvWork, EnvScratch)
 	}
 	return c, nil
 }
@@ -334,7 +430,7 @@ func (c *Config) parseFile(b []byte) error {
 	if err != nil {
 		return err
 	}
-	o, err := sj.DecodeObject("", raw, "placement", "targets", "commands")
+	o, err := sj.DecodeObject("", raw, "placement", "targets", "commands", "pushes")
 	if err != nil {
 		return err
 	}
@@ -364,6 +460,133 @@ func (c *Config) parseFile(b []byte) error {
 		}
 		seen[key] = i
 		c.Targets = append(c.Targets, t)
+	}
+	return c.parsePushes(o)
+}
+
+// parsePushes reads effector.json's pushes: [{"slot": NAME, "sign"?:
+// "sshKey"|"gpgKey"}], each slot once.
+func (c *Config) parsePushes(o *sj.Object) error {
+	pushes, _, err := o.Array("pushes", false)
+	if err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for i, r := range pushes {
+		p := sj.Index("pushes", i)
+		po, err := sj.DecodeObject(p, r, "slot", "sign")
+		if err != nil {
+			return err
+		}
+		var push Push
+		if push.Slot, _, err = po.Str("slot", true); err != nil {
+			return err
+		}
+		if !wire.ValidSecretName(push.Slot) {
+			return sj.Errorf(sj.Join(p, "slot"), "%s is not a Repo Slot name (1–253 of A-Z a-z 0-9 . _ -)", sj.Quote(push.Slot))
+		}
+		if j, dup := seen[push.Slot]; dup {
+			return sj.Errorf(p, "the same slot as pushes[%d]; list each slot once", j)
+		}
+		seen[push.Slot] = i
+		if push.Sign, _, err = po.Str("sign", false); err != nil {
+			return err
+		}
+		if po.Has("sign") && push.Sign != SignSSH && push.Sign != SignGPG {
+			return sj.Errorf(sj.Join(p, "sign"), "%s is not a signing form; want %q or %q, or leave it out for unsigned commits", sj.Quote(push.Sign), SignSSH, SignGPG)
+		}
+		c.Pushes = append(c.Pushes, push)
+	}
+	sort.Slice(c.Pushes, func(i, j int) bool { return c.Pushes[i].Slot < c.Pushes[j].Slot })
+	return nil
+}
+
+// loadGit reads every git.credentials entry under dir: one directory per
+// entry (a link to one, as a projected volume makes, is followed), holding
+// entry.json and the entry's files. Names that begin with "." are a
+// volume's own.
+func loadGit(dir string) ([]GitEntry, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s; mount the push credentials where it points, or unset it", EnvGit, oserr.Why(err))
+	}
+	var out []GitEntry
+	for _, d := range entries {
+		name := d.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := filepath.Join(dir, name)
+		if st, err := os.Stat(full); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("%s: %s is not a directory; each git.credentials entry is a directory of its own", EnvGit, sj.Quote(name))
+		}
+		if !wire.ValidSecretName(name) {
+			return nil, fmt.Errorf("%s: %s cannot name a git.credentials entry; use 1–253 of A-Z a-z 0-9 . _ -", EnvGit, sj.Quote(name))
+		}
+		e, err := loadGitEntry(name, full)
+		if err != nil {
+			return nil, fmt.Errorf("%s: entry %s: %w", EnvGit, name, err)
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func loadGitEntry(name, dir string) (GitEntry, error) {
+	e := GitEntry{Name: name, Files: map[string][]byte{}}
+	b, err := os.ReadFile(filepath.Join(dir, GitEntryFile))
+	if err != nil {
+		return e, fmt.Errorf("%s: %s; the operator projects it beside the entry's files", GitEntryFile, oserr.Why(err))
+	}
+	if err := e.parse(b); err != nil {
+		return e, fmt.Errorf("%s: %w", GitEntryFile, err)
+	}
+	for _, f := range append([]string{GitKnownHosts}, gitHeld...) {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return e, fmt.Errorf("%s: %s", f, oserr.Why(err))
+		}
+		e.Files[f] = b
+	}
+	for _, s := range e.Held() {
+		if len(s.Value) < 8 {
+			return e, fmt.Errorf("%s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", s.Name[strings.LastIndexByte(s.Name, ':')+1:], len(s.Value))
+		}
+		if err := strength.Check(s.Value); err != nil {
+			return e, fmt.Errorf("%s: the Effector does not start: %w", s.Name[strings.LastIndexByte(s.Name, ':')+1:], err)
+		}
+	}
+	return e, nil
+}
+
+// parse reads entry.json: {"url": PREFIX, "username"?: USER}.
+func (e *GitEntry) parse(b []byte) error {
+	raw, err := sj.Document(b)
+	if err != nil {
+		return err
+	}
+	o, err := sj.DecodeObject("", raw, "url", "username")
+	if err != nil {
+		return err
+	}
+	if e.URL, _, err = o.Str("url", true); err != nil {
+		return err
+	}
+	if e.URL == "" || strings.ContainsAny(e.URL, " \t\r\n\x00") {
+		return sj.Errorf("url", "want the entry's url prefix (https://host/…, ssh://…, user@host:…)")
+	}
+	if e.Username, _, err = o.Str("username", false); err != nil {
+		return err
+	}
+	if strings.ContainsAny(e.Username, ":\r\n\x00") {
+		return sj.Errorf("username", "may not hold ':' or a line break")
 	}
 	return nil
 }

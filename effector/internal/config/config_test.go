@@ -266,3 +266,72 @@ func TestTestOnlyDurations(t *testing.T) {
 		t.Errorf("hold %v expire %v drain %v", c.Hold, c.Expire, c.Drain)
 	}
 }
+
+// TestGitEntries: each entry under JR2_EFFECTOR_GIT is read once; its
+// secret files are held under a label no start can name, known_hosts is
+// not; an entry that cannot be read stops the start, and no error carries
+// a value.
+func TestGitEntries(t *testing.T) {
+	token := "ghp_" + sentinel + "-token"
+	setup := func(t *testing.T, files map[string]string) *fixture {
+		f := newFixture(t)
+		f.env[EnvGit] = filepath.Join(f.dir, "git")
+		for name, content := range files {
+			p := filepath.Join(f.dir, "git", name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			f.write(filepath.Join("git", name), content)
+		}
+		return f
+	}
+	f := setup(t, map[string]string{
+		"origin/entry.json":  `{"url":"https://git.example.com/org/","username":"x-access-token"}`,
+		"origin/password":    token + "\n",
+		"deploy/entry.json":  `{"url":"ssh://git@git.example.com/"}`,
+		"deploy/identity":    "-----BEGIN OPENSSH PRIVATE KEY-----\n" + sentinel + "AAAAB3NzaC1yc2EAAAADAQABAAABAQ\n-----END OPENSSH PRIVATE KEY-----\n",
+		"deploy/known_hosts": "git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMq\n",
+	})
+	c, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.GitEntries) != 2 || c.GitEntries[0].Name != "deploy" || c.GitEntries[1].Name != "origin" {
+		t.Fatalf("entries %+v", c.GitEntries)
+	}
+	o, _ := c.GitEntry("origin")
+	if o.URL != "https://git.example.com/org/" || o.Username != "x-access-token" {
+		t.Errorf("origin %+v", o)
+	}
+	if h := o.Held(); len(h) != 1 || h[0].Name != "@git:origin:password" || string(h[0].Value) != token {
+		t.Errorf("origin held %+v", h)
+	}
+	d, _ := c.GitEntry("deploy")
+	if h := d.Held(); len(h) != 1 || h[0].Name != "@git:deploy:identity" {
+		t.Errorf("deploy held %+v (known_hosts is public)", h)
+	}
+	if string(d.Files[GitKnownHosts]) == "" || !strings.HasSuffix(string(d.Files[GitIdentity]), "-----\n") {
+		t.Errorf("files kept as read: %q", d.Files)
+	}
+	for name, files := range map[string]map[string]string{
+		"no entry.json":  {"origin/password": token},
+		"weak password":  {"origin/entry.json": `{"url":"https://g.example/"}`, "origin/password": "password"},
+		"short password": {"origin/entry.json": `{"url":"https://g.example/"}`, "origin/password": "abc"},
+		"unknown field":  {"origin/entry.json": `{"url":"https://g.example/","token":"` + sentinel + `"}`},
+		"file not dir":   {"origin": sentinel},
+		"bad name":       {"or igin/entry.json": `{"url":"https://g.example/"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := setup(t, files).load()
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if strings.Contains(err.Error(), sentinel) || strings.Contains(err.Error(), token) {
+				t.Errorf("error carries a value: %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), EnvGit+": ") {
+				t.Errorf("error does not name %s: %v", EnvGit, err)
+			}
+		})
+	}
+}

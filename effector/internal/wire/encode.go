@@ -86,6 +86,9 @@ func (s *Start) MarshalJSON() ([]byte, error) {
 	if s.Command != nil {
 		f = append(f, field{"command", s.Command})
 	}
+	if s.Push != nil {
+		f = append(f, field{"push", s.Push})
+	}
 	return f.MarshalJSON()
 }
 

@@ -59,6 +59,19 @@ var requests = map[string]*Start{
 		Pin:            "0123456789abcdef0123456789abcdef01234567",
 		MaxOutputBytes: 1048576,
 	}},
+	"push-ssh": {Kind: KindPush, TimeoutMs: 300000, Push: &Push{
+		Slot: Slot{Name: "app", URL: "ssh://git@git.example.com/org/app.git", Credentials: "example"},
+		Ref:  "refs/heads/jr2/fix",
+	}},
+	"push-https-pinned": {Kind: KindPush, Push: &Push{
+		Slot: Slot{Name: "docs", URL: "https://git.example.com/org/docs.git", Credentials: "example-https"},
+		Ref:  "refs/heads/jr2/docs",
+		Pin:  "0123456789abcdef0123456789abcdef01234567",
+	}},
+	"push-scp-like": {Kind: KindPush, TimeoutMs: 60000, Push: &Push{
+		Slot: Slot{Name: "app", URL: "git@git.example.com:org/app.git", Credentials: "example"},
+		Ref:  "refs/heads/main",
+	}},
 }
 
 var replica = Replica{Name: "jr2-instance-effector-7d9f-abcde", Address: "10.42.0.17:8082"}
@@ -109,6 +122,22 @@ var responses = map[string]any{
 		Outcome: &Outcome{Kind: OutcomePushed, Commit: "89abcdef0123456789abcdef0123456789abcdef", Ref: "refs/heads/jr2/fix"}},
 	"200-settled-rejected": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
 		Kind: OutcomeRejected, Stage: "push", Reason: "the remote could not be reached: ssh: connect to host git.example.com port 22: Connection refused"}},
+	"202-running-push": &State{State: StateRunning, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567"},
+	"200-settled-pushed-signed": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567",
+		Outcome: &Outcome{Kind: OutcomePushed, Commit: "fedcba9876543210fedcba9876543210fedcba98", Ref: "refs/heads/jr2/fix"}},
+	"200-settled-rejected-start": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "start", Reason: "slot \"app\" is not a Repo Slot this Effector pushes (effector.json pushes names none of that name)"}},
+	"200-settled-rejected-start-pin": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567", Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "start", Reason: "commit 0123456789abcdef0123456789abcdef01234567 is not in the worktree: git fetch: exit status 128 (fatal: remote error: upload-pack: not our ref 0123456789abcdef0123456789abcdef01234567)"}},
+	"200-settled-rejected-sign": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567", Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "sign", Reason: "git.credentials entry \"example\" holds no signing key (sign.identity); the slot signs with sshKey"}},
+	"200-settled-rejected-sign-lock": &State{State: StateSettled, Replica: replica, Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "sign", Reason: "the push did not start signing within its 300000 ms (waiting for credentialed commands to end); nothing was pushed"}},
+	"200-settled-rejected-push-non-fast-forward": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567", Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "push", Reason: "the remote refused a non-fast-forward update of refs/heads/jr2/fix; the pinned commit does not hold the remote's tip"}},
+	"200-settled-rejected-push-host-key": &State{State: StateSettled, Replica: replica, Pinned: "0123456789abcdef0123456789abcdef01234567", Outcome: &Outcome{
+		Kind: OutcomeRejected, Stage: "push", Reason: "the remote could not be reached: ssh: Host key verification failed."}},
+	"405-push":     &Error{Error: "a push effect is one request and ends on its own; it cannot be stopped", Replica: replica},
 	"404-unknown":  &State{State: StateUnknown, Replica: replica},
 	"400-error":    &Error{Error: "http.headers.host: a header that frames or routes the request is not allowed (host, content-length, transfer-encoding, connection, upgrade, te, trailer, keep-alive, proxy-*)", Replica: replica},
 	"405-error":    &Error{Error: "an http effect is one request and ends on its own; it cannot be stopped", Replica: replica},

@@ -18,6 +18,20 @@ func header(name string) string {
 	return httpWith(`,"headers":{"` + name + `":[{"text":"x"}]}`)
 }
 
+const okSlot = `{"name":"app","url":"ssh://git@git.example.com/org/app.git","credentials":"example"}`
+
+func pushWith(slot, inner string) string {
+	return `{"kind":"push","push":{"slot":` + slot + `,"ref":"refs/heads/jr2/fix"` + inner + `}}`
+}
+
+func slotURL(u string) string {
+	return `{"name":"app","url":"` + u + `","credentials":"example"}`
+}
+
+func pushRef(ref string) string {
+	return `{"kind":"push","push":{"slot":` + okSlot + `,"ref":"` + ref + `"}}`
+}
+
 var rejects = []reject{
 	{name: "not-json", body: `{"kind":`, want: "not one JSON value"},
 	{name: "two-values", body: `{"kind":"http",` + okHTTP + `} {}`, want: "more than one JSON value"},
@@ -27,7 +41,33 @@ var rejects = []reject{
 	{name: "field-twice", body: `{"kind":"http","kind":"http",` + okHTTP + `}`, want: "kind: given twice"},
 	{name: "kind-missing", body: `{` + okHTTP + `}`, want: "kind: required"},
 	{name: "kind-unknown", body: `{"kind":"dispatch",` + okHTTP + `}`, want: "not a kind"},
-	{name: "kind-push", body: `{"kind":"push"}`, want: "not a kind"},
+	{name: "push-missing", body: `{"kind":"push"}`, want: "push: required"},
+	{name: "push-and-http", body: `{"kind":"push",` + okHTTP + `,"push":{}}`, want: "http: not allowed"},
+	{name: "push-unknown-field", body: pushWith(okSlot, `,"force":true`), want: "push.force: unknown field"},
+	{name: "push-slot-missing", body: `{"kind":"push","push":{"ref":"refs/heads/x"}}`, want: "push.slot: required"},
+	{name: "push-slot-string", body: pushWith(`"app"`, ``), want: "push.slot: want an object"},
+	{name: "push-slot-name-bad", body: pushWith(`{"name":"a/b","url":"ssh://git@git.example.com/org/app.git","credentials":"example"}`, ``), want: "not a Repo Slot name"},
+	{name: "push-slot-credentials-dotdot", body: pushWith(`{"name":"app","url":"ssh://git@git.example.com/org/app.git","credentials":".."}`, ``), want: "not a git.credentials entry name"},
+	{name: "push-slot-credentials-missing", body: pushWith(`{"name":"app","url":"ssh://git@git.example.com/org/app.git"}`, ``), want: "push.slot.credentials: required"},
+	{name: "push-url-file", body: pushWith(slotURL("file:///work/other.git"), ``), want: "a scheme this Effector does not push to"},
+	{name: "push-url-http", body: pushWith(slotURL("http://git.example.com/org/app.git"), ``), want: "a scheme this Effector does not push to"},
+	{name: "push-url-local-path", body: pushWith(slotURL("/srv/git/app.git"), ``), want: "not a url git pushes"},
+	{name: "push-url-helper", body: pushWith(slotURL("ext::sh -c touch% /tmp/x"), ``), want: "holds a space"},
+	{name: "push-url-helper-no-space", body: pushWith(slotURL("fd::17"), ``), want: "transport helper"},
+	{name: "push-url-https-user", body: pushWith(slotURL("https://x-access-token:T0KEN@git.example.com/org/app.git"), ``), want: "names a user in an https url"},
+	{name: "push-url-ssh-dash-host", body: pushWith(slotURL("ssh://-oProxyCommand=touch/org/app.git"), ``), want: "not a host name"},
+	{name: "push-url-scp-dash-user", body: pushWith(slotURL("-oProxyCommand=x@git.example.com:org/app.git"), ``), want: "the ssh user"},
+	{name: "push-url-query", body: pushWith(slotURL("https://git.example.com/org/app.git?service=x"), ``), want: "not a url with a host and a path"},
+	{name: "push-url-no-path", body: pushWith(slotURL("https://git.example.com/"), ``), want: "names no repository path"},
+	{name: "push-ref-missing", body: `{"kind":"push","push":{"slot":` + okSlot + `}}`, want: "push.ref: required"},
+	{name: "push-ref-short", body: pushRef("main"), want: "not a full ref"},
+	{name: "push-ref-dotdot", body: pushRef("refs/heads/a..b"), want: "not a ref git accepts"},
+	{name: "push-ref-lock", body: pushRef("refs/heads/x.lock"), want: "ends with .lock"},
+	{name: "push-ref-colon", body: pushRef("refs/heads/a:refs/heads/b"), want: "not a ref git accepts"},
+	{name: "push-ref-space", body: pushRef("refs/heads/a b"), want: "not a ref git accepts"},
+	{name: "push-pin-short", body: pushWith(okSlot, `,"pin":"0123abc"`), want: "push.pin: \"0123abc\" is not a commit sha"},
+	{name: "push-pin-uppercase", body: pushWith(okSlot, `,"pin":"0123456789ABCDEF0123456789abcdef01234567"`), want: "not a commit sha"},
+	{name: "push-pin-null", body: pushWith(okSlot, `,"pin":null`), want: "must not be null"},
 	{name: "http-missing", body: `{"kind":"http"}`, want: "http: required"},
 	{name: "http-and-command", body: `{"kind":"http",` + okHTTP + `,"command":{"argv":["true"]}}`, want: "command: not allowed"},
 	{name: "null-field", body: `{"kind":"http","timeoutMs":null,` + okHTTP + `}`, want: "timeoutMs: must not be null"},

@@ -14,7 +14,11 @@ import (
 const (
 	KindHTTP    = "http"
 	KindCommand = "command"
+	KindPush    = "push"
 )
+
+// kinds are the kinds a start may name, in the order reasons list them.
+var kinds = []string{KindHTTP, KindCommand, KindPush}
 
 // MaxBody is the most a request body may hold; a longer one cannot be
 // verified and is refused as unsigned.
@@ -74,6 +78,7 @@ type Start struct {
 	TimeoutMs int64
 	HTTP      *HTTP
 	Command   *Command
+	Push      *Push
 }
 
 // HTTP is an http effect.
@@ -161,7 +166,7 @@ func DecodeStart(b []byte) (*Start, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := sj.DecodeObject("", raw, "kind", "timeoutMs", "http", "command")
+	o, err := sj.DecodeObject("", raw, "kind", "timeoutMs", "http", "command", "push")
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +177,13 @@ func DecodeStart(b []byte) (*Start, error) {
 	if s.TimeoutMs, _, err = o.Int("timeoutMs", false, 1, MaxTimeoutMs); err != nil {
 		return nil, err
 	}
-	other := map[string]string{KindHTTP: KindCommand, KindCommand: KindHTTP}[s.Kind]
-	if other == "" {
-		return nil, sj.Errorf("kind", "%s is not a kind this Effector runs (http, command)", sj.Quote(s.Kind))
+	if !sj.Contains(kinds, s.Kind) {
+		return nil, sj.Errorf("kind", "%s is not a kind this Effector runs (%s)", sj.Quote(s.Kind), strings.Join(kinds, ", "))
 	}
-	if o.Has(other) {
-		return nil, sj.Errorf(other, "not allowed with kind %q", s.Kind)
+	for _, other := range kinds {
+		if other != s.Kind && o.Has(other) {
+			return nil, sj.Errorf(other, "not allowed with kind %q", s.Kind)
+		}
 	}
 	v, ok, err := o.Raw(s.Kind)
 	if err == nil && !ok {
@@ -186,10 +192,13 @@ func DecodeStart(b []byte) (*Start, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Kind == KindHTTP {
+	switch s.Kind {
+	case KindHTTP:
 		s.HTTP, err = decodeHTTP(s.Kind, v)
-	} else {
+	case KindCommand:
 		s.Command, err = decodeCommand(s.Kind, v)
+	default:
+		s.Push, err = decodePush(s.Kind, v)
 	}
 	if err != nil {
 		return nil, err

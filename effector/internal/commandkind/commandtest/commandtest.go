@@ -88,6 +88,8 @@ func New(t testing.TB, key []byte, effectorJSON string) *Fixture {
 		write(t, p, v)
 		f.Forbidden[p] = v
 	}
+	// What the operator projects beside a push credential (it holds no value).
+	write(t, filepath.Join(f.Git, "origin", "entry.json"), `{"url":"https://git.example.com/"}`)
 	for _, d := range []string{f.Work, f.Scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
