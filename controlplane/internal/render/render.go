@@ -22,12 +22,15 @@
 //
 // The same inputs render the same bytes, except a leaf issued fresh; a leaf
 // already in the directory is reused while pki accepts it, so rendering a
-// directory again changes nothing.
+// directory again changes nothing — and touches nothing: only a file whose
+// bytes or mode differ from DIR's is written (Result.Written), so a
+// re-render of the same inputs leaves every inode and mtime as it was.
 //
 // Invariant: nothing is written unless everything was built — a refused
-// manifest, a bad CA or bad roots write nothing — and the files are written
-// into a temporary directory beside DIR and renamed into place, so a failure
-// midway never leaves a half-written file. Render never reads a value (it
+// manifest, a bad CA or bad roots write nothing — and the changed files are
+// written into a temporary directory beside DIR and renamed into place (a
+// new DIR is that directory, renamed once), so a failure midway never
+// leaves a half-written file. Render never reads a value (it
 // has no way to: the manifest holds none and the value directory is only
 // named), and the CA's key never enters DIR.
 package render
@@ -40,8 +43,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"jr2.dev/boundary/controlplane/internal/bootstrap"
@@ -103,8 +109,12 @@ type Options struct {
 type Result struct {
 	// Summary is the one line per pod custodian.md pins.
 	Summary string
-	// Files are the paths written, relative to DIR, sorted.
+	// Files are the paths of every file this render produced, relative
+	// to DIR, sorted.
 	Files []string
+	// Written are those of Files whose bytes or mode differed from DIR's
+	// and were written, sorted; a render of unchanged inputs writes none.
+	Written []string
 	// Issued and Reused count the leaves.
 	Issued, Reused int
 }
@@ -112,6 +122,9 @@ type Result struct {
 type file struct {
 	data []byte
 	mode os.FileMode
+	// same: data is known to be the bytes already in DIR (a reused leaf,
+	// read from there); only the mode is checked.
+	same bool
 }
 
 // Render builds every file of DIR and then writes them. A refused manifest
@@ -157,42 +170,74 @@ func Render(o Options) (*Result, error) {
 		return nil, err
 	}
 	files := map[string]file{
-		EnvoyFile:     {envoyJSON, 0o644},
-		CustodianFile: {cfgJSON, 0o644},
-		HarnessFile:   {HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir), 0o644},
-		ExtraCAFile:   {trust.Extra, 0o644},
-		BundleCAFile:  {trust.Bundle, 0o644},
-		UpstreamFile:  {trust.Upstream, 0o644},
-		WgetrcFile:    {Wgetrc(o.HarnessCADir), 0o644},
+		EnvoyFile:     {data: envoyJSON, mode: 0o644},
+		CustodianFile: {data: cfgJSON, mode: 0o644},
+		HarnessFile:   {data: HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir), mode: 0o644},
+		ExtraCAFile:   {data: trust.Extra, mode: 0o644},
+		BundleCAFile:  {data: trust.Bundle, mode: 0o644},
+		UpstreamFile:  {data: trust.Upstream, mode: 0o644},
+		WgetrcFile:    {data: Wgetrc(o.HarnessCADir), mode: 0o644},
 	}
 	res := &Result{Summary: Summary(m, cfg)}
-	if err := distinctLeaves(bootstrap.BoundTargets(cfg)); err != nil {
+	targets := bootstrap.BoundTargets(cfg)
+	if err := distinctLeaves(targets); err != nil {
 		return nil, err
 	}
-	for _, t := range bootstrap.BoundTargets(cfg) {
-		certPath, keyPath := bootstrap.LeafFiles(t)
-		oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
-		oldKey, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
-		leaf, err := ca.Leaf(t, oldCert, oldKey, o.Now)
-		if err != nil {
-			return nil, err
-		}
-		if leaf.Reused {
+	leaves, err := leavesOf(ca, out, targets, o.Now)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range targets {
+		l := leaves[i]
+		if l.Reused {
 			res.Reused++
 		} else {
 			res.Issued++
 		}
-		files[certPath] = file{leaf.CertPEM, 0o644}
-		files[keyPath] = file{leaf.KeyPEM, 0o600}
+		certPath, keyPath := bootstrap.LeafFiles(t)
+		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
+		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 	}
-	if err := write(out, files); err != nil {
+	written, err := write(out, files)
+	if err != nil {
 		return nil, err
 	}
 	for p := range files {
 		res.Files = append(res.Files, p)
 	}
 	sort.Strings(res.Files)
+	res.Written = written
 	return res, nil
+}
+
+// leavesOf is the leaf of each target: the one in DIR when pki accepts it,
+// else a fresh one. The targets are independent (a signature check or a
+// key and a signature each), so they are spread over the machine's cores;
+// the result is in target order whatever the schedule.
+func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Leaf, error) {
+	leaves := make([]pki.Leaf, len(targets))
+	errs := make([]error, len(targets))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(targets)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
+				certPath, keyPath := bootstrap.LeafFiles(targets[i])
+				oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
+				oldKey, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+				leaves[i], errs[i] = ca.Leaf(targets[i], oldCert, oldKey, now)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return leaves, nil
 }
 
 // distinctLeaves refuses two targets whose leaves filter.LeafBase would
@@ -377,39 +422,70 @@ func Summary(m *manifest.Manifest, c *filter.Config) string {
 	return fmt.Sprintf("pod %s: Custodian holds %s; %d %s", m.Pod, strings.Join(names, ", "), n, unit)
 }
 
-// write puts files into DIR: all into a temporary directory beside it
-// first, then each renamed into place. Leaves in DIR/tls that this render
-// did not produce (targets no longer bound) are removed.
-func write(out string, files map[string]file) (err error) {
+// write puts into DIR the files whose bytes or mode differ from what DIR
+// holds, and returns their paths, sorted. The changed files are written
+// into a temporary directory beside DIR first, then each renamed into
+// place; a DIR that does not exist yet is that temporary directory,
+// renamed once. A file already in DIR with the same bytes and mode is not
+// touched (same inode, same mtime), and nothing is created beside DIR
+// when nothing changed. Leaves in DIR/tls that this render did not
+// produce (targets no longer bound) are removed.
+func write(out string, files map[string]file) (written []string, err error) {
+	_, statErr := os.Lstat(out)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	for p, f := range files {
+		if fresh || changed(filepath.Join(out, filepath.FromSlash(p)), f) {
+			written = append(written, p)
+		}
+	}
+	sort.Strings(written)
+	if len(written) == 0 {
+		return nil, removeStale(out, files)
+	}
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".render-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	names := make([]string, 0, len(files))
-	for p := range files {
-		names = append(names, p)
-	}
-	sort.Strings(names)
-	for _, p := range names {
+	for _, p := range written {
 		if err := writeFile(filepath.Join(tmp, filepath.FromSlash(p)), files[p]); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, p := range names {
+	if fresh {
+		if err := os.Chmod(tmp, 0o755); err != nil {
+			return nil, err
+		}
+		return written, os.Rename(tmp, out)
+	}
+	for _, p := range written {
 		dst := filepath.Join(out, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(p)), dst); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return removeStale(out, files)
+	return written, removeStale(out, files)
+}
+
+// changed reports whether the file at path is not f: missing, not a
+// regular file, another mode, or other bytes.
+func changed(path string, f file) bool {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != f.mode || st.Size() != int64(len(f.data)) {
+		return true
+	}
+	if f.same {
+		return false
+	}
+	old, err := os.ReadFile(path)
+	return err != nil || !bytes.Equal(old, f.data)
 }
 
 func writeFile(path string, f file) error {
