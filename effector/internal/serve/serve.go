@@ -31,6 +31,7 @@ import (
 	"jr2.dev/boundary/effector/internal/config"
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/httpkind"
+	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/server"
 	"jr2.dev/boundary/effector/internal/wire"
@@ -62,7 +63,7 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	if err := landlockGate(cfg.Commands, cfg.Node, probe); err != nil {
 		return exit("landlock", err)
 	}
-	shared, err := newShared(cfg.Commands)
+	shared, err := newShared(cfg.Commands || len(cfg.Pushes) > 0)
 	if err != nil {
 		return exit("subreaper", err)
 	}
@@ -148,8 +149,9 @@ type Shared struct {
 }
 
 // newShared makes this process the subreaper of its descendants (ADR-0068,
-// rule 1) and finds its own binary. With commands, either failing ends the
-// start; without, no process is ever started and a failure is left unused.
+// rule 1) and finds its own binary. With commands or pushes, either failing
+// ends the start; without, no process is ever started and a failure is left
+// unused.
 func newShared(commands bool) (Shared, error) {
 	sh := Shared{Tracker: reap.NewTracker(), Lock: &classlock.Lock{}}
 	err := reap.SetChildSubreaper()
@@ -157,7 +159,7 @@ func newShared(commands bool) (Shared, error) {
 		sh.Self, err = os.Executable()
 	}
 	if err != nil && commands {
-		return sh, fmt.Errorf("effector.json holds commands, which need the subreaper and the Effector's own binary: %w", err)
+		return sh, fmt.Errorf("effector.json holds commands or pushes, which need the subreaper and the Effector's own binary: %w", err)
 	}
 	return sh, nil
 }
@@ -188,15 +190,24 @@ func Kinds(cfg *config.Config, probe error, sh Shared) map[string]effect.Kind {
 			Values: cfg.Secret, SecretsDir: cfg.SecretsDir, Work: cfg.Work, Scratch: cfg.Scratch, Deny: cfg.OwnPaths(),
 			Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
 		}),
+		wire.KindPush: pushkind.New(pushkind.Options{
+			Pushes: cfg.Pushes, Entries: cfg.GitEntries, Work: cfg.Work, Scratch: cfg.Scratch, CAFile: cfg.CAFile,
+			Deny: cfg.OwnPaths(), Node: cfg.Node, Probe: probe, Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
+		}),
 	}
 }
 
-// Held is what every answer is scrubbed for: each held secret, and the
-// placement key as its raw bytes and as the hex its file holds.
+// Held is what every answer is scrubbed for: each held secret (the push
+// credentials' secret files among them), and the placement key as its raw bytes and as the hex its file holds.
 func Held(cfg *config.Config) []scrub.Secret {
 	held := make([]scrub.Secret, 0, len(cfg.Secrets)+2)
 	for _, s := range cfg.Secrets {
 		held = append(held, scrub.Secret{Name: s.Name, Value: s.Value})
+	}
+	for _, e := range cfg.GitEntries {
+		for _, s := range e.Held() {
+			held = append(held, scrub.Secret{Name: s.Name, Value: s.Value})
+		}
 	}
 	return append(held,
 		scrub.Secret{Name: config.KeyLabel, Value: cfg.Key},

@@ -1,0 +1,739 @@
+package pushkind
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"jr2.dev/boundary/effector/internal/classlock"
+	"jr2.dev/boundary/effector/internal/commandkind"
+	"jr2.dev/boundary/effector/internal/config"
+	"jr2.dev/boundary/effector/internal/oserr"
+	"jr2.dev/boundary/effector/internal/reap"
+	"jr2.dev/boundary/effector/internal/wire"
+)
+
+// runner is one run of a prepared push.
+type runner struct {
+	k *Kind
+	p *prepared
+	// dir is the push's scratch; the others are in it.
+	dir, home, tmp, repo, cred, gnupg string
+	keys                              []string // Tracker keys not yet settled
+}
+
+// run is Plan.Run: the class lock (GPG), the scratch, the fetch of the
+// pinned commit into a clean repository, the signing, the push, the
+// settle loop, the scratch removed, and the outcome.
+func (k *Kind) run(ctx context.Context, p *prepared) wire.Outcome {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	r := &runner{k: k, p: p}
+	release := func() {}
+	if p.sign == config.SignGPG {
+		rel, err := k.o.Lock.Acquire(ctx, classlock.GPG)
+		if err != nil {
+			return rejected(StageSign, fmt.Sprintf("the push did not start signing within its %d ms (waiting for credentialed commands to end); nothing was pushed", p.timeout.Milliseconds()))
+		}
+		release = rel
+	}
+	// Deferred calls run last first: the settle loop and the scratch's
+	// removal come before the class is released.
+	defer func() { release() }()
+	defer r.finish()
+	if err := r.makeScratch(); err != nil {
+		return rejected(StageStart, err.Error())
+	}
+	if err := r.fetchPinned(ctx); err != nil {
+		return r.fail(ctx, StageStart, "reading the pinned commit", err)
+	}
+	if err := r.writeCredentials(); err != nil {
+		return rejected(StageStart, err.Error())
+	}
+	tip := p.pinned
+	if p.sign != "" {
+		var out *wire.Outcome
+		tip, out = r.signed(ctx, release)
+		if out != nil {
+			return *out
+		}
+	}
+	return r.push(ctx, tip)
+}
+
+// fail is the rejection of a step that failed: past the timeout, the
+// timeout is the reason.
+func (r *runner) fail(ctx context.Context, stage, doing string, err error) wire.Outcome {
+	if ctx.Err() != nil {
+		return rejected(stage, fmt.Sprintf("the push ran past its %d ms while %s; nothing was pushed", r.p.timeout.Milliseconds(), doing))
+	}
+	return rejected(stage, r.clean(err.Error()))
+}
+
+// clean writes the push's scratch as "<scratch>" in text quoted from git
+// or ssh: the copied keys are there.
+func (r *runner) clean(s string) string {
+	if r.dir == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, r.dir, "<scratch>")
+}
+
+// makeScratch makes $JR2_EFFECTOR_SCRATCH/push-<id>-<random>/ with home/
+// (git's HOME and global config), tmp/, repo.git (the clean repository),
+// cred/ (the copied credentials, written after the worktree was read) and
+// gnupg/ (a GPG push's GNUPGHOME).
+func (r *runner) makeScratch() error {
+	dir, err := os.MkdirTemp(r.k.o.Scratch, "push-"+r.p.id+"-")
+	if err != nil {
+		return fmt.Errorf("the push's scratch could not be made (%s)", oserr.Why(err))
+	}
+	r.dir = dir
+	r.home, r.tmp, r.repo = filepath.Join(dir, "home"), filepath.Join(dir, "tmp"), filepath.Join(dir, "repo.git")
+	r.cred, r.gnupg = filepath.Join(dir, "cred"), filepath.Join(dir, "gnupg")
+	for _, d := range []string{r.home, r.tmp, r.repo, r.cred, r.gnupg} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("the push's scratch could not be made (%s)", oserr.Why(err))
+		}
+	}
+	work := r.k.o.Work
+	cfg := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", work, filepath.Join(work, ".git"))
+	if err := os.WriteFile(filepath.Join(r.home, "gitconfig"), []byte(cfg), 0o600); err != nil {
+		return fmt.Errorf("the push's git config could not be written (%s)", oserr.Why(err))
+	}
+	return nil
+}
+
+// finish settles every phase still live and removes the scratch.
+func (r *runner) finish() {
+	for _, key := range r.keys {
+		r.settle(key)
+	}
+	r.keys = nil
+	if r.dir != "" {
+		removeTree(r.dir)
+	}
+}
+
+// settle runs the settle loop of one phase; a scan that fails (a process
+// caught mid-exit) is run again for a while.
+func (r *runner) settle(key string) {
+	for i := 0; i < 50 && r.k.o.Tracker.Settle(key) != nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i, k := range r.keys {
+		if k == key {
+			r.keys = append(r.keys[:i], r.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+func (r *runner) phase(name string) string {
+	key := r.k.key(r.p.id, name)
+	r.keys = append(r.keys, key)
+	return key
+}
+
+func removeTree(dir string) {
+	if os.RemoveAll(dir) == nil {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	_ = os.RemoveAll(dir)
+}
+
+// env is every program's whole environment: nothing of the Effector's.
+func (r *runner) env(extra ...string) []string {
+	return append([]string{
+		"PATH=" + commandkind.FixedPath,
+		"HOME=" + r.home,
+		"XDG_CONFIG_HOME=" + r.home,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(r.home, "gitconfig"),
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_CEILING_DIRECTORIES=" + r.dir,
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_PROTOCOL_FROM_USER=0",
+		"LC_ALL=C",
+		"TMPDIR=" + r.tmp,
+	}, extra...)
+}
+
+// hardening is command-line config, which wins over every other scope.
+var hardening = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "protocol.allow=never",
+	"-c", "credential.helper=",
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
+	"-c", "push.gpgSign=false",
+	"-c", "http.followRedirects=false",
+	"-c", "advice.detachedHead=false",
+}
+
+// gitCall is one git of the push.
+type gitCall struct {
+	key   string
+	args  []string
+	stdin []byte
+	// readWork: the fetch from the worktree (confine --read-tree it);
+	// cred: the remote phases (the copied credentials are reachable).
+	readWork, cred bool
+	env            []string
+}
+
+// git runs one git confined and returns its stdout and stderr.
+func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
+	work := filepath.Clean(r.k.o.Work)
+	argv := []string{"confine"}
+	if c.readWork {
+		// The worktree is the agent's uid's, its files maybe 0600: the
+		// fetch keeps the one capability that reads them.
+		argv = append(argv, "--keep-dac-read-search", "--read-tree", work)
+	}
+	for _, d := range []string{r.home, r.tmp, r.repo} {
+		argv = append(argv, "--scratch", d)
+	}
+	if c.cred {
+		argv = append(argv, "--scratch", r.cred)
+	}
+	for _, d := range r.k.o.Deny {
+		if !c.readWork || filepath.Clean(d) != work {
+			argv = append(argv, "--deny", d)
+		}
+	}
+	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.progs["git"], "--git-dir="+r.repo), hardening...)
+	cmd := exec.Command(r.k.o.Self, append(argv, c.args...)...)
+	cmd.Dir = r.repo
+	cmd.Env = r.env(c.env...)
+	return r.exec(ctx, c.key, cmd, c.stdin)
+}
+
+// exec runs cmd in a session of its own through the Tracker under key and
+// waits for it; ctx's end kills its group. It returns stdout and stderr
+// (each bounded).
+func (r *runner) exec(ctx context.Context, key string, cmd *exec.Cmd, stdin []byte) ([]byte, []byte, error) {
+	var stdout, stderr capped
+	stdout.max, stderr.max = 16<<20, 64<<10
+	if cmd.Stdout == nil {
+		cmd.Stdout = &stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &stderr
+	}
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	cmd.WaitDelay = time.Second
+	if err := r.k.o.Tracker.Start(key, cmd); err != nil {
+		return nil, nil, fmt.Errorf("%s could not start: %v", filepath.Base(cmd.Path), oserr.Why(err))
+	}
+	pid := cmd.Process.Pid
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		var info unix.Siginfo
+		// WNOWAIT: learn of the end without reaping, so the group's id is
+		// still this process's when it is killed.
+		for errors.Is(unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil), unix.EINTR) {
+		}
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		<-ended
+	}
+	err := r.k.o.Tracker.Wait(cmd)
+	return stdout.b, stderr.b, err
+}
+
+// capped keeps the first max bytes written to it.
+type capped struct {
+	b   []byte
+	max int
+}
+
+func (w *capped) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// lastLine is the last line of a program's output that holds something.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return "no message"
+}
+
+func gitErr(what string, stderr []byte, err error) error {
+	return fmt.Errorf("git %s: %v (%s)", what, err, gitLine(stderr))
+}
+
+// gitLine is git's reason: its first "fatal:" or "error:" line, else its
+// last line.
+func gitLine(stderr []byte) string {
+	for _, l := range strings.Split(string(stderr), "\n") {
+		if strings.HasPrefix(l, "fatal: ") || strings.HasPrefix(l, "error: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return lastLine(stderr)
+}
+
+// fetchPinned makes the clean repository and fetches the pinned commit
+// into it from the worktree, over git's transport: upload-pack is the one
+// git that reads the agent's repository, confined.
+func (r *runner) fetchPinned(ctx context.Context) error {
+	key := r.phase("fetch")
+	defer r.settle(key)
+	if _, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
+		return gitErr("init", stderr, err)
+	}
+	src := "file://" + filepath.Clean(r.k.o.Work)
+	_, stderr, err := r.git(ctx, gitCall{key: key, readWork: true, args: []string{
+		"-c", "protocol.file.allow=always", "-c", "protocol.version=2", "-c", "transfer.fsckObjects=true",
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", src, r.p.pinned}})
+	if err != nil {
+		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("fetch", stderr, err))
+	}
+	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "-t", r.p.pinned}})
+	if err != nil {
+		return gitErr("cat-file", stderr, err)
+	}
+	if t := strings.TrimSpace(string(out)); t != "commit" {
+		return fmt.Errorf("%s is not a commit (a %s)", r.p.pinned, t)
+	}
+	return nil
+}
+
+// writeCredentials copies what the remote phases read into cred/, mode
+// 0600: the entry's ssh key and known_hosts, its token, its signing key,
+// and the trust bundle. Only the bytes config read at start are written.
+func (r *runner) writeCredentials() error {
+	files := map[string][]byte{}
+	for _, f := range []string{config.GitIdentity, config.GitKnownHosts, config.GitPassword} {
+		if b, ok := r.p.entry.Files[f]; ok {
+			files[f] = b
+		}
+	}
+	switch r.p.sign {
+	case config.SignSSH:
+		if b, ok := r.p.entry.Files[config.GitSignIdentity]; ok {
+			files[config.GitSignIdentity] = b
+		}
+	case config.SignGPG:
+		if b, ok := r.p.entry.Files[config.GitSignGPG]; ok {
+			files[config.GitSignGPG] = b
+		}
+	}
+	if r.k.o.CAFile != "" && r.p.remote.Transport == wire.TransportHTTPS {
+		bundle, err := trustBundle(r.k.o.CAFile)
+		if err != nil {
+			return err
+		}
+		files["ca.pem"] = bundle
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(r.cred, name), b, 0o600); err != nil {
+			return fmt.Errorf("the push's credentials could not be copied into its scratch (%s)", oserr.Why(err))
+		}
+	}
+	return nil
+}
+
+// systemBundles are where a distribution keeps its roots, as Go looks.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", "/etc/ssl/cert.pem",
+}
+
+// trustBundle is the system's roots and JR2_CA_FILE's, one PEM file: git's
+// http.sslCAInfo replaces the system's bundle, so both go in it.
+func trustBundle(caFile string) ([]byte, error) {
+	extra, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s could not be read (%s)", config.EnvCAFile, oserr.Why(err))
+	}
+	var b []byte
+	for _, p := range systemBundles {
+		if sys, err := os.ReadFile(p); err == nil {
+			b = append(append(b, sys...), '\n')
+			break
+		}
+	}
+	return append(b, extra...), nil
+}
+
+// remote is the config and env of the phases that reach the remote.
+func (r *runner) remote() (args, env []string) {
+	switch r.p.remote.Transport {
+	case wire.TransportSSH:
+		args = []string{"-c", "protocol.ssh.allow=always"}
+		ssh := []string{r.k.progs["ssh"], "-F", "/dev/null", "-E", filepath.Join(r.tmp, "ssh.log"),
+			"-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + filepath.Join(r.cred, config.GitIdentity),
+			"-o", "IdentityAgent=none", "-o", "StrictHostKeyChecking=yes",
+			"-o", "UserKnownHostsFile=" + filepath.Join(r.cred, config.GitKnownHosts), "-o", "GlobalKnownHostsFile=/dev/null",
+			"-o", "UpdateHostKeys=no", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none",
+			"-o", "ProxyCommand=none", "-o", "ProxyJump=none", "-o", "PermitLocalCommand=no", "-o", "ForwardAgent=no",
+			"-o", "ClearAllForwardings=yes", "-o", "PKCS11Provider=none", "-o", "SecurityKeyProvider=internal"}
+		env = []string{"GIT_SSH_COMMAND=" + shellJoin(ssh), "GIT_SSH_VARIANT=ssh"}
+	case wire.TransportHTTPS:
+		host := r.p.remote.Host
+		if r.p.remote.Port != 0 {
+			host = fmt.Sprintf("%s:%d", host, r.p.remote.Port)
+		}
+		helper := shellJoin([]string{r.k.o.Self, "credential", "--password-file", filepath.Join(r.cred, config.GitPassword),
+			"--username", r.p.entry.Username, "--host", host})
+		// "!…": a shell snippet git appends the action to.
+		args = []string{"-c", "protocol.https.allow=always", "-c", "credential.helper=!" + helper, "-c", "credential.useHttpPath=false"}
+		if r.k.o.CAFile != "" {
+			args = append(args, "-c", "http.sslCAInfo="+filepath.Join(r.cred, "ca.pem"))
+		}
+	}
+	return args, env
+}
+
+// shellJoin quotes each word for sh: git runs GIT_SSH_COMMAND and a
+// credential helper through the shell.
+func shellJoin(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// sshLine is ssh's last line of its own log, or "".
+func (r *runner) sshLine() string {
+	b, err := os.ReadFile(filepath.Join(r.tmp, "ssh.log"))
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		return ""
+	}
+	return lastLine(b)
+}
+
+// unreachable is the reason of a remote phase that failed before git
+// could speak with the remote.
+func (r *runner) unreachable(stderr []byte) string {
+	if l := r.sshLine(); l != "" {
+		return r.clean("the remote could not be reached: ssh: " + strings.TrimPrefix(l, "ssh: ") + " (git: " + gitLine(stderr) + ")")
+	}
+	line := gitLine(stderr)
+	if strings.Contains(line, "Authentication failed") || strings.Contains(line, "could not read Username") || strings.Contains(line, "403") {
+		return r.clean("the remote refused the credential: " + line)
+	}
+	return r.clean("the remote could not be reached: " + line)
+}
+
+// push sends tip to the slot's ref and reads git's porcelain answer.
+func (r *runner) push(ctx context.Context, tip string) wire.Outcome {
+	key := r.phase("push")
+	defer r.settle(key)
+	args, env := r.remote()
+	args = append(args, "push", "--porcelain", "--no-verify", "--", r.p.push.Slot.URL, tip+":"+r.p.push.Ref)
+	out, stderr, err := r.git(ctx, gitCall{key: key, cred: true, args: args, env: env})
+	if ctx.Err() != nil {
+		return rejected(StagePush, fmt.Sprintf("the push ran past its %d ms while sending; the remote may hold the update", r.p.timeout.Milliseconds()))
+	}
+	flag, summary, found := porcelain(out, r.p.push.Ref)
+	switch {
+	case found && flag == '!' && (strings.Contains(summary, "non-fast-forward") || strings.Contains(summary, "fetch first")):
+		return rejected(StagePush, fmt.Sprintf("the remote refused a non-fast-forward update of %s; the pinned commit does not hold the remote's tip", r.p.push.Ref))
+	case found && flag == '!':
+		return rejected(StagePush, r.clean(fmt.Sprintf("the remote refused the update of %s: %s", r.p.push.Ref, summary)))
+	case found && err == nil:
+		return wire.Outcome{Kind: wire.OutcomePushed, Commit: tip, Ref: r.p.push.Ref}
+	case err == nil:
+		return rejected(StagePush, "git push gave no status for the ref; the remote may hold the update")
+	}
+	return rejected(StagePush, r.unreachable(stderr))
+}
+
+// porcelain finds the status line of ref in `git push --porcelain`:
+// "<flag>\t<from>:<to>\t<summary>".
+func porcelain(out []byte, ref string) (flag byte, summary string, found bool) {
+	for _, line := range strings.Split(string(out), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) == 3 && len(parts[0]) == 1 && strings.HasSuffix(parts[1], ":"+ref) {
+			return parts[0][0], parts[2], true
+		}
+	}
+	return 0, "", false
+}
+
+// signed rewrites the commits between the remote's ref and the pinned
+// commit as signed commits and returns the signed tip; or the rejection.
+// release ends a GPG push's class once its agent is gone.
+func (r *runner) signed(ctx context.Context, release func()) (string, *wire.Outcome) {
+	reject := func(stage, reason string) (string, *wire.Outcome) {
+		o := rejected(stage, reason)
+		return "", &o
+	}
+	keyFile := config.GitSignIdentity
+	if r.p.sign == config.SignGPG {
+		keyFile = config.GitSignGPG
+	}
+	if _, ok := r.p.entry.Files[keyFile]; !ok {
+		return reject(StageSign, fmt.Sprintf("git.credentials entry %q holds no signing key (%s); the slot signs with %s", r.p.entry.Name, keyFile, r.p.sign))
+	}
+	key := r.phase("list")
+	todo, out := r.toSign(ctx, key)
+	r.settle(key)
+	if out != nil {
+		return "", out
+	}
+	sign := r.phase("sign")
+	var signer func([]byte) ([]byte, error)
+	stop := func() {}
+	switch r.p.sign {
+	case config.SignSSH:
+		signer = func(payload []byte) ([]byte, error) { return r.sshSign(ctx, sign, payload) }
+	case config.SignGPG:
+		var err error
+		if stop, err = r.startAgent(ctx, sign); err != nil {
+			r.settle(sign)
+			if ctx.Err() != nil {
+				return reject(StageSign, fmt.Sprintf("the push ran past its %d ms while signing; nothing was pushed", r.p.timeout.Milliseconds()))
+			}
+			return reject(StageSign, r.clean("the signing key could not be loaded: "+err.Error()))
+		}
+		signer = func(payload []byte) ([]byte, error) { return r.gpgSign(ctx, sign, payload) }
+	}
+	tip, err := r.rewrite(ctx, sign, todo, signer)
+	stop()
+	r.settle(sign)
+	if r.p.sign == config.SignGPG {
+		// The agent is gone and its group settled: the class may go
+		// before the push reaches the network.
+		release()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return reject(StageSign, fmt.Sprintf("the push ran past its %d ms while signing; nothing was pushed", r.p.timeout.Milliseconds()))
+		}
+		return reject(StageSign, r.clean(err.Error()))
+	}
+	return tip, nil
+}
+
+// toSign lists the commits to sign, parents first: those of the pinned
+// commit the remote does not hold. With the ref on the remote, its tip
+// must be an ancestor of the pinned commit (else the push is a
+// non-fast-forward and nothing is signed); without, every commit the
+// remote advertises and the repository holds is left out.
+func (r *runner) toSign(ctx context.Context, key string) ([]string, *wire.Outcome) {
+	args, env := r.remote()
+	out, stderr, err := r.git(ctx, gitCall{key: key, cred: true, env: env, args: append(args, "ls-remote", "--", r.p.push.Slot.URL)})
+	if err != nil {
+		o := r.fail(ctx, StagePush, "listing the remote's refs", errors.New(r.unreachable(stderr)))
+		return nil, &o
+	}
+	tip, advertised := "", []string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		sha, ref, ok := strings.Cut(line, "\t")
+		if !ok || !wire.ValidSHA(sha) {
+			continue
+		}
+		if ref == r.p.push.Ref {
+			tip = sha
+		}
+		advertised = append(advertised, sha)
+	}
+	exclude := advertised
+	if tip != "" {
+		exclude = []string{tip}
+	}
+	// Which of them this repository holds (the others are not ancestors).
+	var q bytes.Buffer
+	for _, s := range exclude {
+		q.WriteString(s + "\n")
+	}
+	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"}})
+	if err != nil {
+		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("cat-file", stderr, err))
+		return nil, &o
+	}
+	held := []string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, typ, _ := strings.Cut(line, " "); typ == "commit" {
+			held = append(held, sha)
+		}
+	}
+	if tip != "" {
+		_, _, err := r.git(ctx, gitCall{key: key, args: []string{"merge-base", "--is-ancestor", tip, r.p.pinned}})
+		if len(held) == 0 || err != nil {
+			o := rejected(StagePush, fmt.Sprintf("the remote refused a non-fast-forward update of %s; the pinned commit does not hold the remote's tip", r.p.push.Ref))
+			if ctx.Err() != nil {
+				o = r.fail(ctx, StageSign, "listing the commits to sign", err)
+			}
+			return nil, &o
+		}
+	}
+	q.Reset()
+	q.WriteString(r.p.pinned + "\n--not\n")
+	for _, s := range held {
+		q.WriteString(s + "\n")
+	}
+	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--topo-order", "--reverse", "--stdin"}})
+	if err != nil {
+		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("rev-list", stderr, err))
+		return nil, &o
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// rewrite signs each commit, parents first, with its parents replaced by
+// their signed rewrites; it returns the pinned commit's rewrite (the
+// pinned commit itself when there is nothing to sign).
+func (r *runner) rewrite(ctx context.Context, key string, todo []string, sign func([]byte) ([]byte, error)) (string, error) {
+	done := map[string]string{}
+	for _, sha := range todo {
+		raw, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "commit", sha}})
+		if err != nil {
+			return "", gitErr("cat-file", stderr, err)
+		}
+		c, err := parseCommit(raw)
+		if err != nil {
+			return "", fmt.Errorf("commit %s cannot be signed: %v", sha, err)
+		}
+		parents := make([]string, len(c.parents))
+		for i, p := range c.parents {
+			parents[i] = p
+			if n, ok := done[p]; ok {
+				parents[i] = n
+			}
+		}
+		payload := c.payload(parents)
+		sig, err := sign(payload)
+		if err != nil {
+			return "", err
+		}
+		out, stderr, err := r.git(ctx, gitCall{key: key, stdin: withSignature(payload, sig), args: []string{"hash-object", "-t", "commit", "-w", "--stdin"}})
+		if err != nil {
+			return "", gitErr("hash-object", stderr, err)
+		}
+		done[sha] = strings.TrimSpace(string(out))
+	}
+	if n, ok := done[r.p.pinned]; ok {
+		return n, nil
+	}
+	return r.p.pinned, nil
+}
+
+// sshSign is `ssh-keygen -Y sign -n git` over the payload.
+func (r *runner) sshSign(ctx context.Context, key string, payload []byte) ([]byte, error) {
+	cmd := exec.Command(r.k.progs["ssh-keygen"], "-Y", "sign", "-n", "git", "-f", filepath.Join(r.cred, config.GitSignIdentity))
+	cmd.Env = r.env()
+	cmd.Dir = r.tmp
+	out, stderr, err := r.exec(ctx, key, cmd, payload)
+	if err != nil || !bytes.Contains(out, []byte("-----BEGIN SSH SIGNATURE-----")) {
+		return nil, fmt.Errorf("ssh-keygen could not sign: %v (%s)", err, lastLine(stderr))
+	}
+	return out, nil
+}
+
+func (r *runner) gpg(args ...string) *exec.Cmd {
+	cmd := exec.Command(r.k.progs["gpg"], append([]string{"--homedir", r.gnupg, "--batch", "--no-tty", "--no-autostart",
+		"--no-options", "--no-permission-warning"}, args...)...)
+	cmd.Env = r.env("GNUPGHOME=" + r.gnupg)
+	cmd.Dir = r.tmp
+	return cmd
+}
+
+// gpgSign is `gpg --detach-sign --armor` over the payload, through the
+// push's own agent.
+func (r *runner) gpgSign(ctx context.Context, key string, payload []byte) ([]byte, error) {
+	out, stderr, err := r.exec(ctx, key, r.gpg("--armor", "--detach-sign"), payload)
+	if err != nil || !bytes.Contains(out, []byte("-----BEGIN PGP SIGNATURE-----")) {
+		return nil, fmt.Errorf("gpg could not sign: %v (%s)", err, lastLine(stderr))
+	}
+	return out, nil
+}
+
+// startAgent starts the push's gpg-agent in its GNUPGHOME — `--daemon
+// --no-detach`: it forks once and keeps the launcher's process group, and
+// is ready when the launcher exits 0 — and imports the signing key. The
+// stop it returns sends SIGTERM to the agent's group, waits, and leaves
+// the rest to the settle loop (SIGKILL).
+func (r *runner) startAgent(ctx context.Context, key string) (stop func(), err error) {
+	cmd := exec.Command(r.k.progs["gpg-agent"], "--homedir", r.gnupg, "--daemon", "--no-detach", "--batch", "--no-grab",
+		"--disable-scdaemon", "--options", "/dev/null")
+	cmd.Env = r.env("GNUPGHOME=" + r.gnupg)
+	cmd.Dir = r.tmp
+	// The agent keeps the launcher's output open: a file, not a pipe, so
+	// the launcher's end is not waited past.
+	logFile, ferr := os.OpenFile(filepath.Join(r.tmp, "gpg-agent.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if ferr != nil {
+		return func() {}, fmt.Errorf("its log could not be made (%s)", oserr.Why(ferr))
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	_, _, err = r.exec(ctx, key, cmd, nil)
+	pgid := 0
+	if cmd.Process != nil {
+		pgid = cmd.Process.Pid
+	}
+	stop = func() { r.stopAgent(pgid) }
+	if err != nil {
+		b, _ := os.ReadFile(logFile.Name())
+		stop()
+		return func() {}, fmt.Errorf("gpg-agent did not start: %v (%s)", err, lastLine(b))
+	}
+	if _, stderr, err := r.exec(ctx, key, r.gpg("--import", filepath.Join(r.cred, config.GitSignGPG)), nil); err != nil {
+		stop()
+		return func() {}, fmt.Errorf("gpg --import: %v (%s)", err, lastLine(stderr))
+	}
+	return stop, nil
+}
+
+// stopAgent sends SIGTERM to the agent's group and waits, up to the grace,
+// until no member of it is alive. A member is this process's child (the
+// subreaper's) and stays unreaped until the settle loop, so the group's
+// id is not another's while it is signalled.
+func (r *runner) stopAgent(pgid int) {
+	if pgid <= 0 {
+		return
+	}
+	members := func() int {
+		kids, _ := reap.Children(os.Getpid())
+		n := 0
+		for _, p := range kids {
+			if p.PGID == pgid && p.State != 'Z' && p.State != 'X' {
+				n++
+			}
+		}
+		return n
+	}
+	if members() == 0 {
+		return
+	}
+	_ = unix.Kill(-pgid, unix.SIGTERM)
+	for deadline := time.Now().Add(r.k.o.AgentGrace); members() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// What is left is killed (SIGKILL) and reaped by the phase's settle.
+}
