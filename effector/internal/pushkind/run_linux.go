@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,18 +143,9 @@ func (r *runner) phase(name string) string {
 	return key
 }
 
-func removeTree(dir string) {
-	if os.RemoveAll(dir) == nil {
-		return
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	_ = os.RemoveAll(dir)
-}
+// removeTree removes the scratch: only the Effector's own programs wrote
+// in it, and none makes a directory it cannot write.
+func removeTree(dir string) { _ = os.RemoveAll(dir) }
 
 // env is every program's whole environment: nothing of the Effector's.
 func (r *runner) env(extra ...string) []string {
@@ -230,8 +220,7 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 // waits for it; ctx's end kills its group. It returns stdout and stderr
 // (each bounded).
 func (r *runner) exec(ctx context.Context, key string, cmd *exec.Cmd, stdin []byte) ([]byte, []byte, error) {
-	var stdout, stderr capped
-	stdout.max, stderr.max = 16<<20, 64<<10
+	stdout, stderr := capped{limit: 16 << 20}, capped{limit: 64 << 10}
 	if cmd.Stdout == nil {
 		cmd.Stdout = &stdout
 	}
@@ -262,20 +251,19 @@ func (r *runner) exec(ctx context.Context, key string, cmd *exec.Cmd, stdin []by
 		<-ended
 	}
 	err := r.k.o.Tracker.Wait(cmd)
-	return stdout.b, stderr.b, err
+	return stdout.Bytes(), stderr.Bytes(), err
 }
 
-// capped keeps the first max bytes written to it.
+// capped is a buffer that drops what comes past its limit.
 type capped struct {
-	b   []byte
-	max int
+	bytes.Buffer
+	limit int
 }
 
-func (w *capped) Write(p []byte) (int, error) {
-	if room := w.max - len(w.b); room > 0 {
-		w.b = append(w.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
+func (c *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	_, _ = c.Buffer.Write(p[:max(0, min(n, c.limit-c.Len()))])
+	return n, nil
 }
 
 // lastLine is the last line of a program's output that holds something.
