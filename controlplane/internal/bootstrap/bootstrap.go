@@ -76,12 +76,14 @@ package bootstrap
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
 	"path"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -90,6 +92,7 @@ import (
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	internallistenerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
@@ -215,22 +218,142 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 // Marshal renders a bootstrap as envoy.json: proto field names, compact
 // (no indentation: it is a third of the file and of render's time), a
 // trailing newline. protojson varies its whitespace between builds of a
-// binary on purpose, so its output is compacted again with encoding/json,
-// which makes the bytes depend on the config alone.
+// binary on purpose, so its output is compacted again, which makes the
+// bytes depend on the config alone.
+//
+// The listeners and clusters (all but a few hundred bytes of the file) are
+// marshalled each on its own, on every core, and joined where protojson
+// would have put them: the bytes are those of one protojson.Marshal of bs,
+// compacted (TestMarshalIsOneMarshal). bs is read-only to Marshal but for
+// its static_resources field, set aside while the rest is marshalled and
+// put back before Marshal returns; bs must not be used concurrently.
 func Marshal(bs *bootstrapv3.Bootstrap) ([]byte, error) {
 	if err := bs.ValidateAll(); err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(bs)
+	sr := bs.GetStaticResources()
+	if sr == nil || len(sr.GetSecrets()) != 0 {
+		return marshalWhole(bs)
+	}
+	ls, cs := sr.GetListeners(), sr.GetClusters()
+	msgs := make([]proto.Message, 0, len(ls)+len(cs))
+	for _, l := range ls {
+		msgs = append(msgs, l)
+	}
+	for _, c := range cs {
+		msgs = append(msgs, c)
+	}
+	parts, err := marshalEach(msgs)
+	if err != nil {
+		return nil, err
+	}
+	bs.StaticResources = &bootstrapv3.Bootstrap_StaticResources{}
+	skeleton, err := protojsonOptions.Marshal(bs)
+	bs.StaticResources = sr
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	out := bytes.NewBuffer(make([]byte, 0, len(raw)+1))
-	if err := json.Compact(out, raw); err != nil {
+	skeleton = compact(nil, skeleton)
+	const slot = `"static_resources":{}`
+	at := bytes.Index(skeleton, []byte(slot))
+	if at < 0 || bytes.Count(skeleton, []byte(slot)) != 1 {
+		return marshalWhole(bs)
+	}
+	size := len(skeleton) + 64
+	for _, p := range parts {
+		size += len(p) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, skeleton[:at]...)
+	out = append(out, `"static_resources":{`...)
+	list := func(key string, parts [][]byte) {
+		if len(parts) == 0 {
+			return
+		}
+		if out[len(out)-1] != '{' {
+			out = append(out, ',')
+		}
+		out = append(out, `"`+key+`":[`...)
+		for i, p := range parts {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, p...)
+		}
+		out = append(out, ']')
+	}
+	list("listeners", parts[:len(ls)])
+	list("clusters", parts[len(ls):])
+	out = append(out, '}')
+	out = append(out, skeleton[at+len(slot):]...)
+	return append(out, '\n'), nil
+}
+
+var protojsonOptions = protojson.MarshalOptions{UseProtoNames: true}
+
+// marshalWhole is Marshal as one protojson.Marshal of bs, compacted: the
+// bytes Marshal's joined parts must equal.
+func marshalWhole(bs *bootstrapv3.Bootstrap) ([]byte, error) {
+	raw, err := protojsonOptions.Marshal(bs)
+	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	return append(compact(make([]byte, 0, len(raw)+1), raw), '\n'), nil
+}
+
+// marshalEach is protojson (compacted) of each message, in order, spread
+// over GOMAXPROCS workers.
+func marshalEach(msgs []proto.Message) ([][]byte, error) {
+	parts := make([][]byte, len(msgs))
+	errs := make([]error, len(msgs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(msgs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(msgs); i = int(next.Add(1) - 1) {
+				raw, err := protojsonOptions.Marshal(msgs[i])
+				parts[i], errs[i] = compact(make([]byte, 0, len(raw)), raw), err
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	return parts, nil
+}
+
+// compact appends src, valid JSON as protojson writes it, to dst without
+// the whitespace outside strings: what json.Compact does, without its
+// validation (protojson's output is valid) and several times faster.
+func compact(dst, src []byte) []byte {
+	inString, escaped := false, false
+	for _, c := range src {
+		if inString {
+			dst = append(dst, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inString = true
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // BoundTargets lists every target a held secret is bound to, each once, in

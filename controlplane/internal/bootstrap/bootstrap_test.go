@@ -108,8 +108,61 @@ func testRoundTrip(t *testing.T, dp bootstrap.DataPlane) {
 	if !bytes.Equal(js, again) {
 		t.Error("two builds of one input render different bytes")
 	}
-	if !bytes.HasSuffix(js, []byte("}\n")) || bytes.Contains(js, []byte("\t")) {
-		t.Error("envoy.json is not two-space indented JSON with a trailing newline")
+	var c bytes.Buffer
+	if err := json.Compact(&c, js); err != nil || !bytes.Equal(append(c.Bytes(), '\n'), js) {
+		t.Error("envoy.json is not compact JSON with a trailing newline")
+	}
+}
+
+// TestMarshalIsOneMarshal: Marshal's listeners and clusters, marshalled
+// each on its own and joined, are byte for byte one protojson.Marshal of
+// the whole bootstrap, compacted by encoding/json — for both data planes,
+// with none, one and many targets, and strings that need escaping; and
+// Marshal leaves the bootstrap as it found it.
+func TestMarshalIsOneMarshal(t *testing.T) {
+	many := config("ws-7f3a")
+	for i := range 60 {
+		many.Secrets = append(many.Secrets[:len(many.Secrets)-1], filter.SecretConfig{
+			Name: "K" + strconv.Itoa(i), StandIn: filter.StandIn("K" + strconv.Itoa(i)),
+			Targets: []string{"svc-" + strconv.Itoa(i) + ".example.com:8443"}, Headers: []string{"x-k"},
+		}, many.Secrets[len(many.Secrets)-1])
+	}
+	none := config("ws-7f3a")
+	none.Secrets = none.Secrets[len(none.Secrets)-1:]
+	for name, c := range map[string]*filter.Config{"none": none, "spec": config("ws-7f3a"), "many": many, "quoted": config("ws-7f3a")} {
+		for _, dp := range planes {
+			bs := buildPlane(t, c, dp)
+			if name == "quoted" {
+				// The mount directory is the one free text in the
+				// bootstrap: quotes, a backslash and the splice's own key.
+				js, _ := json.Marshal(c)
+				var err error
+				bs, err = bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: `/etc/"static_resources":{} \x`})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := proto.Clone(bs)
+			got, err := bootstrap.Marshal(bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			if err := json.Compact(&want, raw); err != nil {
+				t.Fatal(err)
+			}
+			want.WriteByte('\n')
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("%s/%s: Marshal differs from one protojson.Marshal, compacted", name, dp)
+			}
+			if !proto.Equal(bs, before) {
+				t.Errorf("%s/%s: Marshal changed the bootstrap", name, dp)
+			}
+		}
 	}
 }
 
