@@ -489,7 +489,7 @@ func (r *runner) signed(ctx context.Context, release func()) (string, *wire.Outc
 		return reject(StageSign, fmt.Sprintf("git.credentials entry %q holds no signing key (%s); the slot signs with %s", r.p.entry.Name, keyFile, r.p.sign))
 	}
 	key := r.phase("list")
-	todo, out := r.toSign(ctx, key)
+	todo, signedBefore, out := r.toSign(ctx, key)
 	r.settle(key)
 	if out != nil {
 		return "", out
@@ -511,7 +511,7 @@ func (r *runner) signed(ctx context.Context, release func()) (string, *wire.Outc
 		}
 		signer = func(payload []byte) ([]byte, error) { return r.gpgSign(ctx, sign, payload) }
 	}
-	tip, err := r.rewrite(ctx, sign, todo, signer)
+	tip, err := r.rewrite(ctx, sign, todo, signedBefore, signer)
 	stop()
 	r.settle(sign)
 	if r.p.sign == config.SignGPG {
@@ -533,12 +533,12 @@ func (r *runner) signed(ctx context.Context, release func()) (string, *wire.Outc
 // must be an ancestor of the pinned commit (else the push is a
 // non-fast-forward and nothing is signed); without, every commit the
 // remote advertises and the repository holds is left out.
-func (r *runner) toSign(ctx context.Context, key string) ([]string, *wire.Outcome) {
+func (r *runner) toSign(ctx context.Context, key string) ([]string, map[string]string, *wire.Outcome) {
 	args, env := r.remote()
 	out, stderr, err := r.git(ctx, gitCall{key: key, cred: true, env: env, args: append(args, "ls-remote", "--", r.p.push.Slot.URL)})
 	if err != nil {
 		o := r.fail(ctx, StagePush, "listing the remote's refs", errors.New(r.unreachable(stderr)))
-		return nil, &o
+		return nil, nil, &o
 	}
 	tip, advertised := "", []string{}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -563,7 +563,7 @@ func (r *runner) toSign(ctx context.Context, key string) ([]string, *wire.Outcom
 	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"}})
 	if err != nil {
 		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("cat-file", stderr, err))
-		return nil, &o
+		return nil, nil, &o
 	}
 	held := []string{}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -571,34 +571,86 @@ func (r *runner) toSign(ctx context.Context, key string) ([]string, *wire.Outcom
 			held = append(held, sha)
 		}
 	}
+	var before map[string]string
 	if tip != "" {
 		_, _, err := r.git(ctx, gitCall{key: key, args: []string{"merge-base", "--is-ancestor", tip, r.p.pinned}})
 		if len(held) == 0 || err != nil {
-			o := rejected(StagePush, fmt.Sprintf("the remote refused a non-fast-forward update of %s; the pinned commit does not hold the remote's tip", r.p.push.Ref))
-			if ctx.Err() != nil {
-				o = r.fail(ctx, StageSign, "listing the commits to sign", err)
+			// The remote's tip may be an earlier push's signed rewrite of
+			// an ancestor of the pinned commit: then only what follows
+			// that ancestor is signed, on top of the tip.
+			a, ferr := r.rewriteOf(ctx, key, tip)
+			if ferr != nil || a == "" {
+				o := rejected(StagePush, fmt.Sprintf("the remote refused a non-fast-forward update of %s; the pinned commit does not hold the remote's tip", r.p.push.Ref))
+				if ctx.Err() != nil {
+					o = r.fail(ctx, StageSign, "listing the commits to sign", ctx.Err())
+				}
+				return nil, nil, &o
 			}
-			return nil, &o
+			held, before = []string{a}, map[string]string{a: tip}
 		}
 	}
 	q.Reset()
-	q.WriteString(r.p.pinned + "\n--not\n")
+	q.WriteString(r.p.pinned + "\n")
 	for _, s := range held {
-		q.WriteString(s + "\n")
+		q.WriteString("^" + s + "\n")
 	}
 	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--topo-order", "--reverse", "--stdin"}})
 	if err != nil {
 		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("rev-list", stderr, err))
-		return nil, &o
+		return nil, nil, &o
 	}
-	return strings.Fields(string(out)), nil
+	return strings.Fields(string(out)), before, nil
+}
+
+// rewriteOf finds the ancestor of the pinned commit that the remote's tip
+// is a signed rewrite of: the same tree, headers and message, its
+// parents and signature aside. It fetches the tip to read it.
+func (r *runner) rewriteOf(ctx context.Context, key, tip string) (string, error) {
+	args, env := r.remote()
+	if _, stderr, err := r.git(ctx, gitCall{key: key, cred: true, env: env, args: append(args,
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", r.p.push.Slot.URL, r.p.push.Ref)}); err != nil {
+		return "", gitErr("fetch", stderr, err)
+	}
+	body := func(sha string) ([]byte, error) {
+		raw, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "commit", sha}})
+		if err != nil {
+			return nil, gitErr("cat-file", stderr, err)
+		}
+		c, err := parseCommit(raw)
+		if err != nil {
+			return nil, err
+		}
+		return c.payload(nil), nil
+	}
+	want, err := body(tip)
+	if err != nil {
+		return "", err
+	}
+	tree, _ := parseCommit(append([]byte(nil), want...))
+	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"log", "--format=%H %T", r.p.pinned}})
+	if err != nil {
+		return "", gitErr("log", stderr, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		sha, t, ok := strings.Cut(line, " ")
+		if !ok || tree == nil || t != tree.tree {
+			continue
+		}
+		if b, err := body(sha); err == nil && bytes.Equal(b, want) {
+			return sha, nil
+		}
+	}
+	return "", nil
 }
 
 // rewrite signs each commit, parents first, with its parents replaced by
 // their signed rewrites; it returns the pinned commit's rewrite (the
 // pinned commit itself when there is nothing to sign).
-func (r *runner) rewrite(ctx context.Context, key string, todo []string, sign func([]byte) ([]byte, error)) (string, error) {
+func (r *runner) rewrite(ctx context.Context, key string, todo []string, before map[string]string, sign func([]byte) ([]byte, error)) (string, error) {
 	done := map[string]string{}
+	for k, v := range before {
+		done[k] = v
+	}
 	for _, sha := range todo {
 		raw, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "commit", sha}})
 		if err != nil {
