@@ -60,13 +60,22 @@ type upstream struct {
 	lastReq  *http.Request
 	sseStep  chan struct{}
 	received []string
+	conns    atomic.Int64  // TLS connections accepted
+	arrived  chan struct{} // a request reached /v1/barrier
+	release  chan struct{} // closed: /v1/barrier answers
 }
 
 func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
-	u := &upstream{sseStep: make(chan struct{})}
+	u := &upstream{sseStep: make(chan struct{}), arrived: make(chan struct{}, 1024), release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		u.hits.Add(1)
+		if r.URL.Path == "/v1/barrier" {
+			u.arrived <- struct{}{}
+			<-u.release
+			io.WriteString(w, "released")
+			return
+		}
 		u.mu.Lock()
 		u.lastReq = r.Clone(context.Background())
 		u.mu.Unlock()
@@ -134,6 +143,11 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 	u.srv = httptest.NewUnstartedServer(mux)
 	leaf := uca.Leaf(t, "127.0.0.1")
 	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf.TLS}}
+	u.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			u.conns.Add(1)
+		}
+	}
 	u.srv.StartTLS()
 	t.Cleanup(u.srv.Close)
 	u.target = u.srv.Listener.Addr().String()
