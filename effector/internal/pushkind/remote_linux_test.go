@@ -322,4 +322,3 @@ func (r *rig) push(t testing.TB, id string, p *wire.Push) (pinned string, out wi
 	out.MapStrings(sc.String)
 	return plan.Pinned, out
 }
-
