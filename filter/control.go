@@ -39,9 +39,12 @@ func (e *Engine) decideControl(r *Request) Decision {
 		return d
 	}
 	d.Method, d.Read = r.Method, read
-	d.Path = upstream
-	if hasQuery {
-		d.Path += "?" + query
+	d.Path = r.Path // the route keeps the path
+	if upstream != path {
+		d.Path = upstream
+		if hasQuery {
+			d.Path += "?" + query
+		}
 	}
 	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
 		return d
@@ -50,9 +53,9 @@ func (e *Engine) decideControl(r *Request) Decision {
 		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
 		return d
 	}
-	count, dup := e.countCredentials(r.Headers)
-	if dup != nil {
-		d.Reply = dup
+	var credBuf [16]int
+	credOf := e.credOf(r.Headers, credBuf[:0])
+	if d.Reply = e.duplicate(credOf); d.Reply != nil {
 		return d
 	}
 	var bearer string
@@ -66,22 +69,18 @@ func (e *Engine) decideControl(r *Request) Decision {
 		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+TokenName+" in authorization")
 		return d
 	}
-	swapped := map[string]bool{"authorization": true}
-	if name, place := e.standInElsewhere(path, query, r.Headers, swapped, nil); name != "" {
+	if name, place := e.standInElsewhere(path, query, r.Headers, credOf, nil); name != "" {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
 		return d
 	}
-	d.Secrets = []string{TokenName}
-	d.Set = []Header{
-		{Name: "authorization", Value: scheme + " " + string(e.token.value)},
-		{Name: "accept-encoding", Value: "identity"},
+	d.Secrets = e.tokenNames
+	d.Set = e.tokenSet
+	if scheme != "Bearer" {
+		d.Set = []Header{{Name: "authorization", Value: scheme + " " + e.token.valueStr}, identityEncoding}
 	}
-	for _, n := range sortedKeys(count) {
-		if n != "authorization" {
-			d.Remove = append(d.Remove, n)
-		}
-	}
-	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
+	var authz [1]swap
+	authz[0].header = "authorization" // swapped: never removed
+	d.Remove = e.removeList(credOf, authz[:], r.Headers)
 	return d
 }
 
@@ -91,18 +90,27 @@ func (e *Engine) route(method, path string) (upstream string, read, ok bool) {
 		if e.cfg.Sandbox == "" || e.cfg.Orchestrator == "" {
 			return "", false, false
 		}
-		return "/sandboxes/" + e.cfg.Sandbox + "/fetch", false, true
+		return e.fetchPath, false, true
 	}
-	segs := strings.Split(path, "/")
-	if len(segs) < 4 || segs[0] != "" || segs[1] != "agents" || !validID(segs[2]) {
+	// /agents/{id}/{what}[/{d}], cut without splitting into a new slice
+	rest, ok := strings.CutPrefix(path, "/agents/")
+	if !ok {
 		return "", false, false
 	}
+	id, rest, ok := strings.Cut(rest, "/")
+	if !ok || !validID(id) {
+		return "", false, false
+	}
+	what, last, five := strings.Cut(rest, "/")
+	if five && strings.IndexByte(last, '/') >= 0 {
+		return "", false, false // more than five segments
+	}
 	switch {
-	case method == "GET" && len(segs) == 4 && segs[3] == "surface":
+	case method == "GET" && !five && what == "surface":
 		return path, true, true
-	case method == "POST" && len(segs) == 4 && segs[3] == "events":
+	case method == "POST" && !five && what == "events":
 		return path, false, true
-	case method == "GET" && len(segs) == 5 && segs[3] == "deliveries" && validID(segs[4]):
+	case method == "GET" && five && what == "deliveries" && validID(last):
 		return path, true, true
 	}
 	return "", false, false

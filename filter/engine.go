@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"jr2.dev/boundary/filter/scrub"
@@ -24,6 +25,34 @@ type Engine struct {
 	scrubber  *scrub.Scrubber    // every value held
 	targets   []string           // bound targets, sorted
 	upstreams map[string]bool
+
+	// Built once in New from the config alone, so that a request's pass
+	// path allocates nothing (issue 12): see request.go.
+	bound      map[string]*boundTarget // canonical host:port -> its table
+	credIdx    map[string]int          // credential header name -> index in credList
+	standInsLC []string                // standIns, lowercase, same order
+	tokenSet   []Header                // the control Set for "Bearer <token>"
+	tokenNames []string                // {TokenName}
+	fetchPath  string                  // POST /fetch's upstream path
+}
+
+// boundTarget is what DecideRequest needs of one bound target, computed
+// once: its secrets, its host and port as rule 3 compares them, and, for a
+// target many secrets ride, which of them names which header.
+type boundTarget struct {
+	secrets   []*held
+	host      string // SplitTarget's host; ok is false when it failed
+	port      string // decimal
+	ok        bool
+	ridesAuth bool             // ridesAuthorization(secrets)
+	slots     []slot           // every (secret, header) pair, table order
+	byHeader  map[string][]int // header name -> indexes into slots (only when slots is long)
+}
+
+// slot is one header a bound secret may ride: secrets[i].headers[j].
+type slot struct {
+	secret *held
+	j      int
 }
 
 // held is one secret with its value. The value never leaves the engine
@@ -34,6 +63,55 @@ type held struct {
 	value   []byte
 	headers []string
 	paths   []string
+
+	// Precomputed so a swap allocates nothing: the value as a string, the
+	// Secrets of a decision that swaps this secret alone, and, per header
+	// j, the Set of a decision whose one swap is the stand-in alone (bare)
+	// or "Bearer <stand-in>" (bearer). A Decision shares these; a host
+	// reads them and never writes (Decision says so).
+	valueStr string
+	names1   []string
+	bare     [][]Header
+	bearer   [][]Header
+}
+
+// precompute fills h's shared decision parts.
+func (h *held) precompute() {
+	h.valueStr = string(h.value)
+	h.names1 = []string{h.name}
+	for _, hn := range h.headers {
+		h.bare = append(h.bare, []Header{{Name: hn, Value: h.valueStr}, identityEncoding})
+		h.bearer = append(h.bearer, []Header{{Name: hn, Value: "Bearer " + h.valueStr}, identityEncoding})
+	}
+}
+
+// identityEncoding is rule 11's Set header, last in every forwarded Set.
+var identityEncoding = Header{Name: "accept-encoding", Value: "identity"}
+
+// manySlots is the number of (secret, header) pairs of a target above which
+// DecideRequest finds swaps by header name (one map lookup per request
+// header) instead of trying each pair against the request's headers.
+const manySlots = 8
+
+// newBoundTarget builds t's table from its secrets (table order).
+func newBoundTarget(t string, secrets []*held) *boundTarget {
+	b := &boundTarget{secrets: secrets, ridesAuth: ridesAuthorization(secrets)}
+	if host, port, err := SplitTarget(t); err == nil {
+		b.host, b.port, b.ok = host, strconv.Itoa(port), true
+	}
+	for _, s := range secrets {
+		for j := range s.headers {
+			b.slots = append(b.slots, slot{secret: s, j: j})
+		}
+	}
+	if len(b.slots) > manySlots {
+		b.byHeader = map[string][]int{}
+		for i, sl := range b.slots {
+			hn := sl.secret.headers[sl.j]
+			b.byHeader[hn] = append(b.byHeader[hn], i)
+		}
+	}
+	return b
 }
 
 // New builds an engine from a parsed config and the values LoadValues read.
@@ -70,6 +148,7 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 			headers: append([]string(nil), s.Headers...),
 			paths:   append([]string(nil), s.Paths...),
 		}
+		h.precompute()
 		e.secrets = append(e.secrets, h)
 		e.byName[s.Name] = h
 		if s.Name == TokenName {
@@ -93,11 +172,25 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 		e.credList = append(e.credList, hd)
 	}
 	sort.Strings(e.credList)
+	e.credIdx = make(map[string]int, len(e.credList))
+	for i, n := range e.credList {
+		e.credIdx[n] = i
+	}
 	sort.Slice(e.standIns, func(i, j int) bool { return len(e.standIns[i]) > len(e.standIns[j]) })
-	for t := range e.byTarget {
+	for _, si := range e.standIns {
+		e.standInsLC = append(e.standInsLC, strings.ToLower(si))
+	}
+	e.bound = make(map[string]*boundTarget, len(e.byTarget))
+	for t, secrets := range e.byTarget {
 		e.targets = append(e.targets, t)
+		e.bound[t] = newBoundTarget(t, secrets)
 	}
 	sort.Strings(e.targets)
+	e.fetchPath = "/sandboxes/" + c.Sandbox + "/fetch"
+	if e.token != nil {
+		e.tokenSet = []Header{{Name: "authorization", Value: "Bearer " + e.token.valueStr}, identityEncoding}
+		e.tokenNames = []string{TokenName}
+	}
 	return e, nil
 }
 
@@ -141,27 +234,66 @@ func (e *Engine) ReadyFields() []string {
 }
 
 // findStandIn returns the name of the longest stand-in found in s, or "".
-func (e *Engine) findStandIn(s string) string { return e.findStandInCase(s, false) }
-
-// findStandInFold is findStandIn without regard to ASCII case, for text
-// whose case a transport rewrote (a header name).
-func (e *Engine) findStandInFold(s string) string { return e.findStandInCase(s, true) }
-
-func (e *Engine) findStandInCase(s string, fold bool) string {
-	if fold {
-		s = strings.ToLower(s)
-	}
+func (e *Engine) findStandIn(s string) string {
 	if !strings.Contains(s, StandInPrefix) {
 		return ""
 	}
 	for _, si := range e.standIns {
-		want := si
-		if fold {
-			want = strings.ToLower(si)
-		}
-		if strings.Contains(s, want) {
+		if strings.Contains(s, si) {
 			return strings.TrimPrefix(si, StandInPrefix)
 		}
 	}
 	return ""
+}
+
+// findStandInFold is findStandIn without regard to case (strings.ToLower's),
+// for text whose case a transport rewrote (a header name). ASCII text
+// without the prefix in any case is answered without lowering a copy.
+func (e *Engine) findStandInFold(s string) string {
+	if isASCII(s) && !containsFoldASCII(s, StandInPrefix) {
+		return ""
+	}
+	s = strings.ToLower(s)
+	if !strings.Contains(s, StandInPrefix) {
+		return ""
+	}
+	for i, si := range e.standInsLC {
+		if strings.Contains(s, si) {
+			return strings.TrimPrefix(e.standIns[i], StandInPrefix)
+		}
+	}
+	return ""
+}
+
+// isASCII reports whether s holds only bytes below 0x80.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerByte is c in ASCII lowercase.
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// containsFoldASCII reports whether s holds sub (lowercase ASCII) in any
+// ASCII case.
+func containsFoldASCII(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lowerByte(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -28,6 +28,9 @@ func FuzzNormalizePath(f *testing.F) {
 		if again := NormalizePath(n); again != n {
 			t.Fatalf("not idempotent: %q -> %q -> %q", p, n, again)
 		}
+		if want := refNormalizePath(p); n != want {
+			t.Fatalf("NormalizePath(%q) = %q, as it was: %q", p, n, want)
+		}
 	})
 }
 

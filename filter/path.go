@@ -1,6 +1,9 @@
 package filter
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // splitRequestTarget cuts a request target into its path and its query
 // (without the '?'); hasQuery tells an empty query from none.
@@ -31,31 +34,83 @@ func encodedSeparator(path string) bool {
 // '\' read as '/', a segment that is "." or ".." before a ';' (Tomcat's
 // "..;jsessionid") read as that dot segment, and dot segments removed as
 // RFC 3986 section 5.2.4 does. Empty segments are kept. path must start
-// with '/'.
+// with '/'. A path that holds neither a '\' nor a dot segment is its own
+// normal form and is returned as it is, without a copy.
 func NormalizePath(path string) string {
-	path = strings.ReplaceAll(path, `\`, "/")
-	segs := strings.Split(path[1:], "/")
-	out := make([]string, 0, len(segs))
-	trail := false
-	for i, seg := range segs {
-		last := i == len(segs)-1
+	if isNormal(path) {
+		return path
+	}
+	var buf [256]byte
+	return string(appendNormal(buf[:0], path))
+}
+
+// appendNormal appends NormalizePath(path) to dst, building it in place:
+// dst gets "/" and the kept segments joined by '/', a ".." taking back the
+// last one.
+func appendNormal(dst []byte, path string) []byte {
+	base := len(dst)
+	dst = append(dst, '/')
+	kept, trail := 0, false
+	rest := path[1:]
+	for {
+		end := strings.IndexAny(rest, `/\`)
+		seg, last := rest, end < 0
+		if !last {
+			seg = rest[:end]
+		}
 		switch dotSegment(seg) {
 		case ".":
 			trail = last
 		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
+			if kept > 0 {
+				kept--
+				// back to the '/' before the last kept segment, or to the
+				// leading '/' when it was the only one
+				i := bytes.LastIndexByte(dst[base+1:], '/')
+				dst = dst[:base+1+max(i, 0)]
 			}
 			trail = last
 		default:
-			out = append(out, seg)
+			if kept > 0 {
+				dst = append(dst, '/')
+			}
+			dst = append(dst, seg...)
+			kept++
 		}
+		if last {
+			break
+		}
+		rest = rest[end+1:]
 	}
-	res := "/" + strings.Join(out, "/")
-	if trail && len(out) > 0 {
-		res += "/"
+	if trail && kept > 0 {
+		dst = append(dst, '/')
 	}
-	return res
+	return dst
+}
+
+// isNormal reports whether path starts with '/' and holds no '\' and no
+// segment that dotSegment reads as "." or "..": NormalizePath would
+// rebuild it byte for byte.
+func isNormal(path string) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	start := 1
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			if path[i] == '\\' {
+				return false
+			}
+			continue
+		}
+		if seg := path[start:i]; seg != "" && seg[0] == '.' {
+			if d := dotSegment(seg); d == "." || d == ".." {
+				return false
+			}
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // dotSegment returns "." or ".." when seg is that dot segment, alone or

@@ -1,17 +1,10 @@
 package filter
 
 import (
+	"bytes"
 	"encoding/base64"
-	"net"
-	"strconv"
 	"strings"
 )
-
-// Methods an intercepted request may use (rule 1). TRACE would echo the
-// request, the value in it, back to the agent.
-var allowedMethods = map[string]bool{
-	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true,
-}
 
 // NotAPathText is rule 5's answer to a request target that is not a path
 // (OPTIONS *, an absolute URI). Envoy's connection manager refuses such a
@@ -51,13 +44,14 @@ func (e *Engine) DecideRequest(target string, r *Request) Decision {
 
 func (e *Engine) decideRequest(target string, r *Request) Decision {
 	d := Decision{Target: target}
-	bound := e.byTarget[target]
-	if len(bound) == 0 {
+	bt := e.bound[target]
+	if bt == nil {
 		d.Reply = reply(421, ReasonTarget, target+" is not a bound target")
 		return d
 	}
+	bound := bt.secrets
 	// 1
-	if !allowedMethods[r.Method] {
+	if !allowedMethod(r.Method) {
 		d.Reply = reply(405, ReasonMethod, "method "+safeWord(r.Method)+" is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS")
 		return d
 	}
@@ -67,7 +61,7 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		return d
 	}
 	// 3
-	if !e.hostNames(r, target) {
+	if !hostNames(r, bt) {
 		d.Reply = reply(421, ReasonHost, "the Host header must name "+target)
 		return d
 	}
@@ -81,69 +75,145 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		d.Reply = reply(400, ReasonPath, NotAPathText)
 		return d
 	}
-	norm := NormalizePath(path)
-	d.Path = norm
-	if hasQuery {
-		d.Path += "?" + query
+	var norm string
+	// The normalised path, and "?query" if any: the request's own target
+	// when normalising changes nothing, else one string built once.
+	norm, d.Path = path, r.Path
+	if !isNormal(path) {
+		var buf [256]byte
+		b := appendNormal(buf[:0], path)
+		n := len(b)
+		if hasQuery {
+			b = append(append(b, '?'), query...)
+		}
+		d.Path = string(b)
+		norm = d.Path[:n]
 	}
 
-	// Which headers hold a swappable stand-in (computed now, answered in
-	// the rules' order).
-	swaps := e.findSwaps(bound, r)
+	// Which header is which credential, and which hold a swappable
+	// stand-in (computed now, answered in the rules' order).
+	var credBuf [16]int
+	credOf := e.credOf(r.Headers, credBuf[:0])
+	var swapBuf [4]swap
+	swaps := findSwaps(bt, r.Headers, swapBuf[:0])
 
 	// 5
-	considered := bound
-	if len(swaps) > 0 {
-		considered = nil
-		for _, s := range swaps {
-			considered = append(considered, s.secret)
-		}
-	}
-	if denied := pathDenied(norm, considered, len(swaps) > 0); denied != nil {
+	if denied := pathDenied(norm, bound, swaps); denied != nil {
 		d.Reply = reply(403, ReasonPath, denied.name+" may not be sent to this path; its paths are "+strings.Join(denied.paths, ", "))
 		return d
 	}
 	// 6
-	count, dup := e.countCredentials(r.Headers)
-	if dup != nil {
-		d.Reply = dup
+	if d.Reply = e.duplicate(credOf); d.Reply != nil {
 		return d
-	}
-	// 7, 8
-	swapped := map[string]bool{}
-	for _, s := range swaps {
-		swapped[s.header] = true
-		d.Set = append(d.Set, Header{Name: s.header, Value: s.value})
-		if !containsStr(d.Secrets, s.secret.name) {
-			d.Secrets = append(d.Secrets, s.secret.name)
-		}
-	}
-	for _, n := range sortedKeys(count) {
-		if !swapped[n] {
-			d.Remove = append(d.Remove, n)
-		}
 	}
 	// 9
 	if len(swaps) == 0 {
 		first := bound[0]
 		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+first.name+" in "+strings.Join(first.headers, " or "))
-		if len(count) == 0 && ridesAuthorization(bound) {
+		if noCredential(credOf) && bt.ridesAuth {
 			d.Reply.Status = 401
 			d.Reply.Headers = []Header{{Name: "www-authenticate", Value: Challenge}}
 		}
-		d.Set, d.Remove, d.Secrets = nil, nil, nil
 		return d
 	}
 	// 10
-	if name, place := e.standInElsewhere(path, query, r.Headers, swapped, swaps); name != "" {
+	if name, place := e.standInElsewhere(path, query, r.Headers, credOf, swaps); name != "" {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
-		d.Set, d.Remove, d.Secrets = nil, nil, nil
 		return d
 	}
-	// 11
-	d.Set = append(d.Set, Header{Name: "accept-encoding", Value: "identity"})
-	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
+	// 7, 8, 11
+	d.Set = setHeaders(swaps)
+	d.Secrets = swappedSecrets(swaps)
+	d.Remove = e.removeList(credOf, swaps, r.Headers)
 	return d
+}
+
+// allowedMethod is rule 1: the methods an intercepted request may use.
+// TRACE would echo the request, the value in it, back to the agent.
+func allowedMethod(m string) bool {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+		return true
+	}
+	return false
+}
+
+// setHeaders is rules 7 and 11's Set: each swap's header with its new
+// value, in the swaps' order, then accept-encoding: identity. One swap of
+// a precomputed form shares its secret's Set.
+func setHeaders(swaps []swap) []Header {
+	if len(swaps) == 1 && swaps[0].pre != nil {
+		return swaps[0].pre
+	}
+	set := make([]Header, 0, len(swaps)+1)
+	for _, s := range swaps {
+		set = append(set, Header{Name: s.header, Value: s.value})
+	}
+	return append(set, identityEncoding)
+}
+
+// swappedSecrets names the swaps' secrets once each, in the swaps' order
+// (table order). One secret shares its precomputed list.
+func swappedSecrets(swaps []swap) []string {
+	one := true
+	for _, s := range swaps[1:] {
+		one = one && s.secret == swaps[0].secret
+	}
+	if one {
+		return swaps[0].secret.names1
+	}
+	var out []string
+	for _, s := range swaps {
+		if !containsStr(out, s.secret.name) {
+			out = append(out, s.secret.name)
+		}
+	}
+	return out
+}
+
+// removeList is rule 8 and rangeHeaders: every credential header of hs
+// that no swap made (sorted, once each), then range and if-range. nil when
+// none.
+func (e *Engine) removeList(credOf []int, swaps []swap, hs []Header) []string {
+	var idxBuf [8]int
+	idx := idxBuf[:0]
+	for _, c := range credOf {
+		if c < 0 || swapsHeader(swaps, e.credList[c]) || containsInt(idx, c) {
+			continue
+		}
+		// insert c in order: credList is sorted, so by index is by name
+		idx = append(idx, c)
+		for k := len(idx) - 1; k > 0 && idx[k] < idx[k-1]; k-- {
+			idx[k], idx[k-1] = idx[k-1], idx[k]
+		}
+	}
+	rng := rangeHeaders(hs)
+	if len(idx)+len(rng) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(idx)+len(rng))
+	for _, c := range idx {
+		out = append(out, e.credList[c])
+	}
+	return append(out, rng...)
+}
+
+func swapsHeader(swaps []swap, name string) bool {
+	for _, s := range swaps {
+		if s.header == name {
+			return true
+		}
+	}
+	return false
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 // ridesAuthorization reports whether a secret of bound rides the
@@ -165,7 +235,7 @@ func ridesAuthorization(bound []*held) bool {
 // and scrubbed whole.
 func rangeHeaders(hs []Header) []string {
 	var out []string
-	for _, n := range []string{"range", "if-range"} {
+	for _, n := range rangeNames {
 		for _, h := range hs {
 			if strings.EqualFold(h.Name, n) {
 				out = append(out, n)
@@ -175,6 +245,8 @@ func rangeHeaders(hs []Header) []string {
 	}
 	return out
 }
+
+var rangeNames = [...]string{"range", "if-range"}
 
 // underscoreName is rule 2: a header name with '_' is answered 400.
 func underscoreName(hs []Header) *Reply {
@@ -186,49 +258,135 @@ func underscoreName(hs []Header) *Reply {
 	return nil
 }
 
-// countCredentials counts each credential header of hs by lowercase name;
-// one sent twice is rule 6's 400.
-func (e *Engine) countCredentials(hs []Header) (map[string]int, *Reply) {
-	count := map[string]int{}
+// credOf appends, for each header of hs, the index in credList of its
+// lowercase name, or -1 when it is no credential header.
+func (e *Engine) credOf(hs []Header, out []int) []int {
 	for _, h := range hs {
-		n := strings.ToLower(h.Name)
-		if e.cred[n] {
-			count[n]++
-			if count[n] == 2 {
-				return nil, reply(400, ReasonDuplicate, "header "+n+" was sent more than once; send it once")
-			}
-		}
+		out = append(out, e.credIndex(h.Name))
 	}
-	return count, nil
+	return out
 }
 
-// hostNames reports whether the request's Host (and any host header the
-// host passed on) names target: the same host, lowercased, without a
-// trailing dot, with the target's port or, for 443, no port.
-func (e *Engine) hostNames(r *Request, target string) bool {
-	hosts := []string{r.Authority}
-	for _, h := range r.Headers {
-		if strings.EqualFold(h.Name, "host") {
-			hosts = append(hosts, h.Value)
+// credIndex is the index in credList of strings.ToLower(name), or -1. A
+// short ASCII name is lowered on the stack.
+func (e *Engine) credIndex(name string) int {
+	var buf [64]byte
+	if n, ok := lowerASCIIInto(&buf, name); ok {
+		if i, found := e.credIdx[string(buf[:n])]; found {
+			return i
+		}
+		return -1
+	}
+	if i, found := e.credIdx[strings.ToLower(name)]; found {
+		return i
+	}
+	return -1
+}
+
+// lowerASCIIInto writes name in lowercase into buf when name is ASCII and
+// fits; ok is false otherwise (strings.ToLower's Unicode rules then apply).
+func lowerASCIIInto(buf *[64]byte, name string) (n int, ok bool) {
+	if len(name) > len(buf) {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 0x80 {
+			return 0, false
+		}
+		buf[i] = lowerByte(c)
+	}
+	return len(name), true
+}
+
+// duplicate is rule 6: the first credential header sent a second time
+// (by lowercase name) is answered 400.
+func (e *Engine) duplicate(credOf []int) *Reply {
+	for i, c := range credOf {
+		if c >= 0 && containsInt(credOf[:i], c) {
+			return reply(400, ReasonDuplicate, "header "+e.credList[c]+" was sent more than once; send it once")
 		}
 	}
-	th, tp, err := SplitTarget(target)
-	if err != nil {
-		return false
-	}
-	for _, a := range hosts {
-		host, port := a, strconv.Itoa(443)
-		if hh, pp, err := net.SplitHostPort(a); err == nil {
-			host, port = hh, pp
-		} else if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
-			host = a[1 : len(a)-1]
-		}
-		host = strings.ToLower(strings.TrimSuffix(host, "."))
-		if host != th || port != strconv.Itoa(tp) {
+	return nil
+}
+
+// noCredential reports whether no header was a credential header.
+func noCredential(credOf []int) bool {
+	for _, c := range credOf {
+		if c >= 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// hostNames reports whether the request's Host (and any host header the
+// host passed on) names the target: the same host, lowercased, without a
+// trailing dot, with the target's port or, for 443, no port.
+func hostNames(r *Request, bt *boundTarget) bool {
+	if !bt.ok || !hostIs(r.Authority, bt) {
+		return false
+	}
+	for _, h := range r.Headers {
+		if strings.EqualFold(h.Name, "host") && !hostIs(h.Value, bt) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostIs is hostNames for one Host value a.
+func hostIs(a string, bt *boundTarget) bool {
+	host, port := a, "443"
+	if hh, pp, ok := splitHostPort(a); ok {
+		host, port = hh, pp
+	} else if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+		host = a[1 : len(a)-1]
+	}
+	if port != bt.port {
+		return false
+	}
+	host = strings.TrimSuffix(host, ".")
+	if !isASCII(host) {
+		return strings.ToLower(host) == bt.host
+	}
+	if len(host) != len(bt.host) {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		if lowerByte(host[i]) != bt.host[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// splitHostPort is net.SplitHostPort without building an error: ok is
+// false exactly where net.SplitHostPort fails (a Host without a port is
+// the common case, and its error allocated on every request).
+func splitHostPort(hostport string) (host, port string, ok bool) {
+	j, k := 0, 0
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return "", "", false
+	}
+	if hostport[0] == '[' {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 || end+1 != i {
+			return "", "", false
+		}
+		host = hostport[1:end]
+		j, k = 1, end+1
+	} else {
+		host = hostport[:i]
+		if strings.IndexByte(host, ':') >= 0 {
+			return "", "", false
+		}
+	}
+	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
+		return "", "", false
+	}
+	return host, hostport[i+1:], true
 }
 
 type swap struct {
@@ -236,84 +394,152 @@ type swap struct {
 	header string // lowercase
 	value  string // the header's new value, with the secret's value in it
 	user   string // the Basic user, when the swap was a Basic pair
+	pre    []Header
+	order  int // index of the (secret, header) slot: table order
 }
 
-// findSwaps finds, for each secret bound to the target and each header it
-// names, a header whose (first) value is the stand-in in a swappable form.
-func (e *Engine) findSwaps(bound []*held, r *Request) []swap {
-	var out []swap
-	for _, s := range bound {
-		for _, hn := range s.headers {
-			for _, h := range r.Headers {
+// findSwaps appends to out, for each secret bound to the target and each
+// header it names, in table order, the swap of the first request header of
+// that name whose value is the stand-in in a swappable form. A target with
+// many (secret, header) pairs is searched by header name.
+func findSwaps(bt *boundTarget, hs []Header, out []swap) []swap {
+	if bt.byHeader == nil {
+		for k, sl := range bt.slots {
+			hn := sl.secret.headers[sl.j]
+			for _, h := range hs {
 				if !strings.EqualFold(h.Name, hn) {
 					continue
 				}
-				if v, user, ok := swapValue(h.Value, s.standIn, s.value); ok {
-					out = append(out, swap{secret: s, header: hn, value: v, user: user})
+				if sw, ok := sl.swap(h.Value, k); ok {
+					out = append(out, sw)
 				}
 				break
 			}
+		}
+		return out
+	}
+	var buf [64]byte
+	for i, h := range hs {
+		if n, ok := lowerASCIIInto(&buf, h.Name); ok {
+			for _, k := range bt.byHeader[string(buf[:n])] {
+				out = trySlot(bt, hs, i, k, out)
+			}
+			continue
+		}
+		for k, sl := range bt.slots { // a name strings.EqualFold may fold onto ASCII
+			if strings.EqualFold(h.Name, sl.secret.headers[sl.j]) {
+				out = trySlot(bt, hs, i, k, out)
+			}
+		}
+	}
+	for a := 1; a < len(out); a++ { // back into table order
+		for b := a; b > 0 && out[b].order < out[b-1].order; b-- {
+			out[b], out[b-1] = out[b-1], out[b]
 		}
 	}
 	return out
 }
 
-// swapValue returns v with the stand-in replaced by value when v is the
-// stand-in alone, one auth scheme and the stand-in ("Bearer jr2-held-X"),
-// or a Basic pair whose password is the stand-in.
-func swapValue(v, standIn string, value []byte) (out, basicUser string, ok bool) {
-	if v == standIn {
-		return string(value), "", true
+// trySlot appends slot k's swap of hs[i] when hs[i] is the first header of
+// the slot's name.
+func trySlot(bt *boundTarget, hs []Header, i, k int, out []swap) []swap {
+	sl := bt.slots[k]
+	hn := sl.secret.headers[sl.j]
+	for _, h := range hs[:i] {
+		if strings.EqualFold(h.Name, hn) {
+			return out
+		}
+	}
+	if sw, ok := sl.swap(hs[i].Value, k); ok {
+		out = append(out, sw)
+	}
+	return out
+}
+
+// swap returns the header value v with the stand-in replaced by the value
+// when v is the stand-in alone, one auth scheme and the stand-in ("Bearer
+// jr2-held-X"), or a Basic pair whose password is the stand-in.
+func (sl slot) swap(v string, order int) (swap, bool) {
+	s := sl.secret
+	sw := swap{secret: s, header: s.headers[sl.j], order: order}
+	if v == s.standIn {
+		sw.value, sw.pre = s.valueStr, s.bare[sl.j]
+		return sw, true
 	}
 	sp := strings.IndexByte(v, ' ')
 	if sp <= 0 || !isToken(v[:sp]) {
-		return "", "", false
+		return sw, false
 	}
 	scheme, rest := v[:sp], v[sp+1:]
-	if rest == standIn {
-		return scheme + " " + string(value), "", true
+	if rest == s.standIn {
+		if scheme == "Bearer" {
+			sw.pre = s.bearer[sl.j]
+			sw.value = sw.pre[0].Value
+		} else {
+			sw.value = scheme + " " + s.valueStr
+		}
+		return sw, true
 	}
 	if strings.EqualFold(scheme, "basic") {
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			raw, err = base64.RawStdEncoding.DecodeString(rest)
-		}
-		if err != nil {
-			return "", "", false
-		}
-		user, pass, found := strings.Cut(string(raw), ":")
-		if !found || pass != standIn {
-			return "", "", false
-		}
-		return scheme + " " + base64.StdEncoding.EncodeToString([]byte(user+":"+string(value))), user, true
+		var ok bool
+		sw.value, sw.user, ok = basicSwap(scheme, rest, s.standIn, s.valueStr)
+		return sw, ok
 	}
-	return "", "", false
+	return sw, false
 }
 
-// pathDenied returns the first considered secret whose paths do not allow
-// path. With every considered (all) when none was swapped, the path is
-// allowed when any of them allows it.
-func pathDenied(path string, considered []*held, swapped bool) *held {
-	if swapped {
-		for _, s := range considered {
-			if !pathAllowed(path, s.paths) {
-				return s
+// basicSwap is the Basic form of the swap: rest is base64 (padded or not)
+// of "user:<stand-in>"; out is "<scheme> base64(user:<value>)".
+func basicSwap(scheme, rest, standIn, value string) (out, user string, ok bool) {
+	raw, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(rest)
+	}
+	if err != nil {
+		return "", "", false
+	}
+	colon := bytes.IndexByte(raw, ':')
+	if colon < 0 || string(raw[colon+1:]) != standIn {
+		return "", "", false
+	}
+	// raw becomes "user:<value>" in place when it fits, else anew.
+	plain := append(raw[:colon+1], value...)
+	user = string(plain[:colon])
+	var b strings.Builder
+	b.Grow(len(scheme) + 1 + base64.StdEncoding.EncodedLen(len(plain)))
+	b.WriteString(scheme)
+	b.WriteByte(' ')
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	enc.Write(plain)
+	enc.Close()
+	clear(plain)
+	return b.String(), user, true
+}
+
+// pathDenied is rule 5: the first swapped secret whose paths do not allow
+// path; with no swap, bound[0] unless one of bound allows path.
+func pathDenied(path string, bound []*held, swaps []swap) *held {
+	if len(swaps) > 0 {
+		for _, s := range swaps {
+			if !pathAllowed(path, s.secret.paths) {
+				return s.secret
 			}
 		}
 		return nil
 	}
-	for _, s := range considered {
+	for _, s := range bound {
 		if pathAllowed(path, s.paths) {
 			return nil
 		}
 	}
-	return considered[0]
+	return bound[0]
 }
 
 // standInElsewhere finds a stand-in in the path, the query (each also
 // percent-decoded), a header name (in any case), a header value that is
-// neither swapped nor removed, or the user of a swapped Basic pair.
-func (e *Engine) standInElsewhere(path, query string, hs []Header, swapped map[string]bool, swaps []swap) (name, place string) {
+// not a credential header's (rule 8 swaps or removes each), or the user of
+// a swapped Basic pair. credOf is credOf(hs).
+func (e *Engine) standInElsewhere(path, query string, hs []Header, credOf []int, swaps []swap) (name, place string) {
 	if n := e.findStandIn(path); n != "" {
 		return n, "the path"
 	}
@@ -326,18 +552,17 @@ func (e *Engine) standInElsewhere(path, query string, hs []Header, swapped map[s
 	if n := e.findStandIn(percentDecode(strings.ReplaceAll(query, "+", " "))); n != "" {
 		return n, "the query"
 	}
-	for _, h := range hs {
-		ln := strings.ToLower(h.Name)
+	for i, h := range hs {
 		// Both hosts fold a name's case (Go canonicalises it, Envoy
 		// lowercases it), so a name is searched without regard to case.
 		if n := e.findStandInFold(h.Name); n != "" {
 			return n, "a header name"
 		}
-		if swapped[ln] || e.cred[ln] {
+		if credOf[i] >= 0 {
 			continue // swapped, or removed by rule 8
 		}
 		if n := e.findStandIn(h.Value); n != "" {
-			return n, "header " + ln
+			return n, "header " + strings.ToLower(h.Name)
 		}
 	}
 	for _, s := range swaps {
@@ -378,17 +603,4 @@ func containsStr(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
