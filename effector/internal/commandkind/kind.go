@@ -58,7 +58,6 @@ import (
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/landlock"
 )
 
@@ -157,7 +156,7 @@ func (k *Kind) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
 		Built:    built,
 		KeptStop: effect.DidNotRun,
 		Stop:     p.requestStop,
-		Run: func(ctx context.Context, sc *scrub.Scrubber) wire.Outcome {
+		Run: func(ctx context.Context, sc *effect.Scrubber) wire.Outcome {
 			return k.run(ctx, sc, p)
 		},
 	}, nil

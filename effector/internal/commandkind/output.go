@@ -3,7 +3,7 @@ package commandkind
 import (
 	"os"
 
-	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/effector/internal/effect"
 )
 
 // capture keeps one output stream of a command: scrubbed before it is
@@ -13,20 +13,20 @@ import (
 // It keeps the raw bytes only until their scrubbed form passes the bound:
 // a stream scrubs as the bytes arrive and counts what it passes on, which is
 // final (it holds back only a proper prefix of a form). At the end,
-// scrub.Scrubber.Bound scrubs what was kept and cuts it, never inside a
+// effect.Scrubber.Bound scrubs what was kept and cuts it, never inside a
 // label or a UTF-8 sequence. Bytes past the bound are read and dropped, so
 // the command never blocks on a full pipe.
 type capture struct {
-	sc     *scrub.Scrubber
+	sc     *effect.Scrubber
 	max    int
-	st     *scrub.Stream
+	st     *effect.Stream
 	raw    []byte
 	passed int  // scrubbed bytes the stream passed on
 	over   bool // passed went past max: the rest is dropped
 	tmp    []byte
 }
 
-func newCapture(sc *scrub.Scrubber, max int) *capture {
+func newCapture(sc *effect.Scrubber, max int) *capture {
 	return &capture{sc: sc, max: max, st: sc.NewStream()}
 }
 

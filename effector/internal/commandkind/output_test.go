@@ -4,16 +4,17 @@ import (
 	"strings"
 	"testing"
 
+	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/filter/scrub"
 )
 
-func testScrubber(t testing.TB) *scrub.Scrubber {
+func testScrubber(t testing.TB) *effect.Scrubber {
 	t.Helper()
 	sc, err := scrub.New([]scrub.Secret{{Name: "TOKEN", Value: []byte(sentinel)}, {Name: "OTHER", Value: []byte(other)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sc
+	return effect.Held(sc)
 }
 
 // feed writes s to a capture in chunks of n bytes.

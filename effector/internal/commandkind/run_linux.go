@@ -17,10 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/classlock"
+	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/effectorkey"
 )
 
@@ -28,7 +28,7 @@ import (
 type runner struct {
 	k       *Kind
 	p       *prepared
-	sc      *scrub.Scrubber
+	sc      *effect.Scrubber
 	key     string // the effect's name in the Tracker
 	dir     string // the effect's scratch directory, once made
 	settled bool
@@ -36,7 +36,7 @@ type runner struct {
 
 // run is Plan.Run: the class lock, the scratch, the checkout, the keeper,
 // the stop and the timeout, the settle loop, and the outcome.
-func (k *Kind) run(ctx context.Context, sc *scrub.Scrubber, p *prepared) wire.Outcome {
+func (k *Kind) run(ctx context.Context, sc *effect.Scrubber, p *prepared) wire.Outcome {
 	r := &runner{k: k, p: p, sc: sc, key: k.key(p.id)}
 	deadline := time.Now().Add(p.timeout)
 	// Before the program starts, a stop or the deadline ends the wait for

@@ -15,6 +15,7 @@ import (
 	"jr2.dev/boundary/effector/internal/classlock"
 	"jr2.dev/boundary/effector/internal/commandkind/commandtest"
 	"jr2.dev/boundary/effector/internal/confine"
+	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/reap/reaptest"
@@ -79,9 +80,13 @@ func (r *rig) plan(t *testing.T, id string, timeoutMs int64, c *wire.Command) (r
 	}
 	held := []scrub.Secret{{Name: "effector-key", Value: testKey}}
 	for n, v := range r.f.Values {
-		held = append(held, scrub.Secret{Name: n, Value: []byte(v), Built: plan.Built[n]})
+		held = append(held, scrub.Secret{Name: n, Value: []byte(v)})
 	}
-	sc, err := scrub.New(held)
+	global, err := scrub.New(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := effect.ForEffect(global, plan.Built) // as the server makes it
 	if err != nil {
 		t.Fatal(err)
 	}

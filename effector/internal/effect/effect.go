@@ -12,7 +12,6 @@ import (
 	"context"
 
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 )
 
 // Kind is one kind of effect. Its methods are called from many goroutines
@@ -54,10 +53,10 @@ type Plan struct {
 	// Run performs the effect and returns how it settled. It is called at
 	// most once, in its own goroutine. ctx ends only when the process is
 	// going away; the kind applies the start's own timeout. sc scrubs with
-	// every held secret and this plan's Built strings: a kind that bounds
-	// output scrubs it with sc before it cuts. The server scrubs every
-	// string of the outcome again before it is stored.
-	Run func(ctx context.Context, sc *scrub.Scrubber) wire.Outcome
+	// every held secret and this plan's Built strings (see Scrubber): a
+	// kind that bounds output scrubs it with sc before it cuts. The server
+	// scrubs every string of the outcome again before it is stored.
+	Run func(ctx context.Context, sc *Scrubber) wire.Outcome
 
 	// Stop, when not nil, is the DELETE hook: it asks the running effect
 	// to stop and returns at once; Run still returns the outcome. nil means

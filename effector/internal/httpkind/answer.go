@@ -1,18 +1,16 @@
 package httpkind
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
+	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/sendtrace"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 )
 
 // sniffLen is how many bytes http.DetectContentType reads.
@@ -21,7 +19,7 @@ const sniffLen = 512
 // readAnswer turns resp into a response outcome: every header, the content
 // type, the size of everything received, and — when it is text — the body,
 // scrubbed and then bounded to max bytes.
-func readAnswer(ctx context.Context, resp *http.Response, max int64, sc *scrub.Scrubber) wire.Outcome {
+func readAnswer(ctx context.Context, resp *http.Response, max int64, sc *effect.Scrubber) wire.Outcome {
 	o := wire.Outcome{Kind: wire.OutcomeResponse, Status: resp.StatusCode, Headers: map[string][]string{}}
 	for name, vs := range resp.Header {
 		n := strings.ToLower(name)
@@ -69,8 +67,8 @@ func reasonErr(ctx context.Context, err error) error {
 // readBody reads the rest of the body after head. A text body is scrubbed
 // as it streams; once the scrubbed output passes max, the rest is only
 // counted. size is every byte received, past the bound too.
-func readBody(r io.Reader, head []byte, text bool, max int64, sc *scrub.Scrubber) (body []byte, size int64, truncated bool, err error) {
-	var st *scrub.Stream
+func readBody(r io.Reader, head []byte, text bool, max int64, sc *effect.Scrubber) (body []byte, size int64, truncated bool, err error) {
+	var st *effect.Stream
 	if text {
 		st = sc.NewStream()
 	}
@@ -104,41 +102,9 @@ func readBody(r io.Reader, head []byte, text bool, max int64, sc *scrub.Scrubber
 		body = st.Flush(body)
 	}
 	if int64(len(body)) > max {
-		return cutText(body, max), size, true, nil
+		return effect.Cut(body, int(max)), size, true, nil
 	}
 	return body, size, false, nil
-}
-
-// cutText cuts b to at most max bytes, before a scrubber's label the cut
-// would split, and back to the start of a rune so the text stays valid
-// UTF-8 where it was.
-func cutText(b []byte, max int64) []byte {
-	cut := int(min(max, int64(len(b))))
-	label := []byte("[secret:")
-	for i := 0; ; {
-		j := bytes.Index(b[i:], label)
-		if j < 0 || i+j >= cut {
-			break
-		}
-		start := i + j
-		end := bytes.IndexByte(b[start:], ']')
-		if end < 0 || start+end >= cut {
-			cut = start
-			break
-		}
-		i = start + end + 1
-	}
-	b = b[:cut]
-	for i := 0; i < utf8.UTFMax && i < len(b); i++ {
-		j := len(b) - 1 - i
-		if utf8.RuneStart(b[j]) {
-			if !utf8.FullRune(b[j:]) {
-				b = b[:j]
-			}
-			break
-		}
-	}
-	return b
 }
 
 // encoded reports a body still in a content coding (the transport decodes

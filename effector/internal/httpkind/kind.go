@@ -33,7 +33,6 @@ import (
 	"jr2.dev/boundary/effector/internal/sendtrace"
 	sj "jr2.dev/boundary/effector/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 )
 
 // Target is one scheme, host and port the kind may call, with the secrets
@@ -114,7 +113,7 @@ func (k *Kind) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
 	if max == 0 {
 		max = wire.DefaultMaxResponseBytes
 	}
-	plan.Run = func(ctx context.Context, sc *scrub.Scrubber) wire.Outcome {
+	plan.Run = func(ctx context.Context, sc *effect.Scrubber) wire.Outcome {
 		if b.refused != "" {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: b.refused}
 		}
@@ -214,7 +213,7 @@ func (k *Kind) fence(u *url.URL, h *wire.HTTP) string {
 }
 
 // send performs the request and reads the answer.
-func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *scrub.Scrubber) wire.Outcome {
+func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *effect.Scrubber) wire.Outcome {
 	var body io.Reader
 	var length int64
 	contentType := ""

@@ -6,10 +6,17 @@
 // Invariants:
 //   - A request is verified (guard) before any route is read; a refusal is
 //     401 with an empty body and no signature.
-//   - Every other answer is JSON naming the replica, scrubbed — every string
-//     of an outcome when it settles, then the whole encoded answer — for
-//     every held secret, the placement key and what the effect built from a
-//     secret, and only then signed over the pinned lines.
+//   - Every other answer is JSON naming the replica, scrubbed, and only then
+//     signed over the pinned lines: every string of an outcome when it
+//     settles for every held secret, the placement key and what the effect
+//     built from a secret (effect.Scrubber); then the whole encoded answer
+//     for every held secret and the placement key. No answer holds a string
+//     the effect built except through an outcome's strings, so that is
+//     where what it built is scrubbed.
+//   - The held secrets' automaton (and its case-folded twin) is built once,
+//     in New. An effect's own state — its plan, its scrubber — lives only
+//     until it settles; what stays for re-reads until Expire is the
+//     scrubbed outcome and a few words about the effect.
 //   - An effect's Run is called at most once per id, and its outcome is
 //     settled exactly once.
 //   - Log lines carry ids, kinds, methods, hosts, outcome kinds, statuses
@@ -75,15 +82,18 @@ type Server struct {
 	changed  chan struct{} // closed, and replaced, when an effect settles, is read or goes
 }
 
-// entry is one effect this replica holds.
+// entry is one effect this replica holds. What only running needs (the
+// plan and its scrubber) is dropped when it settles.
 type entry struct {
-	id   string
-	kind string
-	plan *effect.Plan
-	sc   *scrub.Scrubber
-	done chan struct{} // closed once outcome is set
+	id      string
+	kind    string
+	pinned  string
+	canStop bool
+	done    chan struct{} // closed once outcome is set
 
 	// Guarded by Server.mu.
+	plan      *effect.Plan     // nil once settled
+	sc        *effect.Scrubber // nil once settled
 	outcome   *wire.Outcome
 	settledAt time.Time
 	read      bool
@@ -104,6 +114,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	global.Folded() // built now, not by the first effect that settles
 	s := &Server{
 		o:       o,
 		guard:   guard.New(o.Key, o.Replica.Address, o.Started, o.Now),
@@ -144,11 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = answer{status: http.StatusInternalServerError, body: s.errorBody("internal: the answer could not be encoded")}
 		body, _ = wire.Marshal(a.body)
 	}
-	sc := s.global
-	if a.effect != nil {
-		sc = a.effect.sc
-	}
-	body = sc.Bytes(body)
+	body = s.global.Bytes(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(wire.HeaderSignature, wire.Sign(s.o.Key, wire.ResponseLines(a.status, v.Method, v.Target, v.Nonce, body)))
@@ -175,7 +182,7 @@ func (s *Server) health(w http.ResponseWriter) {
 type answer struct {
 	status int
 	body   any
-	// effect, when set, scrubs the answer with its own scrubber.
+	// effect is the effect the answer is the state of.
 	effect *entry
 	// read marks effect's outcome read once the answer is written.
 	read  bool
@@ -215,7 +222,7 @@ func (s *Server) state(status int, e *entry) answer {
 	s.mu.Lock()
 	out := e.outcome
 	s.mu.Unlock()
-	st := &wire.State{State: wire.StateRunning, Replica: s.o.Replica, Pinned: e.plan.Pinned}
+	st := &wire.State{State: wire.StateRunning, Replica: s.o.Replica, Pinned: e.pinned}
 	if out != nil {
 		st.State, st.Outcome = wire.StateSettled, out
 	}
@@ -258,11 +265,12 @@ func (s *Server) start(id string, body []byte) answer {
 	if err != nil {
 		return s.fail(http.StatusBadRequest, err.Error())
 	}
-	sc, err := s.scrubberFor(plan.Built)
+	sc, err := effect.ForEffect(s.global, plan.Built)
 	if err != nil {
 		return s.fail(http.StatusInternalServerError, "internal: the effect's scrubber could not be built")
 	}
-	e := &entry{id: id, kind: st.Kind, plan: plan, sc: sc, done: make(chan struct{})}
+	e := &entry{id: id, kind: st.Kind, pinned: plan.Pinned, canStop: plan.Stop != nil,
+		plan: plan, sc: sc, done: make(chan struct{})}
 
 	s.mu.Lock()
 	if held := s.effects[id]; held != nil {
@@ -280,32 +288,16 @@ func (s *Server) start(id string, body []byte) answer {
 
 	s.log.Log("action", "start", "effect", id, "kind", st.Kind, "method", plan.Method, "host", plan.Host)
 	if stopped && plan.KeptStop == effect.DidNotRun {
-		s.settle(e, wire.Outcome{Kind: wire.OutcomeUnknown, Reason: "did not run: a stop for this effect arrived before its start"})
+		s.settle(e, sc, wire.Outcome{Kind: wire.OutcomeUnknown, Reason: "did not run: a stop for this effect arrived before its start"})
 		return s.state(http.StatusOK, e)
 	}
-	go s.run(e)
+	go s.run(e, plan, sc)
 	return s.state(http.StatusAccepted, e)
-}
-
-// scrubberFor is the global scrubber, or one that also holds what an
-// effect built from its secrets.
-func (s *Server) scrubberFor(built map[string][][]byte) (*scrub.Scrubber, error) {
-	if len(built) == 0 {
-		return s.global, nil
-	}
-	secrets := make([]scrub.Secret, len(s.o.Held))
-	copy(secrets, s.o.Held)
-	for i := range secrets {
-		if b := built[secrets[i].Name]; len(b) > 0 {
-			secrets[i].Built = append(append([][]byte(nil), secrets[i].Built...), b...)
-		}
-	}
-	return scrub.New(secrets)
 }
 
 // run calls the plan once and settles its outcome. A kind that panics
 // settles unknown: whether it acted cannot be told.
-func (s *Server) run(e *entry) {
+func (s *Server) run(e *entry, plan *effect.Plan, sc *effect.Scrubber) {
 	var out wire.Outcome
 	func() {
 		defer func() {
@@ -313,22 +305,24 @@ func (s *Server) run(e *entry) {
 				out = wire.Outcome{Kind: wire.OutcomeUnknown, Reason: "the effect failed inside the Effector; it may have acted"}
 			}
 		}()
-		out = e.plan.Run(s.ctx, e.sc)
+		out = plan.Run(s.ctx, sc)
 	}()
-	s.settle(e, out)
+	s.settle(e, sc, out)
 }
 
-// settle stores e's outcome, scrubbed, once.
-func (s *Server) settle(e *entry, out wire.Outcome) {
+// settle stores e's outcome, scrubbed with sc, once, and drops what only
+// running needed.
+func (s *Server) settle(e *entry, sc *effect.Scrubber, out wire.Outcome) {
 	// A header name reaches the Effector canonicalized (HTTP/1) or lower
 	// case (HTTP/2), never in a value's own case: match it with case folded.
-	out.MapHeaderNames(e.sc.Folded().String)
-	out.MapStrings(e.sc.String)
+	out.MapHeaderNames(sc.Folded().String)
+	out.MapStrings(sc.String)
 	s.mu.Lock()
 	if e.outcome != nil {
 		s.mu.Unlock()
 		return
 	}
+	e.plan, e.sc = nil, nil
 	// The settle line goes out before the outcome can be read, so whoever
 	// reads the outcome finds the line already in the log.
 	kv := []string{"action", "settle", "effect", e.id, "outcome", out.Kind}
@@ -375,14 +369,20 @@ func (s *Server) stop(ctx context.Context, id string) answer {
 		s.log.Log("action", "stop-kept", "effect", id)
 		return s.unknown()
 	}
+	var stop func()
+	if e.plan != nil {
+		stop = e.plan.Stop
+	}
 	s.mu.Unlock()
-	if e.plan.Stop == nil {
+	if !e.canStop {
 		a := s.fail(http.StatusMethodNotAllowed, fmt.Sprintf("an %s effect is one request and ends on its own; it cannot be stopped", e.kind))
 		a.allow = "POST, GET"
 		return a
 	}
 	s.log.Log("action", "stop", "effect", id)
-	e.plan.Stop()
+	if stop != nil { // nil: it settled already
+		stop()
+	}
 	s.wait(ctx, e)
 	return s.state(http.StatusOK, e)
 }

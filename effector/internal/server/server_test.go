@@ -396,7 +396,7 @@ func (k stoppable) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
 	stop := make(chan struct{})
 	var once sync.Once
 	return &effect.Plan{Method: "-", Host: "-", KeptStop: k.rule,
-		Run: func(ctx context.Context, _ *scrub.Scrubber) wire.Outcome {
+		Run: func(ctx context.Context, _ *effect.Scrubber) wire.Outcome {
 			<-stop
 			code := 143
 			return wire.Outcome{Kind: wire.OutcomeExited, Code: &code, Signal: "SIGTERM"}
