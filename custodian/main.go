@@ -5,11 +5,14 @@
 //	custodian verify OUT.jsonl
 //	custodian inspect OUT.jsonl [--json]
 //
-// This package only wires subcommands to their packages.
+// This package only wires subcommands to their packages. Each line of
+// usage names every flag of its subcommand, and each subcommand's --help
+// prints its own usage (main_test.go holds both to the flag sets).
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"jr2.dev/boundary/custodian/internal/bundle"
@@ -19,30 +22,38 @@ import (
 	_ "jr2.dev/boundary/internal/benchstats" // only with -tags jr2bench: make bench reads allocations
 )
 
-const usage = `usage: custodian serve|run|verify|inspect …
+const usage = `usage: custodian serve|run|verify|inspect|help …
   custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
   custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
   custodian verify OUT.jsonl
   custodian inspect OUT.jsonl [--json]
+  custodian help            this text; COMMAND --help prints a command's usage
 `
 
 func main() {
 	launcher.MaybeChild() // first: a re-executed contained child never returns
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// dispatch runs the subcommand args[0] and returns the exit code.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
-	switch os.Args[1] {
+	switch args[0] {
 	case "serve":
-		os.Exit(serve.Main(os.Args[2:], os.Stdout, os.Stderr))
+		return serve.Main(args[1:], stdout, stderr)
 	case "run":
-		os.Exit(run.Main(os.Args[2:], os.Stdout, os.Stderr))
+		return run.Main(args[1:], stdout, stderr)
 	case "verify":
-		os.Exit(bundle.VerifyMain(os.Args[2:], os.Stdout, os.Stderr))
+		return bundle.VerifyMain(args[1:], stdout, stderr)
 	case "inspect":
-		os.Exit(bundle.InspectMain(os.Args[2:], os.Stdout, os.Stderr))
-	default:
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+		return bundle.InspectMain(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
 	}
+	fmt.Fprintf(stderr, "custodian: unknown command %q\n%s", args[0], usage)
+	return 2
 }

@@ -428,6 +428,7 @@ func TestVerifyMain(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing.jsonl")}, 2, "", "custodian verify: cannot open the bundle: no such file or directory\n"},
 		{nil, 2, "", "usage: custodian verify BUNDLE.jsonl\n"},
 		{[]string{good, bad}, 2, "", "usage: custodian verify BUNDLE.jsonl\n"},
+		{[]string{"--help"}, 0, VerifyUsage, ""},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := VerifyMain(tc.args, &stdout, &stderr)

@@ -155,12 +155,35 @@ func shorten(s string) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
+// VerifyUsage and InspectUsage are the usage of `custodian verify` and
+// `custodian inspect`; InspectFlags are the flags InspectMain knows (the
+// usage tests hold each usage to its flags; verify has none).
+const (
+	VerifyUsage  = "usage: custodian verify BUNDLE.jsonl\n"
+	InspectUsage = "usage: custodian inspect BUNDLE.jsonl [--json]\n"
+)
+
+var InspectFlags = []string{"json"}
+
+// isHelp reports whether a is -h, -help, --h or --help.
+func isHelp(a string) bool {
+	switch a {
+	case "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
+}
+
 // VerifyMain is `custodian verify BUNDLE`: it prints the verdict and
 // returns the exit code (0 VERIFIED, 3 TRUNCATED, 4 TAMPERED, 2 for a
-// usage or read error).
+// usage or read error; --help prints the usage on stdout, 0).
 func VerifyMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprint(stdout, VerifyUsage)
+		return 0
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintln(stderr, "usage: custodian verify BUNDLE.jsonl")
+		fmt.Fprint(stderr, VerifyUsage)
 		return 2
 	}
 	res, err := Verify(args[0])
@@ -180,7 +203,10 @@ func InspectMain(args []string, stdout, stderr io.Writer) int {
 	asJSON, bad := false, false
 	for _, a := range args {
 		switch {
-		case a == "--json":
+		case isHelp(a):
+			fmt.Fprint(stdout, InspectUsage)
+			return 0
+		case a == "--"+InspectFlags[0]:
 			asJSON = true
 		case strings.HasPrefix(a, "-") || file != "":
 			bad = true
@@ -189,7 +215,7 @@ func InspectMain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if bad || file == "" {
-		fmt.Fprintln(stderr, "usage: custodian inspect BUNDLE.jsonl [--json]")
+		fmt.Fprint(stderr, InspectUsage)
 		return 2
 	}
 	res, err := Inspect(stdout, file, asJSON)

@@ -11,36 +11,49 @@ import (
 	"jr2.dev/boundary/custodian/internal/launcher"
 )
 
-const usage = `usage: custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+// Usage is `custodian run --help`. It names every flag Main defines
+// (TestUsageListsEveryFlag).
+const Usage = `usage: custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
 
 Runs CMD contained: in a network namespace whose only peer is the mediator,
-under Landlock (the policy's read_paths and write_paths), seccomp, with no
-capabilities, holding stand-ins only. Every DNS question and every
-connection attempt is decided by the policy and recorded in OUT.jsonl, a
-hash-chained bundle that custodian verify checks. The exit code is CMD's;
-2 for a usage error, 1 when the run could not start (nothing ran), 110-127
-when the contained child could not be set up (nothing ran).
+under Landlock (the policy's read_paths and write_paths, each of which must
+exist), seccomp, with no capabilities, holding stand-ins only; each secret's
+value comes from the runner's environment variable the policy names. Every DNS
+question and every connection attempt is decided by the policy and recorded in
+OUT.jsonl, a hash-chained bundle that custodian verify checks. Linux, as root.
+
+  --policy FILE   the policy (TOML): allow_hosts, read_paths, write_paths, [secrets]
+  --bundle FILE   the bundle to write; it must not exist (a bundle is never
+                  overwritten) and must lie outside every read and write path
+  --mode MODE     live (the default and only mode: the command's effects happen)
+
+The exit code is CMD's; 2 for a usage error; 1 when the run was refused or
+could not start, 110-127 when the contained child could not be set up. A run
+refused before CMD starts writes no bundle (stderr says why): fix it and run the
+same line again. Once CMD has started, the bundle holds the run, sealed when
+it ends.
 `
 
 // Main runs `custodian run` with args (the words after "run") and returns
 // the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("custodian run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	o := Options{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}
-	fs.StringVar(&o.Policy, "policy", "", "the policy file (TOML)")
-	fs.StringVar(&o.Bundle, "bundle", "", "the bundle to write; it must not exist")
-	fs.StringVar(&o.Mode, "mode", "live", "the mode: live")
+	fs, o := Flags()
+	fs.SetOutput(io.Discard)
+	o.Stdin, o.Stdout, o.Stderr = os.Stdin, stdout, stderr
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, Usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "custodian run: %v\n%s", err, Usage)
 		return 2
 	}
 	o.Argv = fs.Args()
 	if o.Policy == "" || o.Bundle == "" || len(o.Argv) == 0 {
-		fs.Usage()
+		fmt.Fprint(stderr, Usage)
 		return 2
 	}
-	code, err := Run(context.Background(), o)
+	code, err := Run(context.Background(), *o)
 	if err != nil {
 		var ce *launcher.ChildError
 		switch {
@@ -53,4 +66,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// Flags is the flag set Main parses, and the Options it fills: the usage
+// tests hold Usage to it.
+func Flags() (*flag.FlagSet, *Options) {
+	fs := flag.NewFlagSet("custodian run", flag.ContinueOnError)
+	o := &Options{}
+	fs.StringVar(&o.Policy, "policy", "", "the policy file (TOML)")
+	fs.StringVar(&o.Bundle, "bundle", "", "the bundle to write; it must not exist")
+	fs.StringVar(&o.Mode, "mode", "live", "the mode: live")
+	return fs, o
 }

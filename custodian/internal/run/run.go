@@ -10,6 +10,17 @@
 // decided; when it ends, run-end and the seal close the bundle. A run that
 // cannot start contained does not start at all, and says why.
 //
+// A run refused before its command starts writes no bundle: every
+// refusal the runner can make up front (the policy, a read or write path
+// that does not exist, the bundle's place, a secret's value, a bundle that
+// exists) comes before the bundle is created, and a refusal after it (the
+// namespaces, the mediator, the contained child's setup: nothing of the
+// command ran) removes the file it created. The error says "no bundle was
+// written", so the same command line runs again once the cause is fixed.
+// Once the command has started, the bundle is the run's record, sealed
+// when it ends; a bundle is never overwritten, and the error for one that
+// exists names the fix (another --bundle, or moving it away).
+//
 // A held value is never the reason a record is missing, nor reaches the
 // child through its argv: each string the runner chose (argv, the
 // directory, the policy's path, the child's variable names, an error's
@@ -24,8 +35,8 @@
 // # Order
 //
 //  1. the policy is loaded (its hash is of the bytes on disk), the mode
-//     checked (live only), the bundle refused where a read or write path
-//     would expose it;
+//     checked (live only), every read and write path checked to exist, the
+//     bundle refused where a read or write path would expose it;
 //  2. the secrets' values are read from the runner's environment and the
 //     engine built; a missing or unusable value refuses the run, naming it;
 //  3. the bundle is created (it must not exist), runs left by a killed
@@ -38,6 +49,8 @@
 //     SIGTERM, SIGHUP and SIGQUIT reach it;
 //  6. when it has ended: the mediator stops, run-end (its exit code) is
 //     recorded, the bundle sealed, the namespaces and the CA file removed.
+//     When steps 4–5 failed before the command started, the bundle is
+//     closed and removed instead.
 //
 // A runner killed outright (SIGKILL) leaves a bundle that verifies as
 // TRUNCATED with every record it wrote; the child dies with it (parent
@@ -54,6 +67,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -147,6 +161,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil || o.Bundle == "" {
 		return 2, fmt.Errorf("%w: --bundle: name the file to write the record to", ErrUsage)
 	}
+	if err := pathsExist(pol); err != nil {
+		return 1, err
+	}
 	if err := pol.Exposes(bundlePath); err != nil {
 		return 1, fmt.Errorf("policy: %w", err)
 	}
@@ -164,11 +181,23 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 	w, err := bundle.Create(bundlePath, bundle.Options{ContainsSecret: br.Contains})
+	if errors.Is(err, fs.ErrExist) {
+		return 1, fmt.Errorf("--bundle %s exists, and a bundle is never overwritten: pass another --bundle, or move it away (custodian verify %s says what it holds)", o.Bundle, o.Bundle)
+	}
 	if err != nil {
 		return 1, err
 	}
 	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports}
 	code, runErr := r.run(ctx, id, mode, bundlePath)
+	if !r.started {
+		// Nothing of the command ran: the refusal is stderr's, and the
+		// same command line can run again once its cause is fixed.
+		w.Close()
+		if err := os.Remove(bundlePath); err != nil {
+			return code, errors.Join(runErr, fmt.Errorf("the command did not start, but its bundle could not be removed: %w", err))
+		}
+		return code, fmt.Errorf("%w; the command did not start, and no bundle was written", runErr)
+	}
 	end := runEnd{Exit: code, Error: errText(runErr)}
 	end.Scrubbed = r.scrub(&end.Error)
 	if _, err := r.appendOr(bundle.KindRunEnd, end, runEnd{Exit: code, Error: withheld, Scrubbed: true}); err != nil {
@@ -232,6 +261,9 @@ type runner struct {
 	ca    *runca.CA
 	w     *bundle.Writer
 	ports []uint16
+	// started is set once the command has been executed: from then on
+	// the bundle is the run's record, whatever happens.
+	started bool
 }
 
 func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, error) {
@@ -302,6 +334,9 @@ func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, err
 	if errors.As(err, &ce) {
 		return ce.Code, err
 	}
+	// Run returns -1 only when the command could not be started; a
+	// command that ran has its status or 128 plus a signal.
+	r.started = err == nil || code >= 0
 	if err != nil {
 		return 1, err
 	}
@@ -398,6 +433,23 @@ func (r *runner) mediate(n *launcher.Network) (*mediator.Mediator, error) {
 	}
 	m.Serve(l)
 	return m, nil
+}
+
+// pathsExist refuses a policy whose read or write path does not exist on
+// this machine (the launcher would refuse it once the namespaces are made;
+// here it comes before the bundle is created).
+func pathsExist(pol *policy.Policy) error {
+	for _, l := range []struct {
+		key   string
+		paths []string
+	}{{"read_paths", pol.ReadPaths}, {"write_paths", pol.WritePaths}} {
+		for i, p := range l.paths {
+			if _, err := os.Stat(p); err != nil {
+				return fmt.Errorf("policy: %s[%d]: %q: %v; create it, or take it out of the policy", l.key, i, p, errors.Unwrap(err))
+			}
+		}
+	}
+	return nil
 }
 
 // caughtPorts are the fixed ports and every port of allow_hosts, sorted.

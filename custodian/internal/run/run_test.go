@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/launcher"
+	"jr2.dev/boundary/internal/usagetest"
 )
 
 // modeEnv makes the test binary play a part in a subprocess: "probe" (the
@@ -60,6 +61,9 @@ write_paths = ["`+dir+`"]
 EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"] }
 `)
 	dns := write("dns.toml", `allow_hosts = ["ns.example.com:53"]`)
+	missing := write("missing.toml", `read_paths = ["/usr"]
+write_paths = ["/nonexistent-jr2-project"]
+`)
 	existing := filepath.Join(t.TempDir(), "existing.jsonl")
 	os.WriteFile(existing, nil, 0o600)
 	env := []string{"EXAMPLE_TOKEN=sk-a-long-enough-value"}
@@ -81,7 +85,10 @@ EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"] }
 		{"secret short", Options{Policy: ok, Bundle: "/tmp/x.jsonl", Argv: []string{"true"}, Environ: []string{"EXAMPLE_TOKEN=short"}},
 			1, "held secret EXAMPLE_TOKEN: the value is shorter than"},
 		{"port 53", Options{Policy: dns, Bundle: "/tmp/x.jsonl", Argv: []string{"true"}}, 1, "allow_hosts[0]: ns.example.com:53: port 53 is the mediator's DNS"},
-		{"bundle exists", Options{Policy: ok, Bundle: existing, Argv: []string{"true"}, Environ: env}, 1, "bundle: create:"},
+		{"bundle exists", Options{Policy: ok, Bundle: existing, Argv: []string{"true"}, Environ: env}, 1,
+			"--bundle " + existing + " exists, and a bundle is never overwritten: pass another --bundle, or move it away (custodian verify " + existing + " says what it holds)"},
+		{"missing write path", Options{Policy: missing, Bundle: "/tmp/x.jsonl", Argv: []string{"true"}}, 1,
+			`policy: write_paths[0]: "/nonexistent-jr2-project": no such file or directory; create it, or take it out of the policy`},
 	} {
 		code, err := Run(context.Background(), tc.o)
 		if code != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -110,11 +117,21 @@ func TestMainUsage(t *testing.T) {
 		{[]string{"--policy", "p.toml", "--bundle", "b.jsonl"}, 2, "usage: custodian run --policy"},
 		{[]string{"--policy", "p.toml", "--bundle", "b.jsonl", "--mode", "faults", "--", "true"}, 2, `--mode "faults": the modes are: [live]`},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"--help"}, 0, ""},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Main(tc.args, &stdout, &stderr)
+		if code == 0 && (stdout.String() != Usage || stderr.Len() != 0) {
+			t.Errorf("%q: stdout %q, stderr %q; want the usage on stdout", tc.args, stdout.String(), stderr.String())
+		}
 		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
 	}
+}
+
+// TestUsageListsEveryFlag: Usage names exactly the flags Main parses.
+func TestUsageListsEveryFlag(t *testing.T) {
+	fs, _ := Flags()
+	usagetest.Check(t, "custodian run", Usage, usagetest.Defined(fs))
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/custodian/internal/run"
+	"jr2.dev/boundary/custodian/internal/serve"
+	"jr2.dev/boundary/internal/usagetest"
+)
+
+// TestUsageListsEveryFlag: each line of custodian's usage, and each
+// subcommand's own usage, names exactly the flags the subcommand parses
+// (issue 13, item 4).
+func TestUsageListsEveryFlag(t *testing.T) {
+	serveFlags, _ := serve.Flags()
+	runFlags, _ := run.Flags()
+	for _, tc := range []struct {
+		command, own string
+		flags        []string
+	}{
+		// serve's usage ends with render's flags for one machine.
+		{"custodian serve", usagetest.Section(t, serve.Usage, "usage:", "\nOn one machine"), usagetest.Defined(serveFlags)},
+		{"custodian run", run.Usage, usagetest.Defined(runFlags)},
+		{"custodian verify", bundle.VerifyUsage, nil},
+		{"custodian inspect", bundle.InspectUsage, bundle.InspectFlags},
+	} {
+		line := usagetest.Section(t, usage, "\n  "+tc.command+" ", "\n")
+		usagetest.Check(t, tc.command+" (custodian's usage)", line, tc.flags)
+		usagetest.Check(t, tc.command+" --help", tc.own, tc.flags)
+	}
+}
+
+// TestHelp: help and --help print the usage on stdout and exit 0, for
+// custodian and for each subcommand; no command is a usage error.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // stdout for 0, else in stderr
+	}{
+		{[]string{"help"}, 0, usage},
+		{[]string{"--help"}, 0, usage},
+		{[]string{"serve", "--help"}, 0, serve.Usage},
+		{[]string{"run", "-h"}, 0, run.Usage},
+		{[]string{"verify", "--help"}, 0, bundle.VerifyUsage},
+		{[]string{"inspect", "--help"}, 0, bundle.InspectUsage},
+		{nil, 2, usage},
+		{[]string{"sevre"}, 2, `custodian: unknown command "sevre"`},
+		{[]string{"serve", "--cofig", "x"}, 2, "flag provided but not defined: -cofig"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(tc.args, &stdout, &stderr)
+		if code != tc.code || code == 0 && stdout.String() != tc.want || code != 0 && !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.want)
+		}
+	}
+}
