@@ -7,12 +7,20 @@
 // '=' survives), so one agent-controlled field can never forge a second pair
 // or a second line. What may be passed is the caller's contract: never a
 // secret value, a stand-in, a path, a query, a header value or a body.
+//
+// A Writer writes whole lines only, in the order they were logged. A
+// buffered Writer (NewBufferedWriter, for a host's per-request lines) keeps
+// them for at most its interval and writes what waits in one Write, as
+// Envoy's access log does; an Event line, and Flush, write at once, and
+// its owner calls Close before it exits, so no line is lost on a graceful
+// stop (only a crash loses the last interval's lines).
 package logline
 
 import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Prefixes of the two log contracts.
@@ -75,33 +83,125 @@ func safe(c byte) bool {
 	return c > ' ' && c < 0x7f && c != '"' && c != '='
 }
 
-// Writer writes whole lines to an io.Writer, one Write per line, safe for
-// concurrent use.
+// Writer writes whole lines to an io.Writer, safe for concurrent use:
+// one Write per line, or, buffered, one Write per batch of whole lines.
 type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
 	prefix string
+	buf    []byte        // lines not yet written (buffered), or the line being written
+	every  time.Duration // 0: unbuffered
+	timer  *time.Timer   // flushes buf, armed while buf holds a line
+	armed  bool
 }
 
-// NewWriter returns a Writer that writes prefix-ed lines to w.
+// flushAt is how many waiting bytes a buffered Writer writes at once,
+// whatever its interval.
+const flushAt = 32 << 10
+
+// NewWriter returns a Writer that writes prefix-ed lines to w, each line
+// in one Write as it is logged.
 func NewWriter(w io.Writer, prefix string) *Writer {
 	return &Writer{w: w, prefix: prefix}
 }
 
-// Event writes one line that starts with a bare event word, as Event.
+// NewBufferedWriter returns a Writer that gathers the lines Log writes and
+// writes them in one Write at most every interval after the first one
+// waiting (at once past 32 KiB). Event lines are written at once, after
+// what waits. The owner calls Close before it exits.
+func NewBufferedWriter(w io.Writer, prefix string, every time.Duration) *Writer {
+	if every <= 0 {
+		return NewWriter(w, prefix)
+	}
+	return &Writer{w: w, prefix: prefix, every: every}
+}
+
+// Event writes one line that starts with a bare event word, as Event, and
+// whatever lines wait before it.
 func (l *Writer) Event(word string, kv ...string) {
-	l.write(Event(l.prefix, word, kv...))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = appendLine(l.buf, l.prefix+" "+token(word), kv)
+	l.flushLocked()
 }
 
 // Log writes one line. Errors of the underlying writer are dropped: a log
 // that cannot be written must not stop a decision.
 func (l *Writer) Log(kv ...string) {
-	l.write(Format(l.prefix, kv...))
-}
-
-func (l *Writer) write(line string) {
-	line += "\n"
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, _ = io.WriteString(l.w, line)
+	l.buf = appendLine(l.buf, l.prefix, kv)
+	switch {
+	case l.every == 0 || len(l.buf) >= flushAt:
+		l.flushLocked()
+	case !l.armed:
+		l.armed = true
+		if l.timer == nil {
+			l.timer = time.AfterFunc(l.every, l.Flush)
+		} else {
+			l.timer.Reset(l.every)
+		}
+	}
+}
+
+// Close writes the lines that wait and makes l unbuffered: a line logged
+// after it (a handler still finishing after a stop) is written at once.
+func (l *Writer) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushLocked()
+	l.every = 0
+}
+
+// Flush writes the lines that wait, if any.
+func (l *Writer) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flushLocked()
+}
+
+func (l *Writer) flushLocked() {
+	if len(l.buf) > 0 {
+		_, _ = l.w.Write(l.buf)
+	}
+	l.buf = l.buf[:0]
+	if cap(l.buf) > 2*flushAt {
+		l.buf = nil // one burst does not pin a large buffer
+	}
+	if l.armed {
+		l.armed = false
+		l.timer.Stop()
+	}
+}
+
+// appendLine appends prefix and the pairs, as Format renders them, and a
+// newline.
+func appendLine(dst []byte, prefix string, kv []string) []byte {
+	dst = append(dst, prefix...)
+	for i := 0; i < len(kv); i += 2 {
+		dst = append(dst, ' ')
+		dst = appendToken(dst, kv[i])
+		dst = append(dst, '=')
+		if i+1 < len(kv) {
+			dst = appendToken(dst, kv[i+1])
+		} else {
+			dst = append(dst, '-')
+		}
+	}
+	return append(dst, '\n')
+}
+
+// appendToken appends token(s) without building it.
+func appendToken(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, '-')
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; safe(c) {
+			dst = append(dst, c)
+		} else {
+			dst = append(dst, '_')
+		}
+	}
+	return dst
 }

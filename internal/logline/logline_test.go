@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestFormat(t *testing.T) {
@@ -58,3 +59,135 @@ func TestWriterWholeLines(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// countingWriter records each Write it gets.
+type countingWriter struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes = append(c.writes, string(p))
+	return len(p), nil
+}
+
+func (c *countingWriter) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes...)
+}
+
+func TestBufferedWriter(t *testing.T) {
+	const a, b = "jr2.custodian action=intercept target=a:443\n", "jr2.custodian action=refuse target=b:443 reason=path\n"
+	const ready = "jr2.custodian ready hosts=1\n"
+	for _, c := range []struct {
+		name string
+		do   func(w *Writer)
+		want []string // the Writes, in order
+	}{
+		{"lines wait for Flush, then go in one Write", func(w *Writer) {
+			w.Log("action", "intercept", "target", "a:443")
+			w.Log("action", "refuse", "target", "b:443", "reason", "path")
+			w.Flush()
+		}, []string{a + b}},
+		{"nothing waits: Flush writes nothing", func(w *Writer) { w.Flush() }, nil},
+		{"an Event goes at once, after what waits", func(w *Writer) {
+			w.Log("action", "intercept", "target", "a:443")
+			w.Event("ready", "hosts", "1")
+			w.Log("action", "refuse", "target", "b:443", "reason", "path")
+			w.Flush()
+		}, []string{a + ready, b}},
+		{"past 32 KiB, written without waiting", func(w *Writer) {
+			for range flushAt/len(a) + 1 {
+				w.Log("action", "intercept", "target", "a:443")
+			}
+		}, []string{strings.Repeat(a, flushAt/len(a)+1)}},
+		{"Close writes what waits, then each line at once", func(w *Writer) {
+			w.Log("action", "intercept", "target", "a:443")
+			w.Close()
+			w.Log("action", "refuse", "target", "b:443", "reason", "path")
+		}, []string{a, b}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var cw countingWriter
+			w := NewBufferedWriter(&cw, Custodian, time.Hour) // the interval never passes here
+			c.do(w)
+			if got := cw.got(); strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+				t.Fatalf("writes %q\nwant   %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestBufferedWriterInterval: a line left waiting is written once the
+// interval has passed, without a Flush.
+func TestBufferedWriterInterval(t *testing.T) {
+	var cw countingWriter
+	w := NewBufferedWriter(&cw, Custodian, 10*time.Millisecond)
+	for round := range 3 {
+		w.Log("action", "tunnel", "target", "x:1")
+		deadline := time.Now().Add(5 * time.Second)
+		for len(cw.got()) == round && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if got := cw.got(); len(got) != round+1 || got[round] != "jr2.custodian action=tunnel target=x:1\n" {
+			t.Fatalf("round %d: writes %q", round, got)
+		}
+	}
+}
+
+func TestBufferedWriterWholeLines(t *testing.T) {
+	var cw countingWriter
+	w := NewBufferedWriter(&cw, Custodian, time.Millisecond)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				w.Log("action", "tunnel", "target", "x:1")
+			}
+		}()
+	}
+	wg.Wait()
+	w.Flush()
+	all := strings.Join(cw.got(), "")
+	lines := strings.Split(strings.TrimSuffix(all, "\n"), "\n")
+	if len(lines) != 1000 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		if l != "jr2.custodian action=tunnel target=x:1" {
+			t.Fatalf("torn line %q", l)
+		}
+	}
+	for _, wr := range cw.got() {
+		if !strings.HasSuffix(wr, "\n") {
+			t.Fatalf("a Write ends inside a line: %q", wr)
+		}
+	}
+}
+
+// FuzzWriterLine: what a Writer writes for any pairs is Format's line and
+// one newline, buffered or not: no field forges a second line.
+func FuzzWriterLine(f *testing.F) {
+	f.Add("target", "a b=c\nd\"e", "reason", "")
+	f.Add("", "é\x00\x7f", "k=x y", "v")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		want := Format(Custodian, k1, v1, k2, v2) + "\n"
+		for _, every := range []time.Duration{0, time.Hour} {
+			var cw countingWriter
+			w := NewBufferedWriter(&cw, Custodian, every)
+			w.Log(k1, v1, k2, v2)
+			w.Flush()
+			if got := strings.Join(cw.got(), ""); got != want {
+				t.Fatalf("every %v: wrote %q, Format gives %q", every, got, want)
+			}
+			if strings.Count(want, "\n") != 1 {
+				t.Fatalf("two lines from one: %q", want)
+			}
+		}
+	})
+}

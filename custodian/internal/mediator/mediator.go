@@ -24,7 +24,8 @@
 // TLS, toward a host the policy binds it to; the record shows the stand-in
 // the agent sent, and the bundle writer's guard refuses any line holding a
 // value: the last line of defence, which scrubbing first keeps from ever
-// being why an attempt is missing. Log lines are the Custodian's refuse, intercept and error lines: a
+// being why an attempt is missing. Log lines (written together at most
+// every 100 ms, all of them by Close) are the Custodian's refuse, intercept and error lines: a
 // target (or a listener) and a word, never a value, a stand-in, a path, a
 // query, a header value, a body or anything else the child chose.
 //
@@ -193,7 +194,7 @@ func New(o Options) (*Mediator, error) {
 		conns:  map[net.Conn]struct{}{},
 	}
 	if o.Log != nil {
-		m.log = logline.NewWriter(o.Log, logline.Custodian)
+		m.log = logline.NewBufferedWriter(o.Log, logline.Custodian, logEvery)
 	}
 	m.srv = &http.Server{
 		Handler: http.HandlerFunc(m.serveHTTP),
@@ -334,7 +335,14 @@ func (m *Mediator) close() {
 		t.CloseIdleConnections()
 	}
 	m.tmu.Unlock()
+	if m.log != nil {
+		m.log.Close()
+	}
 }
+
+// logEvery is how long a log line may wait to be written with others;
+// Close writes what waits, and each line after it at once.
+const logEvery = 100 * time.Millisecond
 
 // refuseLog writes the refuse line for target.
 func (m *Mediator) refuseLog(target, reason string) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,5 +94,30 @@ func TestSteadyLoadOpensNoUpstreamConnection(t *testing.T) {
 	run("/v1/echo", rounds)
 	if got := f.up.conns.Load(); got != warm {
 		t.Fatalf("%d requests from %d clients after the warm-up opened %d new upstream connections, want 0", clients*rounds, clients, got-warm)
+	}
+}
+
+// TestStopWritesEveryLine: the log is buffered (a line waits up to the
+// interval to be written with others), and a graceful stop writes what
+// waits before Serve returns: the last request's line is there the moment
+// Serve has returned, however long the interval.
+func TestStopWritesEveryLine(t *testing.T) {
+	f := newFixtureWith(t, nil, func(o *Options) { o.logEvery = time.Hour })
+	for range 3 {
+		if resp, body := f.do("GET", f.up.target, "/v1/echo", "x-api-key", keySI); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+	line := "jr2.custodian action=intercept target=" + f.up.target + " secret=KEY method=GET status=200\n"
+	if n := strings.Count(f.log.String(), line); n != 0 {
+		t.Fatalf("%d lines written within an interval of an hour: the log is not buffered", n)
+	}
+	f.cancel()
+	if err := <-f.done; err != nil {
+		t.Fatal(err)
+	}
+	f.done <- nil // for the fixture's cleanup
+	if n := strings.Count(f.log.String(), line); n != 3 {
+		t.Fatalf("after the stop the log holds %d of the 3 lines:\n%s", n, f.log.String())
 	}
 }

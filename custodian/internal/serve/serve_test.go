@@ -190,6 +190,11 @@ type fixture struct {
 // newFixture renders a directory by hand (controlplane render is tested on
 // its own) and starts a Server on port 0 listeners.
 func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
+	return newFixtureWith(t, resolver, nil)
+}
+
+// newFixtureWith is newFixture with the Options changed by opt.
+func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *fixture {
 	f := &fixture{t: t, log: &syncBuf{}, orchSeen: make(chan *http.Request, 16)}
 	uca := testpki.NewCA(t, "upstream test CA")
 	f.jca = testpki.NewCA(t, "jr2 test CA")
@@ -236,7 +241,11 @@ func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
 	must(t, os.MkdirAll(filepath.Join(dir, "ca"), 0o755))
 	uca.WriteFile(t, filepath.Join(dir, "ca"), "upstream.crt")
 
-	srv, err := New(Options{ConfigPath: filepath.Join(dir, "custodian.json"), Log: f.log, Resolver: resolver, Grace: time.Second})
+	o := Options{ConfigPath: filepath.Join(dir, "custodian.json"), Log: f.log, Resolver: resolver, Grace: time.Second}
+	if opt != nil {
+		opt(&o)
+	}
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
