@@ -2,6 +2,8 @@ package effect
 
 import (
 	"bytes"
+	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"jr2.dev/boundary/filter/scrub"
@@ -32,12 +34,60 @@ type Scrubber struct {
 // nothing from a secret.
 func Held(held *scrub.Scrubber) *Scrubber { return &Scrubber{held: held} }
 
-// ForEffect is the Scrubber of an effect that built, from each named held
-// secret, the strings in built. held must hold every name in built. It
-// fails, as scrub.New would over the union, when a label of a held secret
-// holds a form of a kept built string (in any letter case); the error names
-// no value.
+// Scrubbers makes the Scrubbers of effects over one set of held secrets.
+// It remembers, for the last strings effects built (a bearer value is the
+// same each time), whether the held forms cover each, so a repeated one
+// costs a map lookup rather than its forms. Safe for concurrent use.
+type Scrubbers struct {
+	held   *scrub.Scrubber
+	mu     sync.Mutex
+	byHeld map[string]bool // built string → every form holds a held form
+}
+
+// rememberCover is how many built strings Scrubbers remembers; when full
+// it forgets them all (a bound, not a policy).
+const rememberCover = 1024
+
+// NewScrubbers returns the Scrubbers over held.
+func NewScrubbers(held *scrub.Scrubber) *Scrubbers {
+	return &Scrubbers{held: held, byHeld: map[string]bool{}}
+}
+
+// ForEffect is NewScrubbers(held).For(built).
 func ForEffect(held *scrub.Scrubber, built map[string][][]byte) (*Scrubber, error) {
+	return NewScrubbers(held).For(built)
+}
+
+// heldCovers reports whether every form of b holds a form of a held value.
+// forms are b's forms when they had to be made, else nil.
+func (ss *Scrubbers) heldCovers(b []byte) (bool, [][]byte) {
+	ss.mu.Lock()
+	known, ok := ss.byHeld[string(b)]
+	ss.mu.Unlock()
+	if ok && known {
+		return true, nil
+	}
+	forms := scrub.Forms(b)
+	if ok {
+		return false, forms
+	}
+	known = covered(ss.held, forms, nil)
+	ss.mu.Lock()
+	if len(ss.byHeld) >= rememberCover {
+		clear(ss.byHeld)
+	}
+	ss.byHeld[string(b)] = known
+	ss.mu.Unlock()
+	return known, forms
+}
+
+// For is the Scrubber of an effect that built, from each named held
+// secret, the strings in built. The held scrubber must hold every name in
+// built. It fails, as scrub.New would over the union, when a label of a
+// held secret holds a form of a kept built string (in any letter case);
+// the error names no value.
+func (ss *Scrubbers) For(built map[string][][]byte) (*Scrubber, error) {
+	held := ss.held
 	if len(built) == 0 {
 		return Held(held), nil
 	}
@@ -54,8 +104,8 @@ func ForEffect(held *scrub.Scrubber, built map[string][][]byte) (*Scrubber, erro
 			if len(b) < scrub.MinLen {
 				continue // scrub.New ignores it too
 			}
-			forms := scrub.Forms(b)
-			if covered(held, forms, kept) {
+			byHeld, forms := ss.heldCovers(b)
+			if byHeld || covered(held, forms, kept) {
 				continue
 			}
 			kept = append(kept, forms)
@@ -93,12 +143,8 @@ var errLabel error = labelError{}
 // longer string holding a shorter one (a url holding its path) is found
 // covered by it.
 func shortestFirst(bs [][]byte) [][]byte {
-	out := append([][]byte(nil), bs...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && len(out[j]) < len(out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	out := slices.Clone(bs)
+	slices.SortStableFunc(out, func(a, b []byte) int { return len(a) - len(b) })
 	return out
 }
 

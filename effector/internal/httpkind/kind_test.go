@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -446,6 +447,34 @@ func TestReadBodySplits(t *testing.T) {
 		if want := "head [secret:TOKEN] middle [secret:TOKEN] tail"; string(got) != want {
 			t.Errorf("got %q", got)
 		}
+	}
+}
+
+// TestEachEffectANewConnectionThatResumes: every effect opens its own
+// connection (none is reused, so no request can be sent again on a stale
+// one), and each after the first resumes the target's TLS session instead
+// of a full handshake.
+func TestEachEffectANewConnectionThatResumes(t *testing.T) {
+	var mu sync.Mutex
+	var addrs []string
+	var resumed []bool
+	e := newEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		addrs, resumed = append(addrs, r.RemoteAddr), append(resumed, r.TLS.DidResume)
+		mu.Unlock()
+	})
+	for i := 0; i < 3; i++ {
+		if out := e.run(t, &wire.HTTP{Method: "GET", URL: wire.Value{wire.Text(e.url("/r"))}}); out.Kind != wire.OutcomeResponse {
+			t.Fatalf("outcome %+v", out)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(addrs) != 3 || addrs[0] == addrs[1] || addrs[1] == addrs[2] || addrs[0] == addrs[2] {
+		t.Errorf("connections %v: want one per effect", addrs)
+	}
+	if !slices.Equal(resumed, []bool{false, true, true}) {
+		t.Errorf("resumed %v, want [false true true]", resumed)
 	}
 }
 

@@ -69,6 +69,7 @@ type Server struct {
 	o      Options
 	guard  *guard.Guard
 	global *scrub.Scrubber
+	scrubs *effect.Scrubbers // each effect's, over global
 	held   map[string]bool
 	log    *logline.Writer
 
@@ -119,6 +120,7 @@ func New(o Options) (*Server, error) {
 		o:       o,
 		guard:   guard.New(o.Key, o.Replica.Address, o.Started, o.Now),
 		global:  global,
+		scrubs:  effect.NewScrubbers(global),
 		held:    map[string]bool{},
 		log:     logline.NewWriter(o.Log, logline.Effector),
 		effects: map[string]*entry{},
@@ -265,7 +267,7 @@ func (s *Server) start(id string, body []byte) answer {
 	if err != nil {
 		return s.fail(http.StatusBadRequest, err.Error())
 	}
-	sc, err := effect.ForEffect(s.global, plan.Built)
+	sc, err := s.scrubs.For(plan.Built)
 	if err != nil {
 		return s.fail(http.StatusInternalServerError, "internal: the effect's scrubber could not be built")
 	}
