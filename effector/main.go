@@ -1,31 +1,65 @@
 // Command effector is the Effector: `effector` serves the signed wire;
 // `effector confine -- ARGV` and `effector keep …` are the confiner and the
-// keeper a credentialed command runs under; `effector credential …` is the
-// git credential helper of an https push. This file only wires.
+// keeper a credentialed command runs under. This file only wires, and
+// prints the usage: every variable `effector` reads and every flag of
+// confine and keep (usage_test.go holds it to their parsers).
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/keep"
-	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/effector/internal/serve"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		os.Exit(serve.Main(os.Getenv, os.Stdout, os.Stderr))
+const usage = `usage:
+  effector
+      Serve the signed wire (effector/README.md). Configured by the environment only:
+        POD_NAME, POD_IP             the replica's name and address (the downward API); required
+        NODE_NAME                    the node, named in a Landlock refusal
+        JR2_EFFECTOR_PORT            the port (default 8082)
+        JR2_EFFECTOR_KEY             the placement key file (controlplane key); required
+        JR2_EFFECTOR_CONFIG          effector.json: placement, targets, commands; required
+        JR2_EFFECTOR_SECRETS         a directory of one value file per secret
+        JR2_CA_FILE                  extra roots (PEM) for the targets, beside the system roots
+        JR2_EFFECTOR_DRAIN_SECONDS   how long SIGTERM drains (default 30)
+        JR2_EFFECTOR_WORK            the worktree's read-only view (commands: true)
+        JR2_EFFECTOR_SCRATCH         the writable scratch (commands: true)
+        JR2_EFFECTOR_GIT             the push credentials' directory
+        JR2_EFFECTOR_REPOS           the repository caches' directory
+      Tests only: JR2_EFFECTOR_TEST_POLL_MS, JR2_EFFECTOR_TEST_EXPIRE_MS,
+      JR2_EFFECTOR_TEST_TERMINATION_LOG.
+
+  effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]…
+                   [--node NAME] [--keep-dac-read-search] -- ARGV
+      Landlock, every capability dropped, then execve ARGV (what a credentialed command
+      runs under; the Effector starts it, not a person).
+
+  effector keep --report-fd N -- ARGV
+      The keeper between the Effector and the confiner: runs ARGV and reports its end on fd N.
+
+  effector help | -h | --help
+      Print this text.
+`
+
+func main() { os.Exit(dispatch(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
+
+func dispatch(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return serve.Main(getenv, stdout, stderr)
 	}
-	switch os.Args[1] {
+	switch args[0] {
 	case "confine":
-		os.Exit(confine.Main(os.Args[2:]))
+		return confine.Main(args[1:])
 	case "keep":
-		os.Exit(keep.Main(os.Args[2:]))
-	case "credential":
-		os.Exit(pushkind.CredentialMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		return keep.Main(args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
 	}
-	fmt.Fprintf(os.Stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, credential\n", os.Args[1])
-	os.Exit(2)
+	fmt.Fprintf(stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, help\n", args[0])
+	return 2
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"jr2.dev/boundary/custodian/internal/launcher"
+	"jr2.dev/boundary/internal/cliflag"
 )
 
 // Usage is `custodian run --help`. It names every flag Main defines
@@ -38,15 +39,9 @@ it ends.
 // the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs, o := Flags()
-	fs.SetOutput(io.Discard)
 	o.Stdin, o.Stdout, o.Stderr = os.Stdin, stdout, stderr
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, Usage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "custodian run: %v\n%s", err, Usage)
-		return 2
+	if ok, code := cliflag.Parse(fs, args, Usage, stdout, stderr); !ok {
+		return code
 	}
 	o.Argv = fs.Args()
 	if o.Policy == "" || o.Bundle == "" || len(o.Argv) == 0 {

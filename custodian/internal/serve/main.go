@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 
 	"jr2.dev/boundary/custodian/internal/relay"
+	"jr2.dev/boundary/internal/cliflag"
 )
 
 // Usage is `custodian serve --help`. It names every flag Main defines
@@ -43,14 +43,8 @@ this machine sees them) and, for a bound target on loopback,
 // on stdout), 1 when it cannot start, 2 for a usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs, o := Flags()
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, Usage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "custodian serve: %v\n%s", err, Usage)
-		return 2
+	if ok, code := cliflag.Parse(fs, args, Usage, stdout, stderr); !ok {
+		return code
 	}
 	if o.ConfigPath == "" || fs.NArg() != 0 {
 		fmt.Fprint(stderr, Usage)
