@@ -349,7 +349,7 @@ func (s *secretsChecker) name(at, name string) bool {
 		s.add(at, "R2", "%s: render sets the Harness's proxy and trust variables itself, so none can be held; hold the credential under another name", name)
 		return false
 	case filter.SigningVar(upper):
-		s.add(at, "R2", "%s is a signing credential: it signs the request and never rides it, so the Custodian has no stand-in to swap; run the tool that signs as an Effector command effect with the secret in its env (effector-wire.md), or hold a bearer token instead", name)
+		s.add(at, "R2", "%s is a signing credential: it signs the request and never rides it, so the Custodian has no stand-in to swap; run the tool that signs as an Effector command effect with the secret in its env (docs/effector.md), or hold a bearer token instead", name)
 		return false
 	}
 	if first, dup := s.names[name]; dup {
@@ -377,7 +377,7 @@ func (s *secretsChecker) headers(headers, paths []string) []string {
 		case filter.Frames(lower):
 			s.add(at, "R6", "%s: it frames or routes the request, so no credential rides it; name the header the credential is sent in", quote(h))
 		case filter.SigningHeader(lower):
-			s.add(at, "R6", "%s: SigV4 signs every x-amz-* header, so a swapped value breaks the signature; run the AWS tool as an Effector command effect with its keys in its env (effector-wire.md)", quote(h))
+			s.add(at, "R6", "%s: SigV4 signs every x-amz-* header, so a swapped value breaks the signature; run the AWS tool as an Effector command effect with its keys in its env (docs/effector.md)", quote(h))
 		case lower != h:
 			s.add(at, "R6", "%s: header names are written lowercase here; write %s", quote(h), quote(lower))
 		default:

@@ -1,5 +1,5 @@
 // Package wire is the Effector's wire, by hand: the JSON shapes of a start,
-// a state, an error answer and an outcome (effector-wire.md), their strict
+// a state, an error answer and an outcome (docs/effector.md), their strict
 // decoders, and the signing lines of a request and of an answer.
 //
 // Invariant: a decoder here accepts only the pinned shapes. An unknown
@@ -11,5 +11,5 @@
 //
 // The golden fixtures in effector/testdata/wire/ are read by this package's
 // tests; an Orchestrator in another language implements its side from
-// effector-wire.md and those files.
+// docs/effector.md and those files.
 package wire
