@@ -1,0 +1,15 @@
+// Package readmewalk is a test: it follows the README's by-hand section
+// and its `custodian run` section literally (issue 13). Each shell block
+// the README marks with a "<!-- readme-walk: NAME" line just before it
+// is run as written, by bash with -e, from a copy of examples/, with the
+// built controlplane, custodian and example-upstream first on PATH, in a
+// network namespace of its own (only loopback: no network is needed, and
+// the default listen addresses are free whatever else runs).
+//
+// Invariant: the test asserts outcomes, not output shapes alone — the
+// upstream received the value (its fingerprint), the agent's side held
+// and saw only the stand-in and scrubbed echoes, no form of a value is in
+// any output or in the run's bundle, the bundle verifies — and it leaves
+// no file (everything is under t.TempDir) and no process (each block runs
+// in a process group of its own, killed when the block ends).
+package readmewalk

@@ -1,0 +1,281 @@
+//go:build linux
+
+package readmewalk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/landlock/landlocktest"
+)
+
+// root is the repository, two directories up.
+const root = "../.."
+
+// blocks returns the README's marked shell blocks by name, and the toml
+// block of its `custodian run` section (the policy it shows).
+func blocks(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	var toml, section, name, fence string
+	var text strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case fence != "" && line == "```":
+			if fence == "sh" {
+				out[name] = text.String()
+			} else if toml == "" {
+				toml = text.String()
+			}
+			fence, name = "", ""
+			text.Reset()
+		case fence != "":
+			text.WriteString(line + "\n")
+		case strings.HasPrefix(line, "## "):
+			section = line
+		case strings.HasPrefix(line, "<!-- readme-walk: "):
+			name = strings.Fields(strings.TrimPrefix(line, "<!-- readme-walk: "))[0]
+		case line == "```sh" && name != "":
+			fence = "sh"
+		case line == "```toml" && strings.Contains(section, "custodian run"):
+			fence = "toml"
+		}
+	}
+	return out, toml
+}
+
+// bin holds the commands the README puts on PATH, built once (TestMain).
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "jr2-readmewalk-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// tools builds the commands the README puts on PATH into bin, once.
+func tools(t *testing.T) {
+	t.Helper()
+	built.Do(func() {
+		cmd := exec.Command("go", "build", "-o", bin+"/", "./controlplane", "./custodian", "./examples/example-upstream")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+var (
+	built    sync.Once
+	buildErr error
+)
+
+// copyExamples copies examples/ (its data, not the example's Go source)
+// into dir/examples.
+func copyExamples(t *testing.T, dir string) {
+	t.Helper()
+	src := filepath.Join(root, "examples")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, "examples", rel)
+		switch {
+		case d.IsDir() && d.Name() == "example-upstream":
+			return filepath.SkipDir
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// walk runs block with bash -e in dir, in a new network namespace whose
+// loopback is up, in a process group that is killed when it returns.
+// after is run in the same shell once the block succeeded (the test's own
+// probes; never part of the block).
+func walk(t *testing.T, dir, block, after string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	script := "set -e\nip link set lo up\n" + block + after
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever the block left running
+	}
+	if err != nil {
+		t.Fatalf("the block failed: %v\n--- block\n%s--- output\n%s", err, block, out.String())
+	}
+	return out.String()
+}
+
+func fingerprint(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// noValue fails t when text holds value in any form the scrubber knows.
+func noValue(t *testing.T, what, text, value string) {
+	t.Helper()
+	for _, f := range scrub.Forms([]byte(value)) {
+		if strings.Contains(text, string(f)) {
+			t.Errorf("%s holds a form of the value", what)
+			return
+		}
+	}
+}
+
+func require(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED, NOT PROVEN: the README walk needs root (a network namespace of its own; custodian run)")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("SKIPPED, NOT PROVEN: the README walk needs %s", tool)
+		}
+	}
+}
+
+// TestReadmeByHand: the by-hand section, as written: the upstream got the
+// value, the agent's curl held and saw only the stand-in and the scrubbed
+// echo, render named the Sandbox token's value file and what a loopback
+// target means, and no output holds a form of the value.
+func TestReadmeByHand(t *testing.T) {
+	require(t, "ip", "curl", "openssl", "go")
+	bs, _ := blocks(t)
+	block, ok := bs["by-hand"]
+	if !ok {
+		t.Fatal("README.md has no block marked <!-- readme-walk: by-hand")
+	}
+	dir := t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	out := walk(t, dir, block, "")
+
+	raw, err := os.ReadFile(filepath.Join(dir, "examples", "values", "EXAMPLE_API_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := strings.TrimSuffix(string(raw), "\n")
+	for _, want := range []string{
+		"pod example: Custodian holds EXAMPLE_API_KEY; 1 bound target\n",
+		"JR2_SANDBOX_TOKEN is the Sandbox token",
+		"--allow-local-targets: 127.0.0.2:8443 is loopback: curl, Python and Node go through the Custodian",
+		"example-upstream: GET /v1/messages X-Api-Key=" + fingerprint(value) + "\n",
+		"jr2.custodian action=intercept target=127.0.0.2:8443 secret=EXAMPLE_API_KEY method=GET status=200",
+		`"X-Api-Key": "[secret:EXAMPLE_API_KEY]"`,
+		"the value's fingerprint: " + fingerprint(value) + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walk's output lacks %q\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, fingerprint("jr2-held-EXAMPLE_API_KEY")) {
+		t.Error("the upstream received the stand-in")
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, "examples", "pod", "harness.env"))
+	if !bytes.Contains(env, []byte("EXAMPLE_API_KEY=jr2-held-EXAMPLE_API_KEY\n")) {
+		t.Error("harness.env does not give the agent the stand-in")
+	}
+	noValue(t, "the walk's output", out, value)
+	noValue(t, "harness.env", string(env), value)
+}
+
+// TestReadmeRun: the `custodian run` section, as written, with the policy
+// the README shows being examples/policy.toml: the command held only the
+// stand-in, the allowed host was tried with the token injected and the
+// other refused, the bundle verifies, and neither the output nor the
+// bundle holds a form of the value.
+func TestReadmeRun(t *testing.T) {
+	require(t, "ip", "curl", "openssl", "go")
+	landlocktest.Require(t, 2)
+	bs, toml := blocks(t)
+	block, ok := bs["run"]
+	if !ok {
+		t.Fatal("README.md has no block marked <!-- readme-walk: run")
+	}
+	policy, err := os.ReadFile(filepath.Join(root, "examples", "policy.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(toml), "\n") {
+		if !strings.Contains(string(policy), line+"\n") {
+			t.Errorf("the README's policy line %q is not in examples/policy.toml", line)
+		}
+	}
+	dir := t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	probe := filepath.Join(dir, "value")
+	out := walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
+
+	value, err := os.ReadFile(probe)
+	if err != nil || len(value) < 32 {
+		t.Fatalf("the block did not leave EXAMPLE_TOKEN set: %v", err)
+	}
+	bundle, err := os.ReadFile(filepath.Join(dir, "examples", "run.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^the command holds EXAMPLE_TOKEN=jr2-held-EXAMPLE_TOKEN$`),
+		regexp.MustCompile(`(?m)^example\.com: (200|502)$`),
+		regexp.MustCompile(`(?m)^example\.org: refused \(curl exit \d+\)$`),
+		regexp.MustCompile(`(?m)^VERIFIED$`),
+		regexp.MustCompile(`egress-decision attempt=\d+ decision="allow" host="example\.com" port=443 rule="allow_hosts\[0\]"`),
+		regexp.MustCompile(`secret-injected host="example\.com:443" name="EXAMPLE_TOKEN"`),
+		regexp.MustCompile(`egress-decision attempt=\d+ decision="deny" host="example\.org" port=443 rule="default-deny"`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the walk's output does not match %s\n%s", want, out)
+		}
+	}
+	noValue(t, "the walk's output", out, string(value))
+	noValue(t, "the bundle", string(bundle), string(value))
+}
