@@ -4,7 +4,9 @@
 // is run as written, by bash with -e, from a copy of examples/, with the
 // built controlplane, custodian and example-upstream first on PATH, in a
 // network namespace of its own (only loopback: no network is needed, and
-// the default listen addresses are free whatever else runs).
+// the default listen addresses are free whatever else runs). It also
+// starts an Effector from examples/effector.json, so every file of
+// examples/ is used by a test.
 //
 // Invariant: the test asserts outcomes, not output shapes alone — the
 // upstream received the value (its fingerprint), the agent's side held

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -278,4 +279,53 @@ func TestReadmeRun(t *testing.T) {
 	}
 	noValue(t, "the walk's output", out, string(value))
 	noValue(t, "the bundle", string(bundle), string(value))
+}
+
+// TestExampleEffector: examples/effector.json starts an Effector (in a
+// network namespace of its own, its values made here), which names the
+// placement and the target it read, and stops on SIGTERM.
+func TestExampleEffector(t *testing.T) {
+	require(t, "ip", "go")
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./effector")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	secrets := filepath.Join(dir, "secrets")
+	os.Mkdir(secrets, 0o700)
+	key := make([]byte, 32)
+	value := make([]byte, 24)
+	rand.Read(key)
+	rand.Read(value)
+	os.WriteFile(filepath.Join(dir, "key"), []byte(hex.EncodeToString(key)), 0o600)
+	os.WriteFile(filepath.Join(secrets, "EXAMPLE_API_KEY"), []byte(hex.EncodeToString(value)), 0o600)
+	config, _ := filepath.Abs(filepath.Join(root, "examples", "effector.json"))
+	script := "ip link set lo up && exec " + filepath.Join(dir, "effector")
+	eff := exec.Command("sh", "-c", script)
+	eff.Env = []string{"POD_NAME=example", "POD_IP=127.0.0.1", "JR2_EFFECTOR_KEY=" + filepath.Join(dir, "key"),
+		"JR2_EFFECTOR_SECRETS=" + secrets, "JR2_EFFECTOR_CONFIG=" + config, "JR2_EFFECTOR_DRAIN_SECONDS=1",
+		"JR2_EFFECTOR_TEST_TERMINATION_LOG=" + filepath.Join(dir, "termination-log")}
+	eff.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
+	var stderr bytes.Buffer
+	eff.Stderr = &stderr
+	stdout, err := eff.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eff.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-eff.Process.Pid, syscall.SIGKILL)
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "jr2.effector ready placement=instance replica=example secrets=EXAMPLE_API_KEY targets=1" {
+		eff.Wait()
+		t.Fatalf("the Effector's first line is %q; stderr %q", sc.Text(), stderr.String())
+	}
+	eff.Process.Signal(syscall.SIGTERM)
+	for sc.Scan() {
+	}
+	if err := eff.Wait(); err != nil {
+		t.Errorf("the Effector after SIGTERM: %v; stderr %q", err, stderr.String())
+	}
 }
