@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"jr2.dev/boundary/effector/internal/wire"
 )
 
 // LookFixed finds one of jr2's own programs in FixedPath, never in the
@@ -24,7 +26,7 @@ func LookFixed(name string) (string, error) {
 func parseHead(out []byte) (string, error) {
 	for _, line := range strings.Split(string(out), "\n") {
 		sha, ref, ok := strings.Cut(line, "\t")
-		if ok && ref == "HEAD" && reSHA.MatchString(sha) {
+		if ok && ref == "HEAD" && wire.ValidSHA(sha) {
 			return sha, nil
 		}
 	}

@@ -47,7 +47,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -257,12 +256,10 @@ func CheckDir(dir string) (string, error) {
 	return clean, nil
 }
 
-var reSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
 // CheckPin holds a start's pin to a full commit sha: 40 lowercase hex
 // characters, or absent (the worktree's HEAD).
 func CheckPin(pin string) (string, error) {
-	if pin == "" || reSHA.MatchString(pin) {
+	if pin == "" || wire.ValidSHA(pin) {
 		return pin, nil
 	}
 	return "", fmt.Errorf("command.pin: %q is not a commit sha; give the full 40 lowercase hex characters, or leave it out for the worktree's HEAD", pin)

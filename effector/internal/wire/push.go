@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -46,16 +45,16 @@ type Remote struct {
 	Port int
 }
 
+// Compiled on first use (names.go).
 var (
-	reSHA1     = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	reHostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$`)
-	reSSHUser  = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+	reHostName = lazy(`^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$`)
+	reSSHUser  = lazy(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
 	// reHelper is git's "<transport>::<address>" (transport_get).
-	reHelper = regexp.MustCompile(`^[A-Za-z0-9+.-]*::`)
+	reHelper = lazy(`^[A-Za-z0-9+.-]*::`)
 )
 
 // ValidSHA reports whether s is a full commit sha: 40 lowercase hex.
-func ValidSHA(s string) bool { return reSHA1.MatchString(s) }
+func ValidSHA(s string) bool { return validSHA(s) }
 
 // ParseRemote reads a slot's url: ssh://[user@]host[:port]/path,
 // user@host:path (scp-like) or https://host[:port]/path. Anything else —

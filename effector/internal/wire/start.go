@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -149,15 +148,9 @@ func Framing(name string) bool {
 	return sj.Contains(framing, n) || strings.HasPrefix(n, "proxy-")
 }
 
-var (
-	reSecretName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,253}$`)
-	reHeaderName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
-	reEnvName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,255}$`)
-)
-
 // ValidSecretName reports whether name can name a secret: 1–253 of
 // [A-Za-z0-9._-], a Kubernetes Secret key.
-func ValidSecretName(name string) bool { return reSecretName.MatchString(name) }
+func ValidSecretName(name string) bool { return secretNameChars.all(name, 253) }
 
 // DecodeStart reads a start body strictly and checks its shape. The error
 // is the 400 reason.
@@ -346,7 +339,7 @@ func decodeHeaders(path string, raw json.RawMessage) (map[string]Value, error) {
 	seen := map[string]string{}
 	for _, name := range names {
 		p := sj.Join(path, name)
-		if !reHeaderName.MatchString(name) {
+		if !validHeaderName(name) {
 			return nil, sj.Errorf(path, "%s is not a header name", sj.Quote(name))
 		}
 		if Framing(name) {
@@ -493,7 +486,7 @@ func decodeCommand(path string, raw json.RawMessage) (*Command, error) {
 		c.Env = make(map[string]Value, len(names))
 		for _, name := range names {
 			p := sj.Join(sj.Join(path, "env"), name)
-			if !reEnvName.MatchString(name) {
+			if !validEnvName(name) {
 				return nil, sj.Errorf(sj.Join(path, "env"), "%s is not an environment name", sj.Quote(name))
 			}
 			elems, err := sj.Array(p, vals[name])
