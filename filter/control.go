@@ -46,16 +46,17 @@ func (e *Engine) decideControl(r *Request) Decision {
 			d.Path += "?" + query
 		}
 	}
-	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
+	var infoBuf [16]hinfo
+	var arena [256]byte
+	info := e.scanHeaders(r.Headers, infoBuf[:0], arena[:])
+	if d.Reply = underscoreName(r.Headers, info); d.Reply != nil {
 		return d
 	}
 	if e.token == nil {
 		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
 		return d
 	}
-	var credBuf [16]int
-	credOf := e.credOf(r.Headers, credBuf[:0])
-	if d.Reply = e.duplicate(credOf); d.Reply != nil {
+	if d.Reply = e.duplicate(info); d.Reply != nil {
 		return d
 	}
 	var bearer string
@@ -69,7 +70,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+TokenName+" in authorization")
 		return d
 	}
-	if name, place := e.standInElsewhere(path, query, r.Headers, credOf, nil); name != "" {
+	if name, place := e.standInElsewhere(path, query, r.Headers, info, nil); name != "" {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
 		return d
 	}
@@ -80,7 +81,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 	}
 	var authz [1]swap
 	authz[0].header = "authorization" // swapped: never removed
-	d.Remove = e.removeList(credOf, authz[:], r.Headers)
+	d.Remove = e.removeList(info, authz[:])
 	return d
 }
 

@@ -44,6 +44,12 @@ const Challenge = `Basic realm="jr2 custodian"`
 // Decision is the engine's verdict on one request. Either Reply is set and
 // the host answers it, or the host forwards the request with Path and the
 // header changes applied.
+//
+// Set, Remove and Secrets may share backing arrays the engine built once
+// from the config (the common one-swap decision is made without
+// allocating), and Path may be the request's own Path: a host reads them
+// and never writes into them. Appending is safe (each has len == cap);
+// assigning an element is not.
 type Decision struct {
 	Reply *Reply
 	// Target is the bound host:port (egress) or the Orchestrator (control).

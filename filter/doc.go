@@ -30,6 +30,16 @@
 // engine wrote (rule 9's WWW-Authenticate challenge, Challenge), never
 // anything the agent sent; a host writes them on the answer as given.
 //
+// Invariant: DecideRequest and DecideControl decide in one pass over the
+// request without allocating on the pass path (a swap of the stand-in
+// alone or "Bearer <stand-in>", a path that normalising leaves as it is,
+// no header removed): what depends only on the config — each target's
+// host, port and (secret, header) slots, each value as a string, the Set
+// and Secrets of a one-swap decision — is built once in New and shared,
+// read-only, by the Decisions (see Decision). TestDecideRequestAllocs pins
+// the counts; TestDecideRequestSame and FuzzDecideRequestSame hold every
+// decision to the engine as it was before (ref_test.go).
+//
 // Invariant: the engine holds no value an agent could guess. LoadValues and
 // New refuse, naming the secret, a value below the guess floor of package
 // strength (2^64 candidates), because the scrubber is a membership oracle

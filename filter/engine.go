@@ -30,6 +30,7 @@ type Engine struct {
 	// path allocates nothing (issue 12): see request.go.
 	bound      map[string]*boundTarget // canonical host:port -> its table
 	credIdx    map[string]int          // credential header name -> index in credList
+	credFirst  [256]uint64             // first byte -> bit min(len, 63) of each credential name
 	standInsLC []string                // standIns, lowercase, same order
 	tokenSet   []Header                // the control Set for "Bearer <token>"
 	tokenNames []string                // {TokenName}
@@ -44,16 +45,22 @@ type boundTarget struct {
 	host      string // SplitTarget's host; ok is false when it failed
 	port      string // decimal
 	ok        bool
-	ridesAuth bool             // ridesAuthorization(secrets)
-	slots     []slot           // every (secret, header) pair, table order
-	byHeader  map[string][]int // header name -> indexes into slots (only when slots is long)
+	plain     string            // the Host spellings rule 3 takes at a glance: the
+	withPort  string            // canonical host (443 only) and host:port
+	ridesAuth bool              // ridesAuthorization(secrets)
+	slots     []slot            // every (secret, header) pair, table order
+	byCred    map[int32][]int32 // credential index -> indexes into slots (only when slots is long)
 }
 
-// slot is one header a bound secret may ride: secrets[i].headers[j].
+// slot is one header a bound secret may ride: secrets[i].headers[j], the
+// credential header cred of credList.
 type slot struct {
 	secret *held
 	j      int
+	cred   int32
 }
+
+func (sl slot) header() string { return sl.secret.headers[sl.j] }
 
 // held is one secret with its value. The value never leaves the engine
 // except in a Decision's Set headers.
@@ -89,26 +96,31 @@ func (h *held) precompute() {
 var identityEncoding = Header{Name: "accept-encoding", Value: "identity"}
 
 // manySlots is the number of (secret, header) pairs of a target above which
-// DecideRequest finds swaps by header name (one map lookup per request
-// header) instead of trying each pair against the request's headers.
+// DecideRequest finds a credential header's slots in a map rather than
+// among all of them.
 const manySlots = 8
 
-// newBoundTarget builds t's table from its secrets (table order).
-func newBoundTarget(t string, secrets []*held) *boundTarget {
+// newBoundTarget builds t's table from its secrets (table order); credIdx
+// indexes the credential header names.
+func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTarget {
 	b := &boundTarget{secrets: secrets, ridesAuth: ridesAuthorization(secrets)}
 	if host, port, err := SplitTarget(t); err == nil {
 		b.host, b.port, b.ok = host, strconv.Itoa(port), true
+		b.withPort = JoinTarget(host, port)
+		b.plain = b.withPort
+		if port == 443 {
+			b.plain = UpstreamHost(t)
+		}
 	}
 	for _, s := range secrets {
-		for j := range s.headers {
-			b.slots = append(b.slots, slot{secret: s, j: j})
+		for j, hn := range s.headers {
+			b.slots = append(b.slots, slot{secret: s, j: j, cred: int32(credIdx[hn])})
 		}
 	}
 	if len(b.slots) > manySlots {
-		b.byHeader = map[string][]int{}
-		for i, sl := range b.slots {
-			hn := sl.secret.headers[sl.j]
-			b.byHeader[hn] = append(b.byHeader[hn], i)
+		b.byCred = map[int32][]int32{}
+		for k, sl := range b.slots {
+			b.byCred[sl.cred] = append(b.byCred[sl.cred], int32(k))
 		}
 	}
 	return b
@@ -175,6 +187,7 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 	e.credIdx = make(map[string]int, len(e.credList))
 	for i, n := range e.credList {
 		e.credIdx[n] = i
+		e.credFirst[n[0]] |= 1 << min(len(n), 63)
 	}
 	sort.Slice(e.standIns, func(i, j int) bool { return len(e.standIns[i]) > len(e.standIns[j]) })
 	for _, si := range e.standIns {
@@ -183,7 +196,7 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 	e.bound = make(map[string]*boundTarget, len(e.byTarget))
 	for t, secrets := range e.byTarget {
 		e.targets = append(e.targets, t)
-		e.bound[t] = newBoundTarget(t, secrets)
+		e.bound[t] = newBoundTarget(t, secrets, e.credIdx)
 	}
 	sort.Strings(e.targets)
 	e.fetchPath = "/sandboxes/" + c.Sandbox + "/fetch"
@@ -235,7 +248,7 @@ func (e *Engine) ReadyFields() []string {
 
 // findStandIn returns the name of the longest stand-in found in s, or "".
 func (e *Engine) findStandIn(s string) string {
-	if !strings.Contains(s, StandInPrefix) {
+	if !hasStandInPrefix(s) {
 		return ""
 	}
 	for _, si := range e.standIns {
@@ -244,6 +257,21 @@ func (e *Engine) findStandIn(s string) string {
 		}
 	}
 	return ""
+}
+
+// hasStandInPrefix is strings.Contains(s, StandInPrefix), quicker on the
+// short texts of a request: most hold no 'j' at all.
+func hasStandInPrefix(s string) bool {
+	for {
+		i := strings.IndexByte(s, 'j')
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(s[i:], StandInPrefix) {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // findStandInFold is findStandIn without regard to case (strings.ToLower's),

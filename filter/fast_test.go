@@ -29,7 +29,7 @@ func wideEngine(t testing.TB) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.bound[wide].byHeader == nil {
+	if e.bound[wide].byCred == nil {
 		t.Fatalf("the wide target has %d slots, not more than %d", len(e.bound[wide].slots), manySlots)
 	}
 	return e

@@ -90,25 +90,25 @@ func appendNormal(dst []byte, path string) []byte {
 
 // isNormal reports whether path starts with '/' and holds no '\' and no
 // segment that dotSegment reads as "." or "..": NormalizePath would
-// rebuild it byte for byte.
+// rebuild it byte for byte. Every segment follows a '/', so only one
+// after a "/." can be a dot segment.
 func isNormal(path string) bool {
-	if path == "" || path[0] != '/' {
+	if path == "" || path[0] != '/' || strings.IndexByte(path, '\\') >= 0 {
 		return false
 	}
-	start := 1
-	for i := 1; i <= len(path); i++ {
-		if i < len(path) && path[i] != '/' {
-			if path[i] == '\\' {
-				return false
-			}
-			continue
+	for i := strings.Index(path, "/."); i >= 0; {
+		seg := path[i+1:]
+		if end := strings.IndexByte(seg, '/'); end >= 0 {
+			seg = seg[:end]
 		}
-		if seg := path[start:i]; seg != "" && seg[0] == '.' {
-			if d := dotSegment(seg); d == "." || d == ".." {
-				return false
-			}
+		if d := dotSegment(seg); d == "." || d == ".." {
+			return false
 		}
-		start = i + 1
+		next := strings.Index(path[i+1:], "/.")
+		if next < 0 {
+			break
+		}
+		i += 1 + next
 	}
 	return true
 }

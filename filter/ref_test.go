@@ -36,7 +36,7 @@ func (e *Engine) refDecideRequest(target string, r *Request) Decision {
 	}
 	d.Method = r.Method
 	// 2
-	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
+	if d.Reply = refUnderscoreName(r.Headers); d.Reply != nil {
 		return d
 	}
 	// 3
@@ -115,7 +115,7 @@ func (e *Engine) refDecideRequest(target string, r *Request) Decision {
 	}
 	// 11
 	d.Set = append(d.Set, Header{Name: "accept-encoding", Value: "identity"})
-	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
+	d.Remove = append(d.Remove, refRangeHeaders(r.Headers)...)
 	return d
 }
 
@@ -300,7 +300,7 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 	if hasQuery {
 		d.Path += "?" + query
 	}
-	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
+	if d.Reply = refUnderscoreName(r.Headers); d.Reply != nil {
 		return d
 	}
 	if e.token == nil {
@@ -338,7 +338,7 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 			d.Remove = append(d.Remove, n)
 		}
 	}
-	d.Remove = append(d.Remove, rangeHeaders(r.Headers)...)
+	d.Remove = append(d.Remove, refRangeHeaders(r.Headers)...)
 	return d
 }
 
@@ -376,4 +376,26 @@ func refPathDenied(path string, considered []*held, swapped bool) *held {
 		}
 	}
 	return considered[0]
+}
+
+func refUnderscoreName(hs []Header) *Reply {
+	for _, h := range hs {
+		if strings.IndexByte(h.Name, '_') >= 0 {
+			return reply(400, ReasonUnderscore, "header "+safeWord(h.Name)+` has "_" in its name; header names here use "-"`)
+		}
+	}
+	return nil
+}
+
+func refRangeHeaders(hs []Header) []string {
+	var out []string
+	for _, n := range []string{"range", "if-range"} {
+		for _, h := range hs {
+			if strings.EqualFold(h.Name, n) {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
 }

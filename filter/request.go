@@ -56,12 +56,16 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		return d
 	}
 	d.Method = r.Method
+	// Each header name, read once (on the stack), for the rules below.
+	var infoBuf [16]hinfo
+	var arena [256]byte
+	info := e.scanHeaders(r.Headers, infoBuf[:0], arena[:])
 	// 2
-	if d.Reply = underscoreName(r.Headers); d.Reply != nil {
+	if d.Reply = underscoreName(r.Headers, info); d.Reply != nil {
 		return d
 	}
 	// 3
-	if !hostNames(r, bt) {
+	if !hostNames(r, info, bt) {
 		d.Reply = reply(421, ReasonHost, "the Host header must name "+target)
 		return d
 	}
@@ -90,12 +94,10 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		norm = d.Path[:n]
 	}
 
-	// Which header is which credential, and which hold a swappable
-	// stand-in (computed now, answered in the rules' order).
-	var credBuf [16]int
-	credOf := e.credOf(r.Headers, credBuf[:0])
+	// Which headers hold a swappable stand-in (computed now, answered in
+	// the rules' order).
 	var swapBuf [4]swap
-	swaps := findSwaps(bt, r.Headers, swapBuf[:0])
+	swaps := findSwaps(bt, r.Headers, info, swapBuf[:0])
 
 	// 5
 	if denied := pathDenied(norm, bound, swaps); denied != nil {
@@ -103,28 +105,28 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 		return d
 	}
 	// 6
-	if d.Reply = e.duplicate(credOf); d.Reply != nil {
+	if d.Reply = e.duplicate(info); d.Reply != nil {
 		return d
 	}
 	// 9
 	if len(swaps) == 0 {
 		first := bound[0]
 		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+first.name+" in "+strings.Join(first.headers, " or "))
-		if noCredential(credOf) && bt.ridesAuth {
+		if noCredential(info) && bt.ridesAuth {
 			d.Reply.Status = 401
 			d.Reply.Headers = []Header{{Name: "www-authenticate", Value: Challenge}}
 		}
 		return d
 	}
 	// 10
-	if name, place := e.standInElsewhere(path, query, r.Headers, credOf, swaps); name != "" {
+	if name, place := e.standInElsewhere(path, query, r.Headers, info, swaps); name != "" {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
 		return d
 	}
 	// 7, 8, 11
 	d.Set = setHeaders(swaps)
 	d.Secrets = swappedSecrets(swaps)
-	d.Remove = e.removeList(credOf, swaps, r.Headers)
+	d.Remove = e.removeList(info, swaps)
 	return d
 }
 
@@ -174,10 +176,13 @@ func swappedSecrets(swaps []swap) []string {
 // removeList is rule 8 and rangeHeaders: every credential header of hs
 // that no swap made (sorted, once each), then range and if-range. nil when
 // none.
-func (e *Engine) removeList(credOf []int, swaps []swap, hs []Header) []string {
-	var idxBuf [8]int
+func (e *Engine) removeList(info []hinfo, swaps []swap) []string {
+	var idxBuf [8]int32
 	idx := idxBuf[:0]
-	for _, c := range credOf {
+	var rangeFlags uint8
+	for _, in := range info {
+		rangeFlags |= in.flags & (fRange | fIfRange)
+		c := in.cred
 		if c < 0 || swapsHeader(swaps, e.credList[c]) || containsInt(idx, c) {
 			continue
 		}
@@ -187,15 +192,24 @@ func (e *Engine) removeList(credOf []int, swaps []swap, hs []Header) []string {
 			idx[k], idx[k-1] = idx[k-1], idx[k]
 		}
 	}
-	rng := rangeHeaders(hs)
-	if len(idx)+len(rng) == 0 {
+	if len(idx) == 0 && rangeFlags == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(idx)+len(rng))
+	out := make([]string, 0, len(idx)+2)
 	for _, c := range idx {
 		out = append(out, e.credList[c])
 	}
-	return append(out, rng...)
+	// range and if-range never go upstream (beside rule 11): a byte range
+	// lets the agent cut an echoed value into pieces each shorter than any
+	// form the scrubber knows, and read it whole across requests. Without
+	// them the answer is whole (200), and scrubbed whole.
+	if rangeFlags&fRange != 0 {
+		out = append(out, "range")
+	}
+	if rangeFlags&fIfRange != 0 {
+		out = append(out, "if-range")
+	}
+	return out
 }
 
 func swapsHeader(swaps []swap, name string) bool {
@@ -207,7 +221,7 @@ func swapsHeader(swaps []swap, name string) bool {
 	return false
 }
 
-func containsInt(xs []int, x int) bool {
+func containsInt(xs []int32, x int32) bool {
 	for _, y := range xs {
 		if y == x {
 			return true
@@ -228,107 +242,56 @@ func ridesAuthorization(bound []*held) bool {
 	return false
 }
 
-// rangeHeaders are the names of r's range and if-range headers, which never
-// go upstream (beside rule 11): a byte range lets the agent cut an echoed
-// value into pieces each shorter than any form the scrubber knows, and
-// read it whole across requests. Without them the answer is whole (200),
-// and scrubbed whole.
-func rangeHeaders(hs []Header) []string {
-	var out []string
-	for _, n := range rangeNames {
-		for _, h := range hs {
-			if strings.EqualFold(h.Name, n) {
-				out = append(out, n)
-				break
-			}
-		}
-	}
-	return out
-}
-
-var rangeNames = [...]string{"range", "if-range"}
-
 // underscoreName is rule 2: a header name with '_' is answered 400.
-func underscoreName(hs []Header) *Reply {
-	for _, h := range hs {
-		if strings.IndexByte(h.Name, '_') >= 0 {
+func underscoreName(hs []Header, info []hinfo) *Reply {
+	for i, h := range hs {
+		if info[i].flags&fUnderscore != 0 {
 			return reply(400, ReasonUnderscore, "header "+safeWord(h.Name)+` has "_" in its name; header names here use "-"`)
 		}
 	}
 	return nil
 }
 
-// credOf appends, for each header of hs, the index in credList of its
-// lowercase name, or -1 when it is no credential header.
-func (e *Engine) credOf(hs []Header, out []int) []int {
-	for _, h := range hs {
-		out = append(out, e.credIndex(h.Name))
-	}
-	return out
-}
-
-// credIndex is the index in credList of strings.ToLower(name), or -1. A
-// short ASCII name is lowered on the stack.
-func (e *Engine) credIndex(name string) int {
-	var buf [64]byte
-	if n, ok := lowerASCIIInto(&buf, name); ok {
-		if i, found := e.credIdx[string(buf[:n])]; found {
-			return i
-		}
-		return -1
-	}
-	if i, found := e.credIdx[strings.ToLower(name)]; found {
-		return i
-	}
-	return -1
-}
-
-// lowerASCIIInto writes name in lowercase into buf when name is ASCII and
-// fits; ok is false otherwise (strings.ToLower's Unicode rules then apply).
-func lowerASCIIInto(buf *[64]byte, name string) (n int, ok bool) {
-	if len(name) > len(buf) {
-		return 0, false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 0x80 {
-			return 0, false
-		}
-		buf[i] = lowerByte(c)
-	}
-	return len(name), true
-}
-
 // duplicate is rule 6: the first credential header sent a second time
 // (by lowercase name) is answered 400.
-func (e *Engine) duplicate(credOf []int) *Reply {
-	for i, c := range credOf {
-		if c >= 0 && containsInt(credOf[:i], c) {
-			return reply(400, ReasonDuplicate, "header "+e.credList[c]+" was sent more than once; send it once")
+func (e *Engine) duplicate(info []hinfo) *Reply {
+	for i, in := range info {
+		if in.cred >= 0 && credAmong(info[:i], in.cred) {
+			return reply(400, ReasonDuplicate, "header "+e.credList[in.cred]+" was sent more than once; send it once")
 		}
 	}
 	return nil
 }
 
 // noCredential reports whether no header was a credential header.
-func noCredential(credOf []int) bool {
-	for _, c := range credOf {
-		if c >= 0 {
+func noCredential(info []hinfo) bool {
+	for _, in := range info {
+		if in.cred >= 0 {
 			return false
 		}
 	}
 	return true
 }
 
+// credAmong reports whether a header of info is credential header c.
+func credAmong(info []hinfo, c int32) bool {
+	for _, in := range info {
+		if in.cred == c {
+			return true
+		}
+	}
+	return false
+}
+
 // hostNames reports whether the request's Host (and any host header the
 // host passed on) names the target: the same host, lowercased, without a
 // trailing dot, with the target's port or, for 443, no port.
-func hostNames(r *Request, bt *boundTarget) bool {
+func hostNames(r *Request, info []hinfo, bt *boundTarget) bool {
 	if !bt.ok || !hostIs(r.Authority, bt) {
 		return false
 	}
-	for _, h := range r.Headers {
-		if strings.EqualFold(h.Name, "host") && !hostIs(h.Value, bt) {
+	for i, h := range r.Headers {
+		if info[i].flags&fHost != 0 && !hostIs(h.Value, bt) {
 			return false
 		}
 	}
@@ -337,6 +300,9 @@ func hostNames(r *Request, bt *boundTarget) bool {
 
 // hostIs is hostNames for one Host value a.
 func hostIs(a string, bt *boundTarget) bool {
+	if a == bt.plain || a == bt.withPort {
+		return true
+	}
 	host, port := a, "443"
 	if hh, pp, ok := splitHostPort(a); ok {
 		host, port = hh, pp
@@ -400,35 +366,29 @@ type swap struct {
 
 // findSwaps appends to out, for each secret bound to the target and each
 // header it names, in table order, the swap of the first request header of
-// that name whose value is the stand-in in a swappable form. A target with
-// many (secret, header) pairs is searched by header name.
-func findSwaps(bt *boundTarget, hs []Header, out []swap) []swap {
-	if bt.byHeader == nil {
-		for k, sl := range bt.slots {
-			hn := sl.secret.headers[sl.j]
-			for _, h := range hs {
-				if !strings.EqualFold(h.Name, hn) {
-					continue
-				}
-				if sw, ok := sl.swap(h.Value, k); ok {
-					out = append(out, sw)
-				}
-				break
-			}
-		}
-		return out
-	}
-	var buf [64]byte
+// that name whose value is the stand-in in a swappable form. Every such
+// header is a credential header, so a lowered name that is none is passed
+// over at once, and one that is finds its slots by credential index.
+func findSwaps(bt *boundTarget, hs []Header, info []hinfo, out []swap) []swap {
 	for i, h := range hs {
-		if n, ok := lowerASCIIInto(&buf, h.Name); ok {
-			for _, k := range bt.byHeader[string(buf[:n])] {
-				out = trySlot(bt, hs, i, k, out)
+		in := info[i]
+		switch {
+		case in.lo >= 0 && in.cred < 0:
+		case in.lo >= 0 && bt.byCred != nil:
+			for _, k := range bt.byCred[in.cred] {
+				out = trySlot(bt, hs, info, i, int(k), out)
 			}
-			continue
-		}
-		for k, sl := range bt.slots { // a name strings.EqualFold may fold onto ASCII
-			if strings.EqualFold(h.Name, sl.secret.headers[sl.j]) {
-				out = trySlot(bt, hs, i, k, out)
+		case in.lo >= 0:
+			for k := range bt.slots {
+				if bt.slots[k].cred == in.cred {
+					out = trySlot(bt, hs, info, i, k, out)
+				}
+			}
+		default: // a name strings.EqualFold may fold onto ASCII
+			for k, sl := range bt.slots {
+				if strings.EqualFold(h.Name, sl.header()) {
+					out = trySlot(bt, hs, info, i, k, out)
+				}
 			}
 		}
 	}
@@ -442,11 +402,10 @@ func findSwaps(bt *boundTarget, hs []Header, out []swap) []swap {
 
 // trySlot appends slot k's swap of hs[i] when hs[i] is the first header of
 // the slot's name.
-func trySlot(bt *boundTarget, hs []Header, i, k int, out []swap) []swap {
+func trySlot(bt *boundTarget, hs []Header, info []hinfo, i, k int, out []swap) []swap {
 	sl := bt.slots[k]
-	hn := sl.secret.headers[sl.j]
-	for _, h := range hs[:i] {
-		if strings.EqualFold(h.Name, hn) {
+	for j, h := range hs[:i] {
+		if info[j].lo >= 0 && info[j].cred == sl.cred || info[j].lo < 0 && strings.EqualFold(h.Name, sl.header()) {
 			return out
 		}
 	}
@@ -461,7 +420,7 @@ func trySlot(bt *boundTarget, hs []Header, i, k int, out []swap) []swap {
 // jr2-held-X"), or a Basic pair whose password is the stand-in.
 func (sl slot) swap(v string, order int) (swap, bool) {
 	s := sl.secret
-	sw := swap{secret: s, header: s.headers[sl.j], order: order}
+	sw := swap{secret: s, header: sl.header(), order: order}
 	if v == s.standIn {
 		sw.value, sw.pre = s.valueStr, s.bare[sl.j]
 		return sw, true
@@ -538,27 +497,35 @@ func pathDenied(path string, bound []*held, swaps []swap) *held {
 // standInElsewhere finds a stand-in in the path, the query (each also
 // percent-decoded), a header name (in any case), a header value that is
 // not a credential header's (rule 8 swaps or removes each), or the user of
-// a swapped Basic pair. credOf is credOf(hs).
-func (e *Engine) standInElsewhere(path, query string, hs []Header, credOf []int, swaps []swap) (name, place string) {
+// a swapped Basic pair. info is scanHeaders(hs).
+func (e *Engine) standInElsewhere(path, query string, hs []Header, info []hinfo, swaps []swap) (name, place string) {
+	// Each text is searched as sent and decoded; without a '%' (or, in
+	// the query, a '+') decoding changes nothing and is not done.
 	if n := e.findStandIn(path); n != "" {
 		return n, "the path"
 	}
-	if n := e.findStandIn(percentDecode(path)); n != "" {
-		return n, "the path"
+	if strings.IndexByte(path, '%') >= 0 {
+		if n := e.findStandIn(percentDecode(path)); n != "" {
+			return n, "the path"
+		}
 	}
 	if n := e.findStandIn(query); n != "" {
 		return n, "the query"
 	}
-	if n := e.findStandIn(percentDecode(strings.ReplaceAll(query, "+", " "))); n != "" {
-		return n, "the query"
+	if strings.IndexAny(query, "%+") >= 0 {
+		if n := e.findStandIn(percentDecode(strings.ReplaceAll(query, "+", " "))); n != "" {
+			return n, "the query"
+		}
 	}
 	for i, h := range hs {
 		// Both hosts fold a name's case (Go canonicalises it, Envoy
 		// lowercases it), so a name is searched without regard to case.
-		if n := e.findStandInFold(h.Name); n != "" {
-			return n, "a header name"
+		if info[i].flags&fFold != 0 {
+			if n := e.findStandInFold(h.Name); n != "" {
+				return n, "a header name"
+			}
 		}
-		if credOf[i] >= 0 {
+		if info[i].cred >= 0 {
 			continue // swapped, or removed by rule 8
 		}
 		if n := e.findStandIn(h.Value); n != "" {
