@@ -94,10 +94,21 @@ func newHopPod(t *testing.T, host Host) *hopPod {
 
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
 		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, filter.TokenName: p.token})
+	p.roots = roots
+	p.run = host.Start(t, dir, "")
+	return p
+}
+
+// renderLocalPod renders m (with --allow-local-targets) into tmp/pod for
+// host, the values as files, upCA as the trust for the bound targets, and
+// returns the directory and the pool that trusts the pod's leaves.
+func renderLocalPod(t *testing.T, tmp string, host Host, m manifest, upCA *testpki.CA, values map[string]string) (string, *x509.CertPool) {
 	valuesDir := filepath.Join(tmp, "values")
 	mustMkdir(t, valuesDir)
-	mustWrite(t, filepath.Join(valuesDir, hopName), p.value+"\n", 0o600)
-	mustWrite(t, filepath.Join(valuesDir, filter.TokenName), p.token+"\n", 0o600)
+	for name, v := range values {
+		mustWrite(t, filepath.Join(valuesDir, name), v+"\n", 0o600)
+	}
 	mb, _ := json.Marshal(m)
 	mustWrite(t, filepath.Join(tmp, "held.json"), string(mb), 0o644)
 	upCA.WriteFile(t, tmp, "upstream-ca.pem")
@@ -112,10 +123,9 @@ func newHopPod(t *testing.T, host Host) *hopPod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.roots = x509.NewCertPool()
-	p.roots.AppendCertsFromPEM(pem)
-	p.run = host.Start(t, dir, "")
-	return p
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	return dir, roots
 }
 
 // serveLoopback serves h over plain HTTP on loopback and returns its

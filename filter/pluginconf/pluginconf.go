@@ -50,7 +50,7 @@ type Role string
 const (
 	RoleControl   Role = "control"   // 127.0.0.1:8081: the four routes to the Orchestrator
 	RoleEgress    Role = "egress"    // 127.0.0.1:15001: CONNECT; intercept or tunnel
-	RoleIntercept Role = "intercept" // an internal listener per bound target
+	RoleIntercept Role = "intercept" // an intercept (internal) listener's route of one bound target
 )
 
 // RouteConfig is the per-route plugin config.

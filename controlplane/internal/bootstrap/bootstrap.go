@@ -10,15 +10,21 @@
 //
 //   - control 127.0.0.1:8081: four routes to the Orchestrator cluster, every
 //     other request 404; HTTP filters engine → RBAC (the mark) → router.
-//   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to its
-//     internal listener; any other target is tunneled through the dynamic
-//     forward proxy. HTTP filters engine → RBAC (the mark) → dynamic forward
-//     proxy (saves the address it resolved) → RBAC (the dial guard, ranges
-//     from dialguard.Ranges) → router.
-//   - one internal listener per bound target: TLS with the target's leaf
-//     (ALPN http/1.1); engine → RBAC (the mark) → gzip decompressor
-//     (responses only) → router to the target, verified against
-//     ca/upstream.crt and the target's name.
+//   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to the
+//     internal listener that serves it; any other target is tunneled
+//     through the dynamic forward proxy. HTTP filters engine → RBAC (the
+//     mark) → set_filter_state (the decided target into TargetFilterState,
+//     shared once with the upstream connection) → dynamic forward proxy
+//     (saves the address it resolved) → RBAC (the dial guard, ranges from
+//     dialguard.Ranges) → router.
+//   - internal listeners: ListenerIntercept for every bound target named
+//     by a DNS name (its leaves in one TLS context, picked by SNI), and one
+//     per IP target (a client sends no SNI for an IP literal). TLS (ALPN
+//     http/1.1); engine → RBAC (the mark) → gzip decompressor (responses
+//     only) → router; one route per target, matched on TargetFilterState
+//     alone, to the target, verified against ca/upstream.crt and the
+//     target's name. The egress cluster that reaches a listener carries the
+//     filter state in through internal_upstream.
 //   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
 //     5 s idle, outside the global connection limit.
 //
@@ -59,6 +65,20 @@
 // mark (pluginconf.MarkKey, a bool, in dynamic metadata namespace
 // pluginconf.MetadataNamespace), which a client cannot set.
 //
+// # The connection's target
+//
+// An intercept route is chosen by the target the CONNECT was decided for,
+// which only the egress listener's filters write (a client cannot set
+// filter state), never by the SNI or the Host the agent sends inside the
+// tunnel: the route tells the engine that target, and the engine's Host
+// rule refuses (421) a Host naming any other, so a connection opened for
+// one target never carries another's credential (e2e TestCrossTarget). A
+// connection with no or an unknown target matches no route, so nothing of
+// it is forwarded. The answers that name
+// the target take it from the same filter state, the bytes a listener per
+// target wrote. So envoy.json costs ~1.5 KiB per target (a leaf, a route,
+// an egress domain, an upstream cluster): 400 targets well under 1 MiB.
+//
 // Invariant: every typed config is checked with ValidateAll before it is
 // packed into an Any, every Any is packed with deterministic marshalling,
 // and the whole bootstrap is checked again before Marshal renders it; the
@@ -94,6 +114,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
 )
@@ -150,6 +171,7 @@ const (
 	FilterMark          = "jr2.rbac.mark"
 	FilterGuard         = "jr2.rbac.guard"
 	FilterDFP           = "envoy.filters.http.dynamic_forward_proxy"
+	FilterTarget        = "envoy.filters.http.set_filter_state"
 	FilterDecompressor  = "envoy.filters.http.decompressor"
 	FilterRouter        = "envoy.filters.http.router"
 	FilterHCM           = "envoy.filters.network.http_connection_manager"
@@ -157,9 +179,28 @@ const (
 	ExtInternalListener = "envoy.bootstrap.internal_listener"
 )
 
+// ListenerIntercept is the internal listener every bound target named by
+// a DNS name shares (and the egress cluster that reaches it).
+const ListenerIntercept = "intercept"
+
+// TargetFilterState is the filter-state key (a string) the egress listener
+// sets on a CONNECT to the target the engine decided, shared with the
+// upstream connection: the intercept listener's routes match on it.
+const TargetFilterState = "jr2.custodian.target"
+
 // InterceptListener names the internal listener (and the egress cluster
-// that reaches it) of a bound target.
-func InterceptListener(target string) string { return "intercept|" + target }
+// that reaches it) that serves a bound target: ListenerIntercept for a
+// DNS name, a listener of its own for an IP literal (a client sends no
+// SNI for one, so its leaf cannot be picked among others).
+func InterceptListener(target string) string {
+	if _, ip, err := pki.SAN(target); err == nil && ip {
+		return InterceptRoute(target)
+	}
+	return ListenerIntercept
+}
+
+// InterceptRoute names a bound target's route in its intercept listener.
+func InterceptRoute(target string) string { return "intercept|" + target }
 
 // UpstreamCluster names the cluster that reaches a bound target itself.
 func UpstreamCluster(target string) string { return "upstream|" + target }
@@ -374,16 +415,19 @@ func BoundTargets(c *filter.Config) []string {
 
 func (b *builder) listeners() []*listenerv3.Listener {
 	ls := []*listenerv3.Listener{b.controlListener(), b.egressListener(), b.healthListener()}
-	for _, t := range b.targets {
-		ls = append(ls, b.interceptListener(t))
+	for _, g := range b.interceptGroups() {
+		ls = append(ls, b.interceptListener(g))
 	}
 	return ls
 }
 
 func (b *builder) clusters() []*clusterv3.Cluster {
 	cs := []*clusterv3.Cluster{b.orchestratorCluster(), b.tunnelCluster()}
+	for _, g := range b.interceptGroups() {
+		cs = append(cs, b.interceptCluster(g.name))
+	}
 	for _, t := range b.targets {
-		cs = append(cs, b.interceptCluster(t), b.upstreamCluster(t))
+		cs = append(cs, b.upstreamCluster(t))
 	}
 	return cs
 }

@@ -17,13 +17,16 @@ import (
 	celv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/filters/cel/v3"
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
+	setfscommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/set_filter_state/v3"
 	decompv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	setfsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_filter_state/v3"
 	connlimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/connection_limit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/matchers/upstream_ip_port/v3"
+	internalupv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -356,7 +359,7 @@ func testFilterOrder(t *testing.T, dp bootstrap.DataPlane) {
 	engine := dp.FilterName()
 	want := map[string][]string{
 		bootstrap.ListenerControl: {engine, bootstrap.FilterMark, bootstrap.FilterRouter},
-		bootstrap.ListenerEgress:  {engine, bootstrap.FilterMark, bootstrap.FilterDFP, bootstrap.FilterGuard, bootstrap.FilterRouter},
+		bootstrap.ListenerEgress:  {engine, bootstrap.FilterMark, bootstrap.FilterTarget, bootstrap.FilterDFP, bootstrap.FilterGuard, bootstrap.FilterRouter},
 		bootstrap.ListenerHealth:  {bootstrap.FilterRouter},
 	}
 	for _, tg := range targets {
@@ -412,14 +415,23 @@ func checkMark(t *testing.T, where string, r *rbacv3.RBAC) {
 	}
 }
 
-// TestInterceptListeners: every bound target has an internal listener that
-// ends TLS with its leaf (ALPN http/1.1), routes to its upstream cluster
-// with no timeout, and tells the filter its target; the upstream cluster
+// TestInterceptListeners: the bound targets named by DNS names share one
+// internal listener, each IP target has one of its own; a listener ends
+// TLS with its targets' leaves (one per name, ALPN http/1.1) and routes by
+// the connection's target alone — the filter state the egress listener
+// set, never the SNI or the Host — to the target's upstream cluster with
+// no timeout, telling the filter that target; the upstream cluster
 // verifies the target's name against ca/upstream.crt.
 func TestInterceptListeners(t *testing.T) {
 	bs := build(t, config("ws-7f3a"))
 	for _, tg := range targets {
 		l := listener(t, bs, bootstrap.InterceptListener(tg))
+		host := strings.Trim(tg[:strings.LastIndex(tg, ":")], "[]")
+		_, err := netip.ParseAddr(host)
+		isIP := err == nil
+		if wantName := map[bool]string{false: bootstrap.ListenerIntercept, true: "intercept|" + tg}[isIP]; l.Name != wantName {
+			t.Errorf("%s: served by %s; want %s", tg, l.Name, wantName)
+		}
 		if l.GetInternalListener() == nil || l.Address != nil {
 			t.Errorf("%s: not an internal listener", l.Name)
 		}
@@ -427,8 +439,10 @@ func TestInterceptListeners(t *testing.T) {
 		dtls := unpack[*tlsv3.DownstreamTlsContext](t, ts.GetTypedConfig())
 		cert, key := bootstrap.LeafFiles(tg)
 		certs := dtls.CommonTlsContext.TlsCertificates
-		if len(certs) != 1 || certs[0].CertificateChain.GetFilename() != mount+"/"+cert || certs[0].PrivateKey.GetFilename() != mount+"/"+key {
-			t.Errorf("%s: leaf %v", tg, certs)
+		if !slices.ContainsFunc(certs, func(c *tlsv3.TlsCertificate) bool {
+			return c.CertificateChain.GetFilename() == mount+"/"+cert && c.PrivateKey.GetFilename() == mount+"/"+key
+		}) || (isIP && len(certs) != 1) {
+			t.Errorf("%s: leaves %v", tg, certs)
 		}
 		if !strings.HasPrefix(cert, "tls/") {
 			t.Errorf("%s: leaf at %s; want under tls/", tg, cert)
@@ -438,12 +452,24 @@ func TestInterceptListeners(t *testing.T) {
 		}
 		m := hcm(t, l)
 		vh := m.GetRouteConfig().VirtualHosts
-		if len(vh) != 1 || len(vh[0].Routes) != 1 {
-			t.Fatalf("%s: routes %v", tg, vh)
+		if len(vh) != 1 || !slices.Equal(vh[0].Domains, []string{"*"}) {
+			t.Fatalf("%s: virtual hosts %v", tg, vh)
 		}
-		r := vh[0].Routes[0]
-		if r.GetRoute().GetCluster() != bootstrap.UpstreamCluster(tg) || r.GetRoute().GetTimeout().AsDuration() != 0 || r.GetRoute().GetRetryPolicy() != nil {
-			t.Errorf("%s: route %v", tg, r.GetRoute())
+		var r *routev3.Route
+		for _, each := range vh[0].Routes {
+			fs := each.Match.GetFilterState()
+			if len(fs) != 1 || fs[0].Key != bootstrap.TargetFilterState || fs[0].GetStringMatch().GetExact() == "" || each.Match.GetPrefix() != "/" || len(each.Match.Headers) != 0 {
+				t.Errorf("%s: route %s matches %v; want the connection's target alone", l.Name, each.Name, each.Match)
+			}
+			if fs[0].GetStringMatch().GetExact() == tg {
+				r = each
+			}
+		}
+		if r == nil {
+			t.Fatalf("%s: no route matches the connection's target", tg)
+		}
+		if r.Name != "intercept|"+tg || r.GetRoute().GetCluster() != bootstrap.UpstreamCluster(tg) || r.GetRoute().GetTimeout().AsDuration() != 0 || r.GetRoute().GetRetryPolicy() != nil {
+			t.Errorf("%s: route %s %v", tg, r.Name, r.GetRoute())
 		}
 		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
 			t.Errorf("%s: per-route config %+v", tg, got)
@@ -457,7 +483,7 @@ func TestInterceptListeners(t *testing.T) {
 			})
 			lr.Mappers = lr.Mappers[1:]
 		}
-		checkReplies(t, tg, lr, tg)
+		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
 		for _, f := range m.HttpFilters {
 			if f.Name == bootstrap.FilterDecompressor {
 				d := unpack[*decompv3.Decompressor](t, f.GetTypedConfig())
@@ -475,8 +501,7 @@ func TestInterceptListeners(t *testing.T) {
 			t.Fatalf("%s: validation %v", tg, vc)
 		}
 		san := vc.MatchTypedSubjectAltNames[0]
-		host := strings.Trim(tg[:strings.LastIndex(tg, ":")], "[]")
-		if _, err := netip.ParseAddr(host); err == nil {
+		if isIP {
 			if san.SanType != tlsv3.SubjectAltNameMatcher_IP_ADDRESS || san.Matcher.GetExact() != host || utls.Sni != "" || c.GetType() != clusterv3.Cluster_STATIC {
 				t.Errorf("%s: SAN %v, SNI %q, type %v; want IP SAN, no SNI, static", tg, san, utls.Sni, c.GetType())
 			}
@@ -492,6 +517,12 @@ func TestInterceptListeners(t *testing.T) {
 		if ep.GetServerListenerName() != l.Name {
 			t.Errorf("%s: egress cluster reaches %q; want the internal listener %q", tg, ep.GetServerListenerName(), l.Name)
 		}
+		// The target crosses into the internal listener's connection as
+		// shared filter state only through internal_upstream.
+		if ic.TransportSocket.GetName() != "envoy.transport_sockets.internal_upstream" {
+			t.Errorf("%s: egress cluster transport %v; want internal_upstream", tg, ic.TransportSocket)
+		}
+		unpack[*internalupv3.InternalUpstreamTransport](t, ic.TransportSocket.GetTypedConfig())
 	}
 }
 
@@ -555,15 +586,18 @@ func TestEgress(t *testing.T) {
 		t.Errorf("egress: upgrades %v, strip trailing dot %v", m.UpgradeConfigs, m.StripTrailingHostDot)
 	}
 	vhs := m.GetRouteConfig().VirtualHosts
-	if len(vhs) != len(targets)+1 {
-		t.Fatalf("%d virtual hosts; want %d", len(vhs), len(targets)+1)
+	// The DNS-named targets in one virtual host to the shared intercept
+	// listener, each IP target in its own, then the tunnel.
+	groups := [][]string{{"api.anthropic.com:443", "api.github.com:443", "github.com:443"}, {"10.0.0.7:8443"}, {"[fd00::10]:443"}}
+	if len(vhs) != len(groups)+1 {
+		t.Fatalf("%d virtual hosts; want %d", len(vhs), len(groups)+1)
 	}
-	for i, tg := range targets {
-		checkConnect(t, vhs[i], []string{tg}, bootstrap.InterceptListener(tg))
+	for i, g := range groups {
+		checkConnect(t, vhs[i], g, bootstrap.InterceptListener(g[0]))
 	}
-	checkConnect(t, vhs[len(targets)], []string{"*"}, bootstrap.ClusterTunnel)
-	if vhs[len(targets)].Routes[0].Name != bootstrap.RouteTunnel {
-		t.Errorf("tunnel route named %q", vhs[len(targets)].Routes[0].Name)
+	checkConnect(t, vhs[len(groups)], []string{"*"}, bootstrap.ClusterTunnel)
+	if vhs[len(groups)].Routes[0].Name != bootstrap.RouteTunnel {
+		t.Errorf("tunnel route named %q", vhs[len(groups)].Routes[0].Name)
 	}
 
 	var dfp *dfpv3.FilterConfig
@@ -574,6 +608,8 @@ func TestEgress(t *testing.T) {
 			dfp = unpack[*dfpv3.FilterConfig](t, f.GetTypedConfig())
 		case bootstrap.FilterGuard:
 			guard = unpack[*rbacv3.RBAC](t, f.GetTypedConfig())
+		case bootstrap.FilterTarget:
+			checkTargetFilter(t, unpack[*setfsv3.Config](t, f.GetTypedConfig()))
 		}
 	}
 	if !dfp.SaveUpstreamAddress {
@@ -617,6 +653,18 @@ func TestEgress(t *testing.T) {
 		{flags: []string{"UF", "UH", "DF", "UC", "DPE", "UPE", "UR", "LR", "UMSDR", "URX"}, status: 502, text: "jr2 custodian: %REQ(:AUTHORITY):256% could not be reached: %RESPONSE_CODE_DETAILS%"},
 	})
 	checkEgressLogs(t, m)
+}
+
+// checkTargetFilter: the CONNECT's :authority (the engine's canonical
+// target) as a string in TargetFilterState, shared once with the upstream
+// connection.
+func checkTargetFilter(t *testing.T, c *setfsv3.Config) {
+	t.Helper()
+	v := c.GetOnRequestHeaders()
+	if len(v) != 1 || v[0].GetObjectKey() != bootstrap.TargetFilterState || v[0].FactoryKey != "envoy.string" ||
+		v[0].GetFormatString().GetTextFormatSource().GetInlineString() != "%REQ(:AUTHORITY)%" || v[0].SharedWithUpstream != setfscommonv3.FilterStateValue_ONCE {
+		t.Errorf("target filter %v", c)
+	}
 }
 
 func checkConnect(t *testing.T, vh *routev3.VirtualHost, domains []string, clusterName string) {

@@ -122,10 +122,10 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 			}
 		}
 	}
-	// control, egress and one intercept listener per target; the control
-	// routes (4 + not-found), two per egress vhost (targets + tunnel), one
-	// per intercept listener.
-	if wantF, wantR := 2+len(targets), 5+2*(len(targets)+1)+len(targets); filters != wantF || routes != wantR {
+	// control, egress and three intercept listeners (the DNS-named targets'
+	// and one per IP target); the control routes (4 + not-found), two per
+	// egress vhost (the three listeners + tunnel), one per target.
+	if wantF, wantR := 2+3, 5+2*(3+1)+len(targets); filters != wantF || routes != wantR {
 		t.Errorf("%d engine filters, %d per-route configs compared; want %d, %d", filters, routes, wantF, wantR)
 	}
 }

@@ -13,10 +13,14 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	dnscachev3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/dynamic_forward_proxy/v3"
+	setfscommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/set_filter_state/v3"
 	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	setfsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/set_filter_state/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/matchers/upstream_ip_port/v3"
+	internalupv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
+	rawbufv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -44,11 +48,11 @@ const (
 // goes to its internal listener; any other is tunneled.
 func (b *builder) egressListener() *listenerv3.Listener {
 	var vhosts []*routev3.VirtualHost
-	for _, t := range b.targets {
+	for _, g := range b.interceptGroups() {
 		vhosts = append(vhosts, &routev3.VirtualHost{
-			Name:    InterceptListener(t),
-			Domains: []string{t},
-			Routes:  []*routev3.Route{b.connectRoute(InterceptListener(t), InterceptListener(t)), b.notConnect()},
+			Name:    g.name,
+			Domains: g.targets,
+			Routes:  []*routev3.Route{b.connectRoute(g.name, g.name), b.notConnect()},
 		})
 	}
 	vhosts = append(vhosts, &routev3.VirtualHost{
@@ -62,6 +66,7 @@ func (b *builder) egressListener() *listenerv3.Listener {
 		filters: []*hcmv3.HttpFilter{
 			b.engineFilter(),
 			b.markFilter(),
+			b.targetFilter(),
 			b.httpFilter(FilterDFP, &dfpv3.FilterConfig{
 				ImplementationSpecifier: &dfpv3.FilterConfig_DnsCacheConfig{DnsCacheConfig: dnsCache()},
 				SaveUpstreamAddress:     true,
@@ -154,10 +159,28 @@ func (b *builder) tunnelCluster() *clusterv3.Cluster {
 	}
 }
 
-// interceptCluster reaches a bound target's internal listener.
-func (b *builder) interceptCluster(t string) *clusterv3.Cluster {
-	name := InterceptListener(t)
+// targetFilter writes the CONNECT's target, as the engine decided and
+// rewrote it into :authority, into TargetFilterState, shared once with the
+// upstream connection: the intercept listener reads it there. It runs
+// after the mark, so only a CONNECT the engine decided carries one; a
+// client cannot set filter state.
+func (b *builder) targetFilter() *hcmv3.HttpFilter {
+	return b.httpFilter(FilterTarget, &setfsv3.Config{OnRequestHeaders: []*setfscommonv3.FilterStateValue{{
+		Key:                &setfscommonv3.FilterStateValue_ObjectKey{ObjectKey: TargetFilterState},
+		FactoryKey:         "envoy.string",
+		Value:              &setfscommonv3.FilterStateValue_FormatString{FormatString: &corev3.SubstitutionFormatString{Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: inline("%REQ(:AUTHORITY)%")}}},
+		SharedWithUpstream: setfscommonv3.FilterStateValue_ONCE,
+	}}})
+}
+
+// interceptCluster reaches an internal listener; its internal_upstream
+// transport carries the stream's shared filter state (the target) into
+// the listener's connection.
+func (b *builder) interceptCluster(name string) *clusterv3.Cluster {
 	return &clusterv3.Cluster{
+		TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.internal_upstream", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.pack(&internalupv3.InternalUpstreamTransport{
+			TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.pack(&rawbufv3.RawBuffer{})}},
+		})}},
 		Name:                 name,
 		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
 		ConnectTimeout:       durationpb.New(connectTimeout),

@@ -11,6 +11,7 @@ import (
 	decompv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -26,32 +27,87 @@ func LeafFiles(target string) (cert, key string) {
 	return base + ".crt", base + ".key"
 }
 
-// interceptListener ends the agent's TLS for one bound target with its
-// leaf, lets the engine decide each request, and sends it to the target.
-func (b *builder) interceptListener(t string) *listenerv3.Listener {
-	cert, key := LeafFiles(t)
-	downstream := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
-		TlsCertificates: []*tlsv3.TlsCertificate{{
-			CertificateChain: filename(b.mounted(cert)),
-			PrivateKey:       filename(b.mounted(key)),
-		}},
-		AlpnProtocols: http11,
-	}}
-	route := &routev3.Route{
-		Name:  InterceptListener(t),
-		Match: prefix("/"),
-		Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-			ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: UpstreamCluster(t)},
-			Timeout:          durationpb.New(0),
-		}},
-		TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, t),
+// interceptGroup is one internal listener and the bound targets it serves.
+type interceptGroup struct {
+	name    string   // the listener's name, and its egress cluster's
+	targets []string // table order
+}
+
+// interceptGroups: every target named by a DNS name shares one listener,
+// ListenerIntercept, which picks the leaf by SNI; a client sends no SNI
+// for an IP literal, so each IP target keeps a listener of its own.
+func (b *builder) interceptGroups() []interceptGroup {
+	shared := interceptGroup{name: ListenerIntercept}
+	var own []interceptGroup
+	for _, t := range b.targets {
+		if b.isIPTarget(t) {
+			own = append(own, interceptGroup{name: InterceptListener(t), targets: []string{t}})
+		} else {
+			shared.targets = append(shared.targets, t)
+		}
 	}
+	if len(shared.targets) == 0 {
+		return own
+	}
+	return append([]interceptGroup{shared}, own...)
+}
+
+// isIPTarget reports whether a bound target is an IP literal.
+func (b *builder) isIPTarget(t string) bool {
+	_, ip, err := pki.SAN(t)
+	if err != nil {
+		b.fail(err)
+	}
+	return ip
+}
+
+// interceptListener ends the agent's TLS for a group of bound targets
+// with their leaves (one per name: Envoy picks the one whose SAN the SNI
+// names, else the first), lets the engine decide each request, and sends
+// it to the target the connection was opened for. That target is the
+// CONNECT's, which the egress listener wrote into the connection's filter
+// state (TargetFilterState, shared with the upstream connection and so
+// with this listener's): each route matches one target's value exactly, so
+// neither the SNI nor the Host picks the route, and the engine judges the
+// Host against the connection's target (a Host naming another target is
+// its 421). A connection without a value matches no route: nothing of it
+// is forwarded.
+func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
+	var certs []*tlsv3.TlsCertificate
+	seen := map[string]bool{}
+	var routes []*routev3.Route
+	for _, t := range g.targets {
+		if name, _, err := pki.SAN(t); err == nil && !seen[name] {
+			seen[name] = true
+			cert, key := LeafFiles(t)
+			certs = append(certs, &tlsv3.TlsCertificate{
+				CertificateChain: filename(b.mounted(cert)),
+				PrivateKey:       filename(b.mounted(key)),
+			})
+		}
+		routes = append(routes, &routev3.Route{
+			Name: InterceptRoute(t),
+			Match: &routev3.RouteMatch{
+				PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"},
+				FilterState:   []*matcherv3.FilterStateMatcher{{Key: TargetFilterState, Matcher: &matcherv3.FilterStateMatcher_StringMatch{StringMatch: exact(t)}}},
+			},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: UpstreamCluster(t)},
+				Timeout:          durationpb.New(0),
+			}},
+			TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, t),
+		})
+	}
+	downstream := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
+		TlsCertificates: certs,
+		AlpnProtocols:   http11,
+	}}
 	m := b.hcm(hcmSettings{
 		statPrefix: "intercept",
-		routes: &routev3.RouteConfiguration{Name: InterceptListener(t), VirtualHosts: []*routev3.VirtualHost{{
-			Name:                   InterceptListener(t),
+		routes: &routev3.RouteConfiguration{Name: g.name, VirtualHosts: []*routev3.VirtualHost{{
+			Name:                   g.name,
 			Domains:                []string{"*"},
-			Routes:                 []*routev3.Route{route},
+			Routes:                 routes,
 			RequestHeadersToRemove: []string{"x-forwarded-proto"},
 		}}},
 		filters: []*hcmv3.HttpFilter{
@@ -71,11 +127,11 @@ func (b *builder) interceptListener(t string) *listenerv3.Listener {
 			}),
 			b.routerFilter(),
 		},
-		replies: b.interceptReplies(t),
+		replies: b.interceptReplies(connectionTarget),
 		idle:    streamIdle,
 	})
 	return &listenerv3.Listener{
-		Name:              InterceptListener(t),
+		Name:              g.name,
 		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},
 		FilterChains: []*listenerv3.FilterChain{{
 			Filters:         []*listenerv3.Filter{b.networkFilter(FilterHCM, m)},
@@ -83,6 +139,11 @@ func (b *builder) interceptListener(t string) *listenerv3.Listener {
 		}},
 	}
 }
+
+// connectionTarget is the target an intercepted connection was opened
+// for, as a reply's text names it: the same bytes the per-target listener
+// wrote, the target as in custodian.json.
+const connectionTarget = "%FILTER_STATE(" + TargetFilterState + ":PLAIN)%"
 
 // upstreamCluster reaches the bound target itself over TLS: SNI its name
 // (none for an IP), the chain verified against ca/upstream.crt — which never
