@@ -46,8 +46,9 @@
 // # Matching
 //
 // The patterns of all secrets are compiled into one Aho–Corasick automaton
-// (see automaton for its layout: byte classes, dense rows for the shallow
-// states, sorted edges and failure links for the rest). The scan replaces,
+// (see automaton for its layout: byte classes, full rows for the shallow
+// states and for prefixes several secrets share, sorted edges and failure
+// links for the rest). The scan replaces,
 // left to right and without overlap, the longest match at the leftmost
 // position, with the label of the secret whose form it is (the first
 // secret in New's order when two share a form). There is no cap on the
@@ -127,10 +128,15 @@
 // # Cost
 //
 // Scanning is one table lookup per byte while no pattern ends, whatever
-// the number of secrets (bench_test.go measures it). Memory grows with the
-// total length of the forms: about 17 bytes per automaton state plus at most
-// 4 MiB of dense rows; 64 token-sized secrets with what an Effector builds
-// from them take about 6 MiB.
+// the number of secrets (bench_test.go measures it). A long stretch without
+// a pending match is cut into four parts walked together (advanceWide, each
+// part starting Longest()-1 bytes early), so four independent lookups are
+// in flight instead of one; the answer is the single walk's, byte for byte
+// (wide_test.go and FuzzWide hold it to that). Where matches come closer
+// than nearWindow bytes, the single walk is used. Memory grows with the
+// total length of the forms: about 19 bytes per automaton state plus at most
+// 4 MiB of rows; 64 token-sized secrets with what an Effector builds from
+// them take about 7 MiB.
 package scrub
 
 import (

@@ -428,7 +428,7 @@ func TestFoldedConcurrentFirstUse(t *testing.T) {
 }
 
 // TestMemoryGrowsWithFormsNotAlphabet holds the automaton to its layout:
-// at most denseBudget dense entries, and a bounded number of bytes per
+// at most rowBudget bytes of rows, and a bounded number of bytes per
 // state, with states no more than the forms' total length. 64 secrets of
 // 200 random printable bytes (every character an encoder treats apart) with
 // an Effector's Built strings stand for the upper end.
@@ -448,13 +448,13 @@ func TestMemoryGrowsWithFormsNotAlphabet(t *testing.T) {
 		}
 	}
 	s := mustNew(t, secrets)
-	if len(s.a.dense) > denseBudget {
-		t.Errorf("%d dense entries, budget %d", len(s.a.dense), denseBudget)
+	if 2*len(s.a.rows) > rowBudget {
+		t.Errorf("%d bytes of rows, budget %d", 2*len(s.a.rows), rowBudget)
 	}
 	if s.a.states() > total+1 {
 		t.Errorf("%d states for %d bytes of forms", s.a.states(), total)
 	}
-	if limit := 4*denseBudget + 17*(total+1) + 8*npats; s.a.size() > limit {
+	if limit := rowBudget + 19*(total+1) + 8*npats; s.a.size() > limit {
 		t.Errorf("automaton takes %d bytes, more than %d", s.a.size(), limit)
 	}
 	t.Logf("%d forms, %d bytes of forms, %d states, %.1f MiB", s.Len(), total, s.a.states(), float64(s.a.size())/(1<<20))
