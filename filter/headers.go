@@ -89,11 +89,11 @@ func lowerASCII(dst []byte, name string) (n int, seen uint8, ok bool) {
 	dst = dst[:len(name)]
 	var under, jay uint64
 	i := 0
-	for ; i+8 <= len(name); i += 8 {
-		w := uint64(name[i]) | uint64(name[i+1])<<8 | uint64(name[i+2])<<16 | uint64(name[i+3])<<24 |
-			uint64(name[i+4])<<32 | uint64(name[i+5])<<40 | uint64(name[i+6])<<48 | uint64(name[i+7])<<56
+	word := func(at int) bool {
+		w := uint64(name[at]) | uint64(name[at+1])<<8 | uint64(name[at+2])<<16 | uint64(name[at+3])<<24 |
+			uint64(name[at+4])<<32 | uint64(name[at+5])<<40 | uint64(name[at+6])<<48 | uint64(name[at+7])<<56
 		if w&hi8 != 0 {
-			return 0, 0, false
+			return false
 		}
 		// Each byte is below 0x80, so no sum carries into the next one:
 		// the high bit of b+(0x80-'A') says b >= 'A', of b+(0x80-'Z'-1)
@@ -102,7 +102,20 @@ func lowerASCII(dst []byte, name string) (n int, seen uint8, ok bool) {
 		w |= upper >> 2
 		under |= zeroByte(w ^ lo8*'_')
 		jay |= zeroByte(w ^ lo8*'j')
-		binary.LittleEndian.PutUint64(dst[i:], w)
+		binary.LittleEndian.PutUint64(dst[at:], w)
+		return true
+	}
+	for ; i+8 <= len(name); i += 8 {
+		if !word(i) {
+			return 0, 0, false
+		}
+	}
+	if i > 0 && i < len(name) {
+		// the last eight bytes again, overlapping: lowering is idempotent
+		if !word(len(name) - 8) {
+			return 0, 0, false
+		}
+		i = len(name)
 	}
 	for ; i < len(name); i++ {
 		c := name[i]

@@ -18,16 +18,17 @@ func splitRequestTarget(t string) (path, query string, hasQuery bool) {
 // an encoded '/', '.' or '\' that a server behind the Custodian might read
 // as the separator the path check did not see.
 func encodedSeparator(path string) bool {
-	for i := 0; i+2 < len(path); i++ {
-		if path[i] != '%' {
-			continue
+	for {
+		i := strings.IndexByte(path, '%')
+		if i < 0 || i+2 >= len(path) {
+			return false
 		}
 		a, b := path[i+1], path[i+2]|0x20
 		if a == '2' && (b == 'f' || b == 'e') || a == '5' && b == 'c' {
 			return true
 		}
+		path = path[i+1:]
 	}
-	return false
 }
 
 // NormalizePath is what the path check judges and what goes upstream: every

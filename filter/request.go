@@ -37,23 +37,26 @@ const NotAPathText = "the request target must be a path that starts with /"
 //
 // r is not modified.
 func (e *Engine) DecideRequest(target string, r *Request) Decision {
-	d := e.decideRequest(target, r)
+	d := Decision{Target: target}
+	e.decideRequest(&d, r)
 	d.Reply = e.scrubReply(d.Reply)
 	return d
 }
 
-func (e *Engine) decideRequest(target string, r *Request) Decision {
-	d := Decision{Target: target}
+// decideRequest fills d (its Target set) in place: the Decision is large,
+// and is copied once, by DecideRequest.
+func (e *Engine) decideRequest(d *Decision, r *Request) {
+	target := d.Target
 	bt := e.bound[target]
 	if bt == nil {
 		d.Reply = reply(421, ReasonTarget, target+" is not a bound target")
-		return d
+		return
 	}
 	bound := bt.secrets
 	// 1
 	if !allowedMethod(r.Method) {
 		d.Reply = reply(405, ReasonMethod, "method "+safeWord(r.Method)+" is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS")
-		return d
+		return
 	}
 	d.Method = r.Method
 	// Each header name, read once (on the stack), for the rules below.
@@ -62,22 +65,22 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 	info := e.scanHeaders(r.Headers, infoBuf[:0], arena[:])
 	// 2
 	if d.Reply = underscoreName(r.Headers, info); d.Reply != nil {
-		return d
+		return
 	}
 	// 3
 	if !hostNames(r, info, bt) {
 		d.Reply = reply(421, ReasonHost, "the Host header must name "+target)
-		return d
+		return
 	}
 	// 4
 	path, query, hasQuery := splitRequestTarget(r.Path)
 	if encodedSeparator(path) {
 		d.Reply = reply(400, ReasonEncoded, `the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`)
-		return d
+		return
 	}
 	if !strings.HasPrefix(path, "/") {
 		d.Reply = reply(400, ReasonPath, NotAPathText)
-		return d
+		return
 	}
 	var norm string
 	// The normalised path, and "?query" if any: the request's own target
@@ -102,11 +105,11 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 	// 5
 	if denied := pathDenied(norm, bound, swaps); denied != nil {
 		d.Reply = reply(403, ReasonPath, denied.name+" may not be sent to this path; its paths are "+strings.Join(denied.paths, ", "))
-		return d
+		return
 	}
 	// 6
 	if d.Reply = e.duplicate(info); d.Reply != nil {
-		return d
+		return
 	}
 	// 9
 	if len(swaps) == 0 {
@@ -116,18 +119,18 @@ func (e *Engine) decideRequest(target string, r *Request) Decision {
 			d.Reply.Status = 401
 			d.Reply.Headers = []Header{{Name: "www-authenticate", Value: Challenge}}
 		}
-		return d
+		return
 	}
 	// 10
 	if name, place := e.standInElsewhere(path, query, r.Headers, info, swaps); name != "" {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
-		return d
+		return
 	}
 	// 7, 8, 11
 	d.Set = setHeaders(swaps)
 	d.Secrets = swappedSecrets(swaps)
 	d.Remove = e.removeList(info, swaps)
-	return d
+	return
 }
 
 // allowedMethod is rule 1: the methods an intercepted request may use.
@@ -403,14 +406,15 @@ func findSwaps(bt *boundTarget, hs []Header, info []hinfo, out []swap) []swap {
 // trySlot appends slot k's swap of hs[i] when hs[i] is the first header of
 // the slot's name.
 func trySlot(bt *boundTarget, hs []Header, info []hinfo, i, k int, out []swap) []swap {
-	sl := bt.slots[k]
+	sl := &bt.slots[k]
 	for j, h := range hs[:i] {
 		if info[j].lo >= 0 && info[j].cred == sl.cred || info[j].lo < 0 && strings.EqualFold(h.Name, sl.header()) {
 			return out
 		}
 	}
-	if sw, ok := sl.swap(hs[i].Value, k); ok {
-		out = append(out, sw)
+	out = append(out, swap{})
+	if !sl.swap(&out[len(out)-1], hs[i].Value, k) {
+		out = out[:len(out)-1]
 	}
 	return out
 }
@@ -418,16 +422,17 @@ func trySlot(bt *boundTarget, hs []Header, info []hinfo, i, k int, out []swap) [
 // swap returns the header value v with the stand-in replaced by the value
 // when v is the stand-in alone, one auth scheme and the stand-in ("Bearer
 // jr2-held-X"), or a Basic pair whose password is the stand-in.
-func (sl slot) swap(v string, order int) (swap, bool) {
+// It fills sw, in place (a swap is large), and reports whether v was one.
+func (sl *slot) swap(sw *swap, v string, order int) bool {
 	s := sl.secret
-	sw := swap{secret: s, header: sl.header(), order: order}
+	sw.secret, sw.header, sw.order = s, sl.header(), order
 	if v == s.standIn {
 		sw.value, sw.pre = s.valueStr, s.bare[sl.j]
-		return sw, true
+		return true
 	}
 	sp := strings.IndexByte(v, ' ')
 	if sp <= 0 || !isToken(v[:sp]) {
-		return sw, false
+		return false
 	}
 	scheme, rest := v[:sp], v[sp+1:]
 	if rest == s.standIn {
@@ -437,14 +442,14 @@ func (sl slot) swap(v string, order int) (swap, bool) {
 		} else {
 			sw.value = scheme + " " + s.valueStr
 		}
-		return sw, true
+		return true
 	}
 	if strings.EqualFold(scheme, "basic") {
 		var ok bool
 		sw.value, sw.user, ok = basicSwap(scheme, rest, s.standIn, s.valueStr)
-		return sw, ok
+		return ok
 	}
-	return sw, false
+	return false
 }
 
 // basicSwap is the Basic form of the swap: rest is base64 (padded or not)
