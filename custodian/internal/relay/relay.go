@@ -359,7 +359,22 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 	bufs := getBuffers()
 	defer putBuffers(bufs)
 	buf, out := bufs.in[:], bufs.out[:0]
-	for {
+	// emit writes one scrubbed chunk to the client and reports whether
+	// the client is still there.
+	emit := func(p []byte) bool {
+		if len(p) == 0 {
+			return true
+		}
+		if _, err := w.Write(p); err != nil {
+			return false
+		}
+		if hooks.Chunk != nil {
+			hooks.Chunk(p)
+		}
+		return true
+	}
+	ended := false // the scrubber's tail is out
+	for !ended {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			var err error
@@ -367,18 +382,23 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 			if err != nil {
 				panic(http.ErrAbortHandler)
 			}
-			if len(out) > 0 {
-				if _, err := w.Write(out); err != nil {
-					return // the client went away
-				}
-				if hooks.Chunk != nil {
-					hooks.Chunk(out)
-				}
+			var ferr error
+			if rerr == io.EOF {
+				// The end came with this chunk: the scrubber's tail
+				// joins it, one chunk and one write with the end of
+				// the answer.
+				out, ferr = body.Flush(out)
+				ended = true
 			}
-			// Each chunk goes to the client as it comes (an event
-			// stream keeps its timing), except the last: the end of
-			// the answer follows it at once, in the same write.
-			if fl != nil && rerr == nil {
+			if !emit(out) {
+				return // the client went away
+			}
+			if ferr != nil {
+				panic(http.ErrAbortHandler)
+			}
+			// Each other chunk goes to the client as it comes (an
+			// event stream keeps its timing).
+			if fl != nil && !ended {
 				fl.Flush()
 			}
 		}
@@ -389,18 +409,18 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 			panic(http.ErrAbortHandler)
 		}
 	}
-	out, err := body.Flush(out[:0])
-	if len(out) > 0 {
-		w.Write(out)
-		if hooks.Chunk != nil {
-			hooks.Chunk(out)
+	if !ended {
+		var err error
+		out, err = body.Flush(out[:0])
+		if !emit(out) {
+			return
+		}
+		if err != nil {
+			panic(http.ErrAbortHandler)
 		}
 	}
 	if cap(out) <= maxKeptOut {
 		bufs.out = out[:0] // what the scrubber grew it to, kept for the next answer
-	}
-	if err != nil {
-		panic(http.ErrAbortHandler)
 	}
 	var trailers []filter.Header
 	keys = keys[:0]

@@ -58,21 +58,29 @@ func answer(parts ...string) *http.Response {
 // TestResponseFlushes: every chunk but the last is flushed as it comes (an
 // event stream keeps its timing); the last is not, so it leaves with the
 // end of the answer in one write (issue 12: the last chunk and the chunk
-// terminator were two TLS records, two syscalls).
+// terminator were two TLS records, two syscalls), and the scrubber's tail
+// joins it: one chunk, one record of the mediator's, for an answer read
+// in one.
 func TestResponseFlushes(t *testing.T) {
 	eng := fuzzEngine(t)
 	for _, c := range []struct {
 		name    string
 		parts   []string
 		flushes int
+		chunks  int // hooks.Chunk calls; 0: not checked
 	}{
-		{"one chunk", []string{strings.Repeat("x", 1024)}, 0},
-		{"three events", []string{"data: 1\n\n", "data: 2\n\n", "data: 3\n\n"}, 2},
+		{"one chunk", []string{strings.Repeat("x", 1024)}, 0, 1},
+		{"three events", []string{"data: 1\n\n", "data: 2\n\n", "data: 3\n\n"}, 2, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
 			var st int
-			Response(eng, rec, fuzzTarget, "GET", answer(c.parts...), &st, nil)
+			var chunks []string
+			hooks := &Hooks{Chunk: func(p []byte) { chunks = append(chunks, string(p)) }}
+			Response(eng, rec, fuzzTarget, "GET", answer(c.parts...), &st, hooks)
+			if c.chunks != 0 && len(chunks) != c.chunks {
+				t.Fatalf("%d chunks passed on (%q), want %d", len(chunks), chunks, c.chunks)
+			}
 			if got, want := rec.Body.String(), strings.Join(c.parts, ""); got != want {
 				t.Fatalf("body %q, want %q", got, want)
 			}
