@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -93,6 +94,12 @@ func TestDecideRequestSame(t *testing.T) {
 		hs("authorization", basic("x-access-token", ghSI)),
 		hs("authorization", "Basic "+base64.RawStdEncoding.EncodeToString([]byte("u:"+pSI))),
 		hs("authorization", basic(ghSI, "p")),
+		hs("authorization", basic(StandIn(TokenName), ghSI)),
+		hs("authorization", basic("jr2-held-", ghSI)),
+		hs("authorization", basic(strings.Repeat("u", 300), ghSI)),
+		hs("authorization", basic(strings.Repeat("v", 180), ghSI)),
+		hs("authorization", basic(strings.Repeat("w", 180)+StandIn("PATHS"), ghSI)),
+		hs("authorization", "Basic "+strings.Repeat("A", 400)),
 		hs("authorization", pSI),
 		hs("x-b", wideSI, "x-d", wideSI, "x-c", "no"),
 		hs("x-c", wideSI, "x-api-key", StandIn("WIDE_1"), "x-a", "Bearer "+StandIn("WIDE_0")),
@@ -159,8 +166,8 @@ func FuzzSplitHostPort(f *testing.F) {
 // The pass path allocates nothing for a stand-in alone or "Bearer
 // <stand-in>", in a target of one secret or of many: the Decision shares
 // the engine's precomputed Set and Secrets and the request's path. Any
-// other scheme builds its value and its Set (2); a path that normalising
-// changes is built once (1). A count, not a timing.
+// other scheme, and a Basic pair, builds its value and its Set (2); a path
+// that normalising changes is built once (1). A count, not a timing.
 func TestDecideRequestAllocs(t *testing.T) {
 	e := benchEngine(t, 100)
 	w := wideEngine(t)
@@ -178,6 +185,7 @@ func TestDecideRequestAllocs(t *testing.T) {
 		{"a credential removed", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", StandIn("WIDE_0"), "Authorization", "Bearer x")}, 1},
 		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", StandIn("WIDE_0"))}, 1},
 		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+StandIn("WIDE_0"))}, 2},
+		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", StandIn("WIDE_0")))}, 2},
 		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+StandIn(TokenName))}, 0},
 	}
 	for _, c := range cases {

@@ -453,8 +453,50 @@ func (sl *slot) swap(sw *swap, v string, order int) bool {
 }
 
 // basicSwap is the Basic form of the swap: rest is base64 (padded or not)
-// of "user:<stand-in>"; out is "<scheme> base64(user:<value>)".
+// of "user:<stand-in>"; out is "<scheme> base64(user:<value>)". A pair of
+// ordinary size is decoded and re-encoded on the stack, so out is the one
+// allocation; user is returned only when it may hold a stand-in (rule 10
+// searches it, and finds nothing in any other).
 func basicSwap(scheme, rest, standIn, value string) (out, user string, ok bool) {
+	var src [256]byte
+	var raw [256]byte
+	var plain [384]byte
+	var enc [512]byte
+	if len(rest) > len(src) || len(rest) > len(raw) {
+		return basicSwapLarge(scheme, rest, standIn, value)
+	}
+	in := append(src[:0], rest...)
+	n, err := base64.StdEncoding.Decode(raw[:], in)
+	if err != nil {
+		n, err = base64.RawStdEncoding.Decode(raw[:], in)
+	}
+	if err != nil {
+		return "", "", false
+	}
+	colon := bytes.IndexByte(raw[:n], ':')
+	if colon < 0 || string(raw[colon+1:n]) != standIn {
+		return "", "", false
+	}
+	if colon+1+len(value) > len(plain) || base64.StdEncoding.EncodedLen(colon+1+len(value)) > len(enc) {
+		return basicSwapLarge(scheme, rest, standIn, value)
+	}
+	if bytes.Contains(raw[:colon], standInPrefixBytes) {
+		user = string(raw[:colon])
+	}
+	p := append(append(plain[:0], raw[:colon+1]...), value...)
+	m := base64.StdEncoding.EncodedLen(len(p))
+	base64.StdEncoding.Encode(enc[:m], p)
+	var b strings.Builder
+	b.Grow(len(scheme) + 1 + m)
+	b.WriteString(scheme)
+	b.WriteByte(' ')
+	b.Write(enc[:m])
+	clear(plain[:])
+	return b.String(), user, true
+}
+
+// basicSwapLarge is basicSwap for a pair too long for its stack buffers.
+func basicSwapLarge(scheme, rest, standIn, value string) (out, user string, ok bool) {
 	raw, err := base64.StdEncoding.DecodeString(rest)
 	if err != nil {
 		raw, err = base64.RawStdEncoding.DecodeString(rest)
@@ -466,18 +508,11 @@ func basicSwap(scheme, rest, standIn, value string) (out, user string, ok bool) 
 	if colon < 0 || string(raw[colon+1:]) != standIn {
 		return "", "", false
 	}
-	// raw becomes "user:<value>" in place when it fits, else anew.
 	plain := append(raw[:colon+1], value...)
 	user = string(plain[:colon])
-	var b strings.Builder
-	b.Grow(len(scheme) + 1 + base64.StdEncoding.EncodedLen(len(plain)))
-	b.WriteString(scheme)
-	b.WriteByte(' ')
-	enc := base64.NewEncoder(base64.StdEncoding, &b)
-	enc.Write(plain)
-	enc.Close()
+	out = scheme + " " + base64.StdEncoding.EncodeToString(plain)
 	clear(plain)
-	return b.String(), user, true
+	return out, user, true
 }
 
 // pathDenied is rule 5: the first swapped secret whose paths do not allow
