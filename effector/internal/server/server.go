@@ -377,7 +377,7 @@ func (s *Server) stop(ctx context.Context, id string) answer {
 	}
 	s.mu.Unlock()
 	if !e.canStop {
-		a := s.fail(http.StatusMethodNotAllowed, fmt.Sprintf("an %s effect is one request and ends on its own; it cannot be stopped", e.kind))
+		a := s.fail(http.StatusMethodNotAllowed, fmt.Sprintf("%s %s effect is one request and ends on its own; it cannot be stopped", article(e.kind), e.kind))
 		a.allow = "POST, GET"
 		return a
 	}
@@ -508,4 +508,13 @@ func (s *Server) WaitDrained(ctx context.Context) int {
 		case <-ctx.Done():
 		}
 	}
+}
+
+// article is the article of a kind's name as it is said: "an http
+// effect" (aitch), "a push effect" (response.405-push.json), "a command".
+func article(kind string) string {
+	if kind == "http" {
+		return "an"
+	}
+	return "a"
 }
