@@ -2,61 +2,22 @@ package pushkind
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"jr2.dev/boundary/effector/internal/config"
+	"jr2.dev/boundary/effector/internal/pushkind/pushtest"
 	"jr2.dev/boundary/effector/internal/wire"
 )
 
-// gpgKey makes a GPG key in a home of its own and returns its secret key
-// (armored) and a home holding only its public half, for verification.
-// Every gpg-agent either home started is stopped before it returns.
-func gpgKey(t testing.TB) (secret []byte, verifyHome string) {
-	t.Helper()
-	home, verify := t.TempDir(), t.TempDir()
-	for _, h := range []string{home, verify} {
-		os.Chmod(h, 0o700)
-	}
-	gpg := func(h string, stdin []byte, args ...string) []byte {
-		cmd := exec.Command("/usr/bin/gpg", append([]string{"--homedir", h, "--batch", "--no-tty"}, args...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "GNUPGHOME=" + h}
-		if stdin != nil {
-			cmd.Stdin = strings.NewReader(string(stdin))
-		}
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("gpg %v: %v", args, err)
-		}
-		return out
-	}
-	t.Cleanup(func() {
-		for _, h := range []string{home, verify} {
-			c := exec.Command("/usr/bin/gpgconf", "--homedir", h, "--kill", "all")
-			c.Env = []string{"PATH=/usr/bin:/bin", "GNUPGHOME=" + h}
-			_ = c.Run()
-		}
-	})
-	gpg(home, nil, "--passphrase", "", "--quick-gen-key", "jr2 push test <push@jr2.dev>", "ed25519", "sign", "never")
-	secret = gpg(home, nil, "--armor", "--export-secret-keys")
-	public := gpg(home, nil, "--armor", "--export")
-	gpg(verify, public, "--import")
-	return secret, verify
+func gpgKey(t testing.TB) ([]byte, string) { t.Helper(); return pushtest.GPGKey(t) }
+
+func verifyCommit(t testing.TB, repo, sha string, env []string, cfg ...string) error {
+	return pushtest.VerifyCommit(t, repo, sha, env, cfg...)
 }
 
-// verify runs git verify-commit in the remote with the signer's public key.
-func verifyCommit(t testing.TB, repo, sha string, env []string, cfg ...string) error {
-	args := append(cfg, "--git-dir="+repo, "verify-commit", sha)
-	cmd := exec.Command("/usr/bin/git", args...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + filepath.Dir(repo)}, env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Logf("verify-commit: %s", out)
-	}
-	return err
-}
+func agentsUnder(dir string) []string { return pushtest.AgentsUnder(dir) }
 
 // TestPushSigned: each signing form rewrites the commits the remote does
 // not hold — two on a branch the remote lacks, then one on top of the ref
@@ -128,21 +89,4 @@ func TestPushSigned(t *testing.T) {
 			}
 		})
 	}
-}
-
-// agentsUnder lists the live gpg-agents whose command line names dir.
-func agentsUnder(dir string) []string {
-	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	var out []string
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err == nil && strings.Contains(string(b), "gpg-agent") && strings.Contains(string(b), dir) {
-			stat, _ := os.ReadFile(filepath.Join(filepath.Dir(n), "stat"))
-			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				continue
-			}
-			out = append(out, filepath.Base(filepath.Dir(n)))
-		}
-	}
-	return out
 }
