@@ -1,6 +1,7 @@
 // Command effector is the Effector: `effector` serves the signed wire;
 // `effector confine -- ARGV` and `effector keep …` are the confiner and the
-// keeper a credentialed command runs under. This file only wires, and
+// keeper a credentialed command runs under; `effector credential …` is an
+// https push's credential helper. This file only wires, and
 // prints the usage: every variable `effector` reads and every flag of
 // confine and keep (usage_test.go holds it to their parsers).
 package main
@@ -12,6 +13,7 @@ import (
 
 	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/keep"
+	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/effector/internal/serve"
 )
 
@@ -32,6 +34,10 @@ const usage = `usage:
         JR2_EFFECTOR_REPOS           the repository caches' directory
       Tests only: JR2_EFFECTOR_TEST_POLL_MS, JR2_EFFECTOR_TEST_EXPIRE_MS,
       JR2_EFFECTOR_TEST_TERMINATION_LOG.
+
+  effector credential --password-file FILE --username USER --host HOST get|store|erase
+      git's credential helper for an https push (the push's git runs it, not a person):
+      answers get for https at HOST with USER and the token read from FILE.
 
   effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]…
                    [--node NAME] [--keep-dac-read-search] -- ARGV
@@ -56,10 +62,12 @@ func dispatch(args []string, getenv func(string) string, stdout, stderr io.Write
 		return confine.Main(args[1:])
 	case "keep":
 		return keep.Main(args[1:])
+	case "credential":
+		return pushkind.CredentialMain(args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, help\n", args[0])
+	fmt.Fprintf(stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, credential, help\n", args[0])
 	return 2
 }

@@ -332,13 +332,7 @@ func Test401(t *testing.T) {
 		if sign {
 			client.Sign(req, key, addr, body, at, nonce)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b, resp.Header.Get(wire.HeaderSignature)
+		return roundTrip(t, req)
 	}
 	if code, _, _ := send("POST", "/effects/first", p.addr, placementKey, time.Now(), "the-nonce", body, true); code != 202 {
 		t.Fatalf("the first start got %d", code)
