@@ -42,6 +42,11 @@ go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
 go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s \
 	| table -title "start cost of a full signed command effect; 100 concurrent commands settling with no survivor" -vs '^CommandStart/bare$' || status=1
 
+# The push kind (issue 14): start to settle through the built binary
+# against a plain git push of the same commit to the same sshd remote.
+go test ./effector -run '^$' -bench '^BenchmarkPush$' -benchtime 2s \
+	| table -title "push effect start-to-settle vs a plain git push to the same remote (x-plain: ratio)" -vs '^Push/plain$' || status=1
+
 # custodian run (issue 7): HTTPS through the mediator vs direct vs mitmdump.
 command -v mitmdump >/dev/null || echo "bench: mitmdump not installed (apt-get install mitmproxy); its column is left out"
 go test ./custodian/internal/mediator -run '^$' -bench BenchmarkHTTPS -benchtime 2000x || status=1
