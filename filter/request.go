@@ -3,6 +3,7 @@ package filter
 import (
 	"bytes"
 	"encoding/base64"
+	"slices"
 	"strings"
 )
 
@@ -186,7 +187,7 @@ func (e *Engine) removeList(info []hinfo, swaps []swap) []string {
 	for _, in := range info {
 		rangeFlags |= in.flags & (fRange | fIfRange)
 		c := in.cred
-		if c < 0 || swapsHeader(swaps, e.credList[c]) || containsInt(idx, c) {
+		if c < 0 || swapsHeader(swaps, e.credList[c]) || slices.Contains(idx, c) {
 			continue
 		}
 		// insert c in order: credList is sorted, so by index is by name
@@ -218,15 +219,6 @@ func (e *Engine) removeList(info []hinfo, swaps []swap) []string {
 func swapsHeader(swaps []swap, name string) bool {
 	for _, s := range swaps {
 		if s.header == name {
-			return true
-		}
-	}
-	return false
-}
-
-func containsInt(xs []int32, x int32) bool {
-	for _, y := range xs {
-		if y == x {
 			return true
 		}
 	}
