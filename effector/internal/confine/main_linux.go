@@ -56,10 +56,8 @@ func confineAndExec(args []string) error {
 		return err
 	}
 	defer rs.Close()
-	for _, r := range rules {
-		if _, err := rs.AddPath(r.Path, r.Access); err != nil {
-			return err
-		}
+	if err := addRules(rs, rules); err != nil {
+		return err
 	}
 	if err := inherit.CloseOnExecAbove(2); err != nil {
 		return err
@@ -90,4 +88,21 @@ func lookPath(name string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// addRules adds each planned rule. A "system" rule names an entry the walk
+// listed, not one the command asked for: if it is gone by now (another
+// process removed it between the listing and the open), there is nothing
+// to allow, and leaving it out denies it. Every other rule's path must
+// still be there, or nothing runs.
+func addRules(rs *landlock.Ruleset, rules []Rule) error {
+	for _, r := range rules {
+		if _, err := rs.AddPath(r.Path, r.Access); err != nil {
+			if r.Why == "system" && errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+	}
+	return nil
 }
