@@ -15,7 +15,7 @@ import (
 	"io"
 	"os"
 
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"

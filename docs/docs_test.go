@@ -805,7 +805,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func TestDocsContainedRun(t *testing.T) {
 	p := readPage(t, "run.md")
 	c := consts{}
-	bsrc := parseDir(t, "custodian/internal/bundle")
+	bsrc := parseDir(t, "internal/bundle")
 	c.add("bundle", bsrc)
 	c.add("filter", parseDir(t, "filter"))
 	psrc := parseDir(t, "custodian/internal/policy")

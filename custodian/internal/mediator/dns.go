@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/dnsmsg"
 )
 

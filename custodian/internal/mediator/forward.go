@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 )

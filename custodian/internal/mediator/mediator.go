@@ -103,7 +103,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/custodian/internal/runca"

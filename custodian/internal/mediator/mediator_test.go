@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/dnsmsg"
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"

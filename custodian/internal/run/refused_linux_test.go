@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 )
 
 // TestRefusedBeforeStartWritesNoBundle: a run refused once the namespaces

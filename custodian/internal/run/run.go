@@ -76,7 +76,7 @@ import (
 	"sync"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/mediator"
 	"jr2.dev/boundary/custodian/internal/policy"

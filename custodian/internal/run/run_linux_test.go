@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jr2.dev/boundary/custodian/internal/bundle"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/landlock/landlocktest"
