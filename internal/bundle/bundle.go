@@ -77,6 +77,13 @@ const (
 	KindHTTPRequest    = "http-request"  // as sent upstream, stand-ins in place of values
 	KindHTTPResponse   = "http-response" // status, headers, body chunks as framed
 	KindSecretInjected = "secret-injected"
+	KindRequestBody    = "http-request-body" // the request body as framed, scrubbed, bounded per run
+	KindEffectPlanned  = "effect-planned"    // preflight: what would have been sent
+	KindFaultInjected  = "fault-injected"    // faults: the seed and the draw
+	KindReplayDiverged = "replay-divergence" // replay: a request with no recorded answer
+	KindEffectStart    = "effect-start"      // the Effector's receipts: a start
+	KindEffectDecision = "effect-decision"   // the Effector's receipts: the fence's decision
+	KindEffectOutcome  = "effect-outcome"    // the Effector's receipts: the outcome as answered, scrubbed
 	KindRunEnd         = "run-end"
 	KindSeal           = "seal" // written by Seal only
 )
@@ -85,7 +92,9 @@ const (
 var Kinds = []string{
 	KindRunStart, KindPolicy, KindEnv, KindDNSQuery, KindDNSDecision,
 	KindEgressAttempt, KindEgressDecision, KindHTTPRequest, KindHTTPResponse,
-	KindSecretInjected, KindRunEnd, KindSeal,
+	KindSecretInjected, KindRequestBody, KindEffectPlanned, KindFaultInjected,
+	KindReplayDiverged, KindEffectStart, KindEffectDecision, KindEffectOutcome,
+	KindRunEnd, KindSeal,
 }
 
 // Genesis is the prev of the first record.
