@@ -64,7 +64,7 @@ type Effect struct {
 	Port   int         `json:"port"`
 	Path   string      `json:"path"`
 	Query  string      `json:"query,omitempty"`
-	Header [][2]string `json:"headers,omitempty"` // the identifying headers: names lowercase, sorted, volatile ones left out
+	Header [][2]string `json:"headers,omitempty"`     // the identifying headers: names lowercase, sorted, volatile ones left out
 	Body   string      `json:"body_sha256,omitempty"` // hex sha-256 of the body as recorded; "" for none
 	Length int64       `json:"body_length,omitempty"`
 }
