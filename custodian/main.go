@@ -15,11 +15,11 @@ import (
 	"io"
 	"os"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
 	_ "jr2.dev/boundary/internal/benchstats" // only with -tags jr2bench: make bench reads allocations
+	"jr2.dev/boundary/internal/bundle"
 )
 
 const usage = `usage: custodian serve|run|verify|inspect|help …

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/usagetest"
 )
 

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testpki"
 )
 

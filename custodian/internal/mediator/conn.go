@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/custodian/internal/sni"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/bundle"
 )
 
 // recordTLS is the first byte of a TLS record carrying a handshake.

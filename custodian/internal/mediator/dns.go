@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/dnsmsg"
+	"jr2.dev/boundary/internal/bundle"
 )
 
 // maxDNS bounds one DNS message read, UDP or TCP.

@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/dnsmsg"
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/custodian/internal/runtest"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testpki"
 )
 

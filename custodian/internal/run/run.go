@@ -76,13 +76,13 @@ import (
 	"sync"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/mediator"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/bundle"
 )
 
 // Modes are the modes a run knows. Only live exists today: the command's

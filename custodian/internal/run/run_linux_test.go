@@ -24,9 +24,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/runtest"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/landlock/landlocktest"
 	"jr2.dev/boundary/internal/testpki"
 )
