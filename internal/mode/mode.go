@@ -147,3 +147,7 @@ func (l *Layer) Before(e Effect, at uint64) Verdict {
 func (l *Layer) Unasked() []Effect { return nil }
 
 var errNotBuilt = errors.New("mode: not built yet")
+
+// Sends reports whether the mode sends effects out at all: false for
+// replay and preflight, whose hosts then record no secret as spent.
+func (l *Layer) Sends() bool { return l.cfg.Mode != Replay && l.cfg.Mode != Preflight }

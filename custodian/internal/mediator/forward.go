@@ -1,9 +1,11 @@
 package mediator
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -11,9 +13,10 @@ import (
 	"strconv"
 	"strings"
 
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // forward carries one request on an allowed connection to its target: the
@@ -70,8 +73,16 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		return
 	}
 	reqSeq, err := m.record(bundle.KindHTTPRequest, hr)
+	if err != nil {
+		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
+		return
+	}
+	v, ok := m.decideMode(w, r, ci, out, &hr, reqSeq, &d)
+	if !ok {
+		return
+	}
 	for _, name := range d.Secrets {
-		if err != nil {
+		if err != nil || !m.o.Mode.Sends() {
 			break
 		}
 		_, err = m.record(bundle.KindSecretInjected, secretInjected{Request: reqSeq, Name: name, Host: target})
@@ -80,7 +91,10 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
 		return
 	}
-	resp, sent, err := relay.RoundTrip(m.transport(ci.scheme, ci.host, ci.port), out)
+	next := m.transport(ci.scheme, ci.host, ci.port)
+	resp, sent, err := relay.RoundTrip(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return v.RoundTrip(next, req)
+	}), out)
 	if err != nil {
 		if r.Context().Err() != nil {
 			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
@@ -146,7 +160,7 @@ func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target 
 func (m *Mediator) localReply(w http.ResponseWriter, req uint64, rep *filter.Reply) {
 	if req > 0 {
 		body := rep.Body
-		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: req, Status: rep.Status, Local: true, Body: &body})
+		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: req, Status: rep.Status, Local: true, chunk: chunk{Body: &body}})
 	}
 	relay.WriteReply(w, rep)
 }
@@ -288,4 +302,74 @@ func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
 	t := relay.UpstreamTransport(dial, m.o.Roots, host)
 	m.trans[key] = t
 	return t
+}
+
+// reasonBodySize is the refuse word of a body a mode cannot read whole.
+const reasonBodySize = "body-size"
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// decideMode records the request body and asks the run's mode about the
+// request. Live streams the body, recording each read before the
+// transport gets it; every other mode reads it whole first (its hash is
+// part of the effect's canonical form), bounded by modeBodyMax. It
+// answers the child itself and reports false when the request goes no
+// further: a body that could not be read or recorded, one over the bound,
+// or a mode's refusal (recorded as an egress-decision with the mode's
+// rule).
+func (m *Mediator) decideMode(w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, hr *httpRequest, reqSeq uint64, d *filter.Decision) (mode.Verdict, bool) {
+	eng := m.o.Broker.Engine()
+	target := ci.target()
+	layer := m.o.Mode
+	hasBody := out.Body != nil && out.Body != http.NoBody
+	rec := m.newBodyRecorder(reqSeq)
+	var body []byte
+	switch {
+	case !hasBody:
+	case layer.Mode() == mode.Live:
+		out.Body = &recordedBody{rc: out.Body, rec: rec}
+	default:
+		b, ok, err := readWhole(out.Body, rec)
+		out.Body.Close()
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
+			return mode.Verdict{}, false
+		case err != nil:
+			m.localReply(w, reqSeq, eng.Unreachable(target, "the request body could not be read or recorded, so it was not sent"))
+			return mode.Verdict{}, false
+		case !ok:
+			m.refuseLog(target, reasonBodySize)
+			m.localReply(w, reqSeq, &filter.Reply{Status: http.StatusRequestEntityTooLarge, Reason: reasonBodySize,
+				Body: "jr2 custodian: mode " + layer.Mode() + " reads a request body whole to match it, and this one is over 16 MiB\n"})
+			return mode.Verdict{}, false
+		}
+		body = b
+		out.ContentLength = int64(len(b))
+		out.Body = http.NoBody
+		if len(b) > 0 {
+			out.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+	if layer.Mode() == mode.Live {
+		return mode.Verdict{}, true // live decides nothing: as without a mode
+	}
+	eff, err := mode.Canon(out.Method, hr.URL, hr.Headers, body)
+	if err != nil {
+		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be put in its canonical form: "+err.Error()))
+		return mode.Verdict{}, false
+	}
+	v := layer.Before(eff, reqSeq)
+	if v.Action == mode.Refuse {
+		rep := &filter.Reply{Status: http.StatusForbidden, Reason: v.Rule, Body: "jr2 custodian: " + v.Reason + "\n"}
+		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,
+			Rule: v.Rule, Method: safeMethod(r.Method), Status: rep.Status})
+		m.refuseLog(target, v.Rule)
+		m.localReply(w, reqSeq, rep)
+		return mode.Verdict{}, false
+	}
+	return v, true
 }

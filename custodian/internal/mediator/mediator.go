@@ -80,8 +80,21 @@
 // cut. A reply the mediator made itself is one http-response record with
 // "local": true. The bundle is synced after every denial.
 //
-// NOT covered: request bodies are forwarded but not recorded (nor
-// checked for a value's form: the engine's request rules apply); a denial by value-in-name tells the child that its name held a
+// A request body is recorded as it is read (http-request-body: one record
+// per read, then a closing record with the count, the bytes, the bytes
+// read and the sha-256 of the recorded bytes), through the engine's
+// streaming scrubber, so a form of a held value is its label even split
+// across reads; each read is recorded before the transport gets its
+// bytes. A run records at most Options.BodyBudget bytes of bodies; past
+// it a body is hashed, not recorded, and its closing record says "cut".
+// A mode other than live (Options.Mode) reads the body whole first, at
+// most 16 MiB (a 413 beyond), since its hash is part of the effect's
+// canonical form; the mode then decides, and answers through its verdict
+// (internal/mode): in replay and preflight nothing is dialled and no
+// secret-injected record is written.
+//
+// NOT covered: a request body is not checked for a value's form (the
+// engine's request rules apply; the record shows the label); a denial by value-in-name tells the child that its name held a
 // form (an oracle only for a value weak enough to guess); a form the scrubber does not know (scrub's NOT
 // covered) is recorded as it came; HTTP/2 and
 // HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes
@@ -100,14 +113,16 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"jr2.dev/boundary/custodian/internal/broker"
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/logline"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // Options configure a Mediator. Policy, Broker, Record, CA and Addr are
@@ -139,6 +154,11 @@ type Options struct {
 	HandshakeTimeout time.Duration
 	// Grace bounds how long Close waits for requests in flight; 0 is 2 s.
 	Grace time.Duration
+	// Mode is the run's mode layer (internal/mode); nil is live.
+	Mode *mode.Layer
+	// BodyBudget is how many bytes of request bodies the run records;
+	// 0 is DefaultBodyBudget.
+	BodyBudget int64
 }
 
 // Listeners are what a Mediator serves. Any may be nil.
@@ -173,6 +193,8 @@ type Mediator struct {
 	active  sync.WaitGroup // requests and connections in flight
 	loops   sync.WaitGroup // accept and read loops
 	once    sync.Once
+	// bodyBudget is what is left of Options.BodyBudget.
+	bodyBudget atomic.Int64
 }
 
 // New checks o and returns a Mediator ready to Serve.
@@ -186,6 +208,12 @@ func New(o Options) (*Mediator, error) {
 	if o.Grace == 0 {
 		o.Grace = 2 * time.Second
 	}
+	if o.Mode == nil {
+		o.Mode, _ = mode.New(mode.Config{Mode: mode.Live}, mode.Names{}, o.Record)
+	}
+	if o.BodyBudget == 0 {
+		o.BodyBudget = DefaultBodyBudget
+	}
 	m := &Mediator{
 		o:      o,
 		feed:   newFeedListener(net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.Addr, 0))),
@@ -193,6 +221,7 @@ func New(o Options) (*Mediator, error) {
 		trans:  map[string]*http.Transport{},
 		conns:  map[net.Conn]struct{}{},
 	}
+	m.bodyBudget.Store(o.BodyBudget)
 	if o.Log != nil {
 		m.log = logline.NewBufferedWriter(o.Log, logline.Custodian, logEvery)
 	}

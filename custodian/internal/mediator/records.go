@@ -122,30 +122,57 @@ type secretInjected struct {
 }
 
 type httpResponse struct {
-	Request    uint64      `json:"request"`
-	Status     int         `json:"status,omitempty"`
-	Headers    [][2]string `json:"headers,omitempty"`
-	Local      bool        `json:"local,omitempty"`
-	Chunk      *int        `json:"chunk,omitempty"`
-	Body       *string     `json:"body,omitempty"`
-	BodyBase64 []byte      `json:"body_base64,omitempty"`
-	End        bool        `json:"end,omitempty"`
-	Chunks     int         `json:"chunks,omitempty"`
-	Bytes      int64       `json:"bytes,omitempty"`
-	Error      string      `json:"error,omitempty"`
+	Request uint64      `json:"request"`
+	Status  int         `json:"status,omitempty"`
+	Headers [][2]string `json:"headers,omitempty"`
+	Local   bool        `json:"local,omitempty"`
+	chunk
+	End    bool   `json:"end,omitempty"`
+	Chunks int    `json:"chunks,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
-// chunkRecord is the record of body chunk i: the bytes as text when they
-// are UTF-8, else as base64.
-func chunkRecord(req uint64, i int, p []byte) httpResponse {
-	r := httpResponse{Request: req, Chunk: &i}
+// chunk is a body chunk's part of a record: its index, and the bytes as
+// text when they are UTF-8, else as base64.
+type chunk struct {
+	Chunk      *int    `json:"chunk,omitempty"`
+	Body       *string `json:"body,omitempty"`
+	BodyBase64 []byte  `json:"body_base64,omitempty"`
+}
+
+func chunkOf(i int, p []byte) chunk {
+	c := chunk{Chunk: &i}
 	if utf8.Valid(p) {
 		s := string(p)
-		r.Body = &s
+		c.Body = &s
 	} else {
-		r.BodyBase64 = append([]byte(nil), p...)
+		c.BodyBase64 = append([]byte(nil), p...)
 	}
-	return r
+	return c
+}
+
+// chunkRecord is the record of response body chunk i.
+func chunkRecord(req uint64, i int, p []byte) httpResponse {
+	return httpResponse{Request: req, chunk: chunkOf(i, p)}
+}
+
+// httpRequestBody is an http-request-body record: one per chunk as read
+// from the child (scrubbed: a form of a held value is its label), then one
+// closing record with the count, the bytes and the sha-256 of the whole
+// body as recorded (past the budget too), and "cut" when the run's budget
+// stopped recording chunks.
+type httpRequestBody struct {
+	Request uint64 `json:"request"`
+	chunk
+	End      bool   `json:"end,omitempty"`
+	Chunks   int    `json:"chunks,omitempty"`
+	Bytes    int64  `json:"bytes,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
+	Cut      bool   `json:"cut,omitempty"`
+	Read     int64  `json:"read,omitempty"` // bytes read from the child, before scrubbing
+	Error    string `json:"error,omitempty"`
+	Scrubbed bool   `json:"scrubbed,omitempty"` // read and bytes differ: a form was replaced by its label
 }
 
 // headerList renders h as sorted [name, value] pairs, repeated names kept
