@@ -1,7 +1,7 @@
 // Command custodian is the Custodian's Go host and the contained local run:
 //
 //	custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
-//	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+//	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE …] -- CMD [ARG…]
 //	custodian verify OUT.jsonl
 //	custodian inspect OUT.jsonl [--json]
 //
@@ -24,7 +24,7 @@ import (
 
 const usage = `usage: custodian serve|run|verify|inspect|help …
   custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
-  custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+  custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE] [--from RUN.jsonl] [--timing PACE] [--seed N] [--faults SPEC] -- CMD [ARG…]
   custodian verify OUT.jsonl
   custodian inspect OUT.jsonl [--json]
   custodian help            this text; COMMAND --help prints a command's usage

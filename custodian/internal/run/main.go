@@ -14,7 +14,7 @@ import (
 
 // Usage is `custodian run --help`. It names every flag Main defines
 // (TestUsageListsEveryFlag).
-const Usage = `usage: custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+const Usage = `usage: custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE [--from RUN.jsonl] [--timing fast|recorded] [--seed N --faults SPEC]] -- CMD [ARG…]
 
 Runs CMD contained: in a network namespace whose only peer is the mediator,
 under Landlock (the policy's read_paths and write_paths, each of which must
@@ -26,7 +26,16 @@ OUT.jsonl, a hash-chained bundle that custodian verify checks. Linux, as root.
   --policy FILE   the policy (TOML): allow_hosts, read_paths, write_paths, [secrets]
   --bundle FILE   the bundle to write; it must not exist (a bundle is never
                   overwritten) and must lie outside every read and write path
-  --mode MODE     live (the default and only mode: the command's effects happen)
+  --mode MODE     live (the default: the command's effects happen); read-only
+                  (only GET, HEAD and OPTIONS without a body pass); replay
+                  (answered from --from, nothing leaves the machine); faults
+                  (sent, with seeded faults); preflight (nothing sent, every
+                  effect recorded as planned). docs/modes.md says each.
+  --from FILE     replay (required), preflight (optional): a recorded bundle,
+                  which must verify
+  --timing PACE   replay: fast (the default) or recorded (the recorded gaps)
+  --seed N        faults: the seed of the draws
+  --faults SPEC   faults: the rates, e.g. write=0.1,read=0.02 or HOST=0.5
 
 The exit code is CMD's; 2 for a usage error; 1 when the run was refused or
 could not start, 110-127 when the contained child could not be set up. A run
@@ -70,6 +79,10 @@ func Flags() (*flag.FlagSet, *Options) {
 	o := &Options{}
 	fs.StringVar(&o.Policy, "policy", "", "the policy file (TOML)")
 	fs.StringVar(&o.Bundle, "bundle", "", "the bundle to write; it must not exist")
-	fs.StringVar(&o.Mode, "mode", "live", "the mode: live")
+	fs.StringVar(&o.Mode, "mode", "live", "the mode: live, read-only, replay, faults, preflight")
+	fs.StringVar(&o.From, "from", "", "the recorded bundle to answer from")
+	fs.StringVar(&o.Timing, "timing", "", "replay's pace: fast or recorded")
+	fs.Uint64Var(&o.Seed, "seed", 0, "the faults' seed")
+	fs.StringVar(&o.Faults, "faults", "", "the faults' SPEC")
 	return fs, o
 }

@@ -2,7 +2,7 @@
 // CA, the launcher's namespaces, the mediator and the bundle into one
 // contained run of a command, and returns the command's exit code.
 //
-//	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode live] -- CMD [ARG…]
+//	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE …] -- CMD [ARG…]
 //
 // Invariant: the command runs only contained (launcher), with stand-ins
 // only (broker), and only after the bundle holds run-start, policy and
@@ -83,11 +83,17 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/mode"
 )
 
-// Modes are the modes a run knows. Only live exists today: the command's
-// effects happen.
-var Modes = []string{"live"}
+// Modes are the modes a run knows (internal/mode): live, the command's
+// effects happen; read-only, only reads pass; replay, answered from a
+// recorded bundle and nothing sent; faults, sent with seeded faults;
+// preflight, nothing sent and every effect planned.
+var Modes = []string{mode.Live, mode.ReadOnly, mode.Replay, mode.Faults, mode.Preflight}
+
+// modeNames are the flags of a mode's settings, for its errors.
+var modeNames = mode.Names{Mode: "--mode", From: "--from", Seed: "--seed", Faults: "--faults", Timing: "--timing"}
 
 // ProxyPort is the mediator's explicit proxy port.
 const ProxyPort = 8080
@@ -100,6 +106,10 @@ type Options struct {
 	Policy string   // the policy file
 	Bundle string   // the bundle to create; it must not exist
 	Mode   string   // "" is live
+	From   string   // --from: the recorded bundle replay (and preflight) answer from
+	Timing string   // --timing: replay's pace, fast or recorded
+	Seed   uint64   // --seed: faults
+	Faults string   // --faults: faults' SPEC
 	Argv   []string // the command
 	// Environ is the runner's environment: the secrets' values are read
 	// from it, and the child's environment built from it. nil is
@@ -133,11 +143,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return 2, fmt.Errorf("%w: no command; write it after --", ErrUsage)
 	}
-	mode := o.Mode
-	if mode == "" {
-		mode = "live"
+	modeName := o.Mode
+	if modeName == "" {
+		modeName = mode.Live
 	}
-	if !contains(Modes, mode) {
+	if !contains(Modes, modeName) {
 		return 2, fmt.Errorf("%w: --mode %q: the modes are: %v", ErrUsage, o.Mode, Modes)
 	}
 	if o.Environ == nil {
@@ -187,8 +197,14 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports}
-	code, runErr := r.run(ctx, id, mode, bundlePath)
+	layer, err := mode.New(mode.Config{Mode: modeName, From: o.From, Timing: o.Timing, Seed: o.Seed, Faults: o.Faults}, modeNames, w)
+	if err != nil {
+		w.Close()
+		os.Remove(bundlePath)
+		return 2, fmt.Errorf("%w: %v; the command did not start, and no bundle was written", ErrUsage, err)
+	}
+	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports, layer: layer}
+	code, runErr := r.run(ctx, id, modeName, bundlePath)
 	if !r.started {
 		// Nothing of the command ran: the refusal is stderr's, and the
 		// same command line can run again once its cause is fixed.
@@ -198,7 +214,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		}
 		return code, fmt.Errorf("%w; the command did not start, and no bundle was written", runErr)
 	}
-	end := runEnd{Exit: code, Error: errText(runErr)}
+	end := runEnd{Exit: code, Error: errText(runErr), Unasked: layer.Unasked()}
 	end.Scrubbed = r.scrub(&end.Error)
 	if _, err := r.appendOr(bundle.KindRunEnd, end, runEnd{Exit: code, Error: withheld, Scrubbed: true}); err != nil {
 		w.Close()
@@ -236,9 +252,12 @@ type envRecord struct {
 }
 
 type runEnd struct {
-	Exit     int    `json:"exit"`
-	Error    string `json:"error,omitempty"`
-	Scrubbed bool   `json:"scrubbed,omitempty"`
+	Exit  int    `json:"exit"`
+	Error string `json:"error,omitempty"`
+	// Unasked are, in replay, the recorded effects the run never asked
+	// for, in recorded order.
+	Unasked  []mode.Effect `json:"unasked,omitempty"`
+	Scrubbed bool          `json:"scrubbed,omitempty"`
 }
 
 // withheld stands for a field the bundle writer's guard still refused
@@ -261,19 +280,20 @@ type runner struct {
 	ca    *runca.CA
 	w     *bundle.Writer
 	ports []uint16
+	layer *mode.Layer
 	// started is set once the command has been executed: from then on
 	// the bundle is the run's record, whatever happens.
 	started bool
 }
 
-func (r *runner) run(ctx context.Context, id, mode, bundlePath string) (int, error) {
+func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		dir = "/"
 	}
 	policyPath, _ := filepath.Abs(r.o.Policy)
-	argv, start := r.argv(id, mode, dir)
-	if _, err := r.appendOr(bundle.KindRunStart, start, runStart{Run: id, Mode: mode, Argv: []string{withheld}, Dir: withheld, Scrubbed: true}); err != nil {
+	argv, start := r.argv(id, modeName, dir)
+	if _, err := r.appendOr(bundle.KindRunStart, start, runStart{Run: id, Mode: modeName, Argv: []string{withheld}, Dir: withheld, Scrubbed: true}); err != nil {
 		return 1, err
 	}
 	pr := policyRecord{Hash: r.pol.Hash, Path: policyPath}
@@ -360,8 +380,8 @@ func (r *runner) scrub(s *string) bool {
 // only), and the run-start record, which shows the value's label instead.
 // In a word that held a form, text that already read as a label becomes
 // the stand-in too.
-func (r *runner) argv(id, mode, dir string) ([]string, runStart) {
-	rec := runStart{Run: id, Mode: mode, Argv: append([]string(nil), r.o.Argv...), Dir: dir}
+func (r *runner) argv(id, modeName, dir string) ([]string, runStart) {
+	rec := runStart{Run: id, Mode: modeName, Argv: append([]string(nil), r.o.Argv...), Dir: dir}
 	child := append([]string(nil), r.o.Argv...)
 	for i := range rec.Argv {
 		if !r.scrub(&rec.Argv[i]) {
@@ -403,6 +423,7 @@ func (r *runner) mediate(n *launcher.Network) (*mediator.Mediator, error) {
 		Roots:   r.o.UpstreamRoots,
 
 		LocalUpstreams: r.o.LocalUpstreams,
+		Mode:           r.layer,
 	})
 	if err != nil {
 		return nil, err

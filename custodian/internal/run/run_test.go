@@ -73,8 +73,8 @@ write_paths = ["/nonexistent-jr2-project"]
 		code int
 		want string
 	}{
-		{"mode", Options{Policy: ok, Bundle: "/tmp/x.jsonl", Mode: "replay", Argv: []string{"true"}, Environ: env},
-			2, `--mode "replay": the modes are: [live]`},
+		{"mode", Options{Policy: ok, Bundle: "/tmp/x.jsonl", Mode: "rerun", Argv: []string{"true"}, Environ: env},
+			2, `--mode "rerun": the modes are: [live read-only replay faults preflight]`},
 		{"no command", Options{Policy: ok, Bundle: "/tmp/x.jsonl", Environ: env}, 2, "no command; write it after --"},
 		{"no policy", Options{Policy: filepath.Join(dir, "none.toml"), Bundle: "/tmp/x.jsonl", Argv: []string{"true"}, Environ: env},
 			1, "no such file"},
@@ -115,7 +115,7 @@ func TestMainUsage(t *testing.T) {
 	}{
 		{nil, 2, "usage: custodian run --policy"},
 		{[]string{"--policy", "p.toml", "--bundle", "b.jsonl"}, 2, "usage: custodian run --policy"},
-		{[]string{"--policy", "p.toml", "--bundle", "b.jsonl", "--mode", "faults", "--", "true"}, 2, `--mode "faults": the modes are: [live]`},
+		{[]string{"--policy", "p.toml", "--bundle", "b.jsonl", "--mode", "rerun", "--", "true"}, 2, `--mode "rerun": the modes are: [live read-only replay faults preflight]`},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"--help"}, 0, ""},
 	} {
