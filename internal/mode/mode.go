@@ -22,8 +22,15 @@
 package mode
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"jr2.dev/boundary/internal/bundle"
@@ -69,19 +76,19 @@ type Effect struct {
 	Length int64       `json:"body_length,omitempty"`
 }
 
-// Canon returns the canonical form of a request: method, its absolute url
-// (scheme://host[:port]/path?query), its headers as [name, value] pairs
-// (values as the agent sent them: stand-ins, or labels) and the body as
-// recorded (nil for none).
-func Canon(method, rawURL string, header [][2]string, body []byte) (Effect, error) {
-	return Effect{}, errNotBuilt
-}
-
 // Key is the form as one comparable string.
-func (e Effect) Key() string { return "" }
+func (e Effect) Key() string { return e.key() }
 
 // Class is "read" for GET, HEAD and OPTIONS without a body, else "write".
-func (e Effect) Class() string { return "" }
+func (e Effect) Class() string {
+	switch e.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if e.Length == 0 && e.Body == "" {
+			return "read"
+		}
+	}
+	return "write"
+}
 
 // Action is what a verdict tells the host to do.
 type Action int
@@ -95,59 +102,465 @@ const (
 	Refuse
 )
 
-// RuleReadOnly is the rule a read-only refusal is recorded with.
-const RuleReadOnly = "mode:read-only"
+// Rules a verdict refuses with.
+const (
+	RuleReadOnly = "mode:read-only"
+	RuleRecord   = "mode:record" // the mode's own record could not be written
+)
 
 // Verdict is the layer's answer for one effect.
 type Verdict struct {
 	Action Action
 	Rule   string // Refuse: the rule to record
 	Reason string // Refuse: the text for the agent, naming the mode
-	// unexported: what RoundTrip does (send, answer from the record, the
-	// planned answer, a fault).
+
+	// what RoundTrip does
+	local  *http.Response // an answer made here: nothing is sent
+	replay *answer        // replay, or preflight with a source: nothing is sent
+	paced  bool           // replay the recorded gaps
+	fault  string         // a fault that spoils the sent answer, or timeout
+	offset int
+	bound  time.Duration
 }
 
-// RoundTrip sends req through next, or answers it without next (replay,
-// preflight, a fault that replaces the answer), or wraps next's answer (a
-// fault that cuts, corrupts or resets the body).
-func (v Verdict) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
-	return next.RoundTrip(req)
+// Plan is what a host alone knows of an effect: the secrets it would
+// spend and the rule that allows it, for preflight's effect-planned
+// record.
+type Plan struct {
+	Secrets []string
+	Rule    string
 }
 
 // Layer is one run's (or one Effector's) mode. It is safe for concurrent
 // use.
 type Layer struct {
-	cfg Config
-	rec bundle.Recorder
+	cfg    Config
+	rec    bundle.Recorder
+	rules  []rule
+	mu     sync.Mutex
+	seen   map[string]uint64      // faults: effects of each key so far
+	source []*recorded            // replay, preflight with From: in recorded order
+	queue  map[string][]*recorded // key → its recorded requests, unconsumed first
 }
 
 // New checks cfg (an error names the setting by names and says the fix)
 // and, for replay and preflight with From, reads the source bundle, which
 // must verify. rec is where the layer's own records go.
 func New(cfg Config, names Names, rec bundle.Recorder) (*Layer, error) {
-	if cfg.Mode == "" || cfg.Mode == Live {
-		return &Layer{cfg: Config{Mode: Live}, rec: rec}, nil
+	if cfg.Mode == "" {
+		cfg.Mode = Live
 	}
-	return nil, errNotBuilt
+	l := &Layer{cfg: cfg, rec: rec, seen: map[string]uint64{}, queue: map[string][]*recorded{}}
+	switch cfg.Mode {
+	case Live, ReadOnly, Replay, Faults, Preflight:
+	default:
+		return nil, fmt.Errorf("%s %q: the modes are %s, %s, %s, %s and %s", names.Mode, cfg.Mode, Live, ReadOnly, Replay, Faults, Preflight)
+	}
+	if cfg.From != "" && cfg.Mode != Replay && cfg.Mode != Preflight {
+		return nil, fmt.Errorf("%s: only replay and preflight answer from a recording; drop it, or give %s replay", names.From, names.Mode)
+	}
+	if (cfg.Seed != 0 || cfg.Faults != "") && cfg.Mode != Faults {
+		return nil, fmt.Errorf("%s and %s: only faults draws; drop them, or give %s faults", names.Seed, names.Faults, names.Mode)
+	}
+	switch cfg.Timing {
+	case "", "fast":
+	case "recorded":
+		if cfg.Mode != Replay {
+			return nil, fmt.Errorf("%s: only replay has a pace; drop it, or give %s replay", names.Timing, names.Mode)
+		}
+	default:
+		return nil, fmt.Errorf("%s %q: the paces are fast and recorded", names.Timing, cfg.Timing)
+	}
+	if cfg.Bound == 0 {
+		cfg.Bound = 30 * time.Second
+		l.cfg.Bound = cfg.Bound
+	}
+	if cfg.Mode == Faults {
+		rules, err := parseSpec(cfg.Faults, names.Faults)
+		if err != nil {
+			return nil, err
+		}
+		l.rules = rules
+	}
+	if cfg.Mode == Replay || (cfg.Mode == Preflight && cfg.From != "") {
+		src, err := loadSource(cfg.From, names.From)
+		if err != nil {
+			return nil, err
+		}
+		l.source = src
+		for _, r := range src {
+			k := r.effect.Key()
+			l.queue[k] = append(l.queue[k], r)
+		}
+	}
+	return l, nil
 }
 
 // Mode is the layer's mode.
 func (l *Layer) Mode() string { return l.cfg.Mode }
 
+// Sends reports whether the mode sends effects out at all: false for
+// replay and preflight, whose hosts then record no secret as spent.
+func (l *Layer) Sends() bool { return l.cfg.Mode != Replay && l.cfg.Mode != Preflight }
+
 // Before decides an effect before anything is sent, and records what the
 // mode records about it (effect-planned, fault-injected,
 // replay-divergence). at is the seq of the host's own record of the
 // request (0 when none), which the layer's records point to.
-func (l *Layer) Before(e Effect, at uint64) Verdict {
-	return Verdict{Action: Send}
+func (l *Layer) Before(e Effect, at uint64) Verdict { return l.BeforeWith(e, at, Plan{}) }
+
+// The records the layer writes.
+type (
+	plannedRecord struct {
+		Request uint64   `json:"request"`
+		Effect  Effect   `json:"effect"`
+		Secrets []string `json:"secrets,omitempty"`
+		Rule    string   `json:"rule,omitempty"`
+		Answer  string   `json:"answer"` // planned, or recorded (preflight with a source)
+	}
+	faultRecord struct {
+		Request uint64  `json:"request"`
+		Seed    uint64  `json:"seed"`
+		Draw    string  `json:"draw"`
+		Fault   string  `json:"fault"`
+		Offset  *int    `json:"offset,omitempty"`
+		Rate    float64 `json:"rate"`
+		Class   string  `json:"class"`
+		Index   uint64  `json:"index"`
+	}
+	divergenceRecord struct {
+		Request uint64 `json:"request"`
+		Method  string `json:"method"`
+		Host    string `json:"host"`
+		Path    string `json:"path"`
+		Field   string `json:"field"`             // the first field that differed from the nearest recorded request
+		Nearest uint64 `json:"nearest,omitempty"` // its seq in the source; absent when the source holds no request
+	}
+)
+
+// BeforeWith is Before with what the host knows of the effect, for
+// preflight's plan.
+func (l *Layer) BeforeWith(e Effect, at uint64, p Plan) Verdict {
+	switch l.cfg.Mode {
+	case ReadOnly:
+		if e.Class() == "read" {
+			return Verdict{}
+		}
+		why := e.Method + " is not a read"
+		if e.Class() == "write" && (e.Method == http.MethodGet || e.Method == http.MethodHead || e.Method == http.MethodOptions) {
+			why = "a request with a body is not a read"
+		}
+		return Verdict{Action: Refuse, Rule: RuleReadOnly,
+			Reason: "mode read-only: " + why + "; only GET, HEAD and OPTIONS without a body pass"}
+	case Replay:
+		a, nearest, field := l.take(e)
+		if a != nil {
+			return Verdict{replay: a, paced: l.cfg.Timing == "recorded", bound: l.cfg.Bound}
+		}
+		if !l.write(bundle.KindReplayDiverged, divergenceRecord{Request: at, Method: e.Method, Host: e.Host, Path: e.Path, Field: field, Nearest: nearest}) {
+			return l.unrecorded()
+		}
+		return Verdict{local: textAnswer(http.StatusBadGateway, "jr2 replay: no recorded answer for "+e.Method+" "+sourceLabel(e)+"\n", nil)}
+	case Preflight:
+		v := Verdict{local: textAnswer(http.StatusOK, "", [][2]string{{"Jr2-Preflight", "planned"}})}
+		kind := "planned"
+		if l.source != nil {
+			if a, _, _ := l.take(e); a != nil {
+				v, kind = Verdict{replay: a}, "recorded"
+			}
+		}
+		if !l.write(bundle.KindEffectPlanned, plannedRecord{Request: at, Effect: e, Secrets: p.Secrets, Rule: p.Rule, Answer: kind}) {
+			return l.unrecorded()
+		}
+		return v
+	case Faults:
+		return l.faults(e, at)
+	}
+	return Verdict{}
+}
+
+func (l *Layer) unrecorded() Verdict {
+	return Verdict{Action: Refuse, Rule: RuleRecord, Reason: "mode " + l.cfg.Mode + ": its record could not be written, so the effect was not answered"}
+}
+
+// write appends a record when the layer has a recorder.
+func (l *Layer) write(kind string, fields any) bool {
+	if l.rec == nil {
+		return true
+	}
+	_, err := l.rec.Append(kind, fields)
+	return err == nil
+}
+
+// take consumes the first unconsumed recorded request equal to e and
+// returns its answer; with none it returns the nearest recorded request's
+// seq and the first field in which it differs.
+func (l *Layer) take(e Effect) (a *answer, nearest uint64, field string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := e.Key()
+	for _, r := range l.queue[k] {
+		if !r.used {
+			r.used = true
+			if r.answer == nil {
+				return &answer{status: http.StatusBadGateway}, 0, ""
+			}
+			return r.answer, 0, ""
+		}
+	}
+	best, bestScore := (*recorded)(nil), -1
+	for _, r := range l.source {
+		score := e.likeness(r.effect) * 2
+		if !r.used {
+			score++ // ties go to the earliest unconsumed
+		}
+		if score > bestScore {
+			best, bestScore = r, score
+		}
+	}
+	if best == nil {
+		return nil, 0, "method"
+	}
+	field = e.differs(best.effect)
+	if field == "" {
+		field = "count" // every equal recorded request was consumed
+	}
+	return nil, best.seq, field
+}
+
+// faults draws for e and records an injection.
+func (l *Layer) faults(e Effect, at uint64) Verdict {
+	r := ruleFor(l.rules, e)
+	if r == nil || r.rate == 0 {
+		return Verdict{}
+	}
+	k := e.Key()
+	l.mu.Lock()
+	index := l.seen[k]
+	l.seen[k]++
+	l.mu.Unlock()
+	d := drawFor(l.cfg.Seed, k, index, r.kinds)
+	if d.u >= r.rate {
+		return Verdict{}
+	}
+	rec := faultRecord{Request: at, Seed: l.cfg.Seed, Draw: strconv.FormatFloat(d.u, 'f', -1, 64), Fault: d.kind, Rate: r.rate, Class: e.Class(), Index: index}
+	if d.kind == FaultTruncate || d.kind == FaultCorrupt {
+		rec.Offset = &d.offset
+	}
+	if !l.write(bundle.KindFaultInjected, rec) {
+		return l.unrecorded()
+	}
+	switch d.kind {
+	case FaultError:
+		return Verdict{local: textAnswer(http.StatusBadGateway, "jr2 faults: an injected error\n", [][2]string{{"Jr2-Fault", FaultError}})}
+	case FaultRateLimit:
+		return Verdict{local: textAnswer(http.StatusTooManyRequests, "jr2 faults: an injected rate limit\n",
+			[][2]string{{"Jr2-Fault", FaultRateLimit}, {"Retry-After", strconv.Itoa(1 + d.offset%5)}})}
+	}
+	return Verdict{fault: d.kind, offset: d.offset, bound: l.cfg.Bound}
 }
 
 // Unasked lists, in replay, the recorded effects the replay never asked
 // for, in recorded order; the host puts them in its closing record.
-func (l *Layer) Unasked() []Effect { return nil }
+func (l *Layer) Unasked() []Effect {
+	if l == nil || l.cfg.Mode != Replay {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Effect
+	for _, r := range l.source {
+		if !r.used {
+			out = append(out, r.effect)
+		}
+	}
+	return out
+}
 
-var errNotBuilt = errors.New("mode: not built yet")
+// textAnswer is an answer made here.
+func textAnswer(status int, body string, header [][2]string) *http.Response {
+	h := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
+	for _, p := range header {
+		h.Add(p[0], p[1])
+	}
+	return &http.Response{StatusCode: status, Status: strconv.Itoa(status) + " " + http.StatusText(status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h,
+		Body: io.NopCloser(bytes.NewReader([]byte(body))), ContentLength: int64(len(body))}
+}
 
-// Sends reports whether the mode sends effects out at all: false for
-// replay and preflight, whose hosts then record no secret as spent.
-func (l *Layer) Sends() bool { return l.cfg.Mode != Replay && l.cfg.Mode != Preflight }
+// ErrTimeout is a timeout fault's end: no answer came.
+var ErrTimeout = errors.New("jr2 faults: an injected timeout: no answer came")
+
+// RoundTrip sends req through next, or answers it without next (replay,
+// preflight, a fault that replaces the answer), or wraps next's answer (a
+// fault that cuts, corrupts or resets the body).
+func (v Verdict) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
+	switch {
+	case v.local != nil:
+		v.local.Request = req
+		return v.local, nil
+	case v.replay != nil:
+		return v.replay.response(req, v.paced, v.bound), nil
+	case v.fault == FaultTimeout:
+		t := time.NewTimer(v.bound)
+		defer t.Stop()
+		select {
+		case <-req.Context().Done():
+		case <-t.C:
+		}
+		return nil, ErrTimeout
+	}
+	resp, err := next.RoundTrip(req)
+	if err != nil || v.fault == "" {
+		return resp, err
+	}
+	resp.Body = &spoiled{rc: resp.Body, fault: v.fault, offset: v.offset}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+// response is a recorded answer as a response: the recorded status and
+// headers, each recorded chunk one Read, cut where the recording was.
+func (a *answer) response(req *http.Request, paced bool, bound time.Duration) *http.Response {
+	h := http.Header{}
+	for _, p := range a.header {
+		h.Add(p[0], p[1])
+	}
+	length := int64(-1)
+	if n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64); err == nil && !a.cut {
+		length = n
+	}
+	var gaps []time.Duration
+	if paced {
+		prev := a.at
+		for _, t := range a.times {
+			gaps = append(gaps, min(max(t.Sub(prev), 0), bound))
+			prev = t
+		}
+	}
+	return &http.Response{StatusCode: a.status, Status: strconv.Itoa(a.status) + " " + http.StatusText(a.status),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, ContentLength: length, Request: req,
+		Body: &replayBody{ctx: req.Context(), chunks: a.chunks, gaps: gaps, cut: a.cut}}
+}
+
+// replayBody reads a recorded body chunk by chunk.
+type replayBody struct {
+	ctx    context.Context
+	chunks [][]byte
+	gaps   []time.Duration
+	i      int
+	rest   []byte
+	cut    bool
+}
+
+func (b *replayBody) Read(p []byte) (int, error) {
+	for len(b.rest) == 0 {
+		if b.i == len(b.chunks) {
+			if b.cut {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, io.EOF
+		}
+		if b.i < len(b.gaps) && b.gaps[b.i] > 0 {
+			t := time.NewTimer(b.gaps[b.i])
+			select {
+			case <-b.ctx.Done():
+				t.Stop()
+				return 0, b.ctx.Err()
+			case <-t.C:
+			}
+		}
+		b.rest = b.chunks[b.i]
+		b.i++
+	}
+	n := copy(p, b.rest)
+	b.rest = b.rest[n:]
+	return n, nil
+}
+
+func (b *replayBody) Close() error { return nil }
+
+// spoiled is a sent answer's body with a fault: cut at offset (truncate),
+// one byte flipped at offset (corrupt), or reset at once (reset). A body
+// shorter than offset is cut, or flipped, at its last byte.
+type spoiled struct {
+	rc     io.ReadCloser
+	fault  string
+	offset int
+	pos    int
+	last   []byte // corrupt: the last byte read, held until the next Read or the end
+	done   bool
+	buf    []byte
+	out    []byte
+}
+
+// errReset is what a reset fault's body read fails with.
+var errReset = fmt.Errorf("jr2 faults: an injected reset: %w", syscall.ECONNRESET)
+
+func (s *spoiled) Read(p []byte) (int, error) {
+	switch s.fault {
+	case FaultReset:
+		return 0, errReset
+	case FaultTruncate:
+		if s.pos >= s.offset {
+			return 0, io.ErrUnexpectedEOF
+		}
+		if len(p) > s.offset-s.pos {
+			p = p[:s.offset-s.pos]
+		}
+		n, err := s.rc.Read(p)
+		s.pos += n
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // a body shorter than the offset is cut at its end
+		}
+		return n, err
+	}
+	return s.corrupt(p)
+}
+
+// corrupt flips the byte at offset, or the body's last byte when it is
+// shorter: until the flip, the last byte read is held back, so the end of
+// the body is known before that byte is passed on.
+func (s *spoiled) corrupt(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if s.done {
+		if len(s.last) > 0 {
+			p[0], s.last = s.last[0], nil
+			return 1, nil
+		}
+		return s.rc.Read(p)
+	}
+	if cap(s.buf) < len(p) {
+		s.buf = make([]byte, len(p))
+	}
+	n, err := s.rc.Read(s.buf[:len(p)])
+	out := append(append(s.out[:0], s.last...), s.buf[:n]...)
+	s.last = nil
+	if s.pos+len(out) > s.offset {
+		out[s.offset-s.pos] ^= 0xff
+		s.done = true
+	} else if err == io.EOF && len(out) > 0 {
+		out[len(out)-1] ^= 0xff
+		s.done = true
+	}
+	if !s.done && err == nil && len(out) > 0 {
+		s.last, out = []byte{out[len(out)-1]}, out[:len(out)-1]
+	}
+	s.out = out
+	m := copy(p, out)
+	if m < len(out) {
+		// The held byte and a full read: one byte over (never more; when
+		// the last byte is held back above, out fits p).
+		s.last = []byte{out[m]}
+		if err == io.EOF {
+			err = nil // the byte over is read next, then the end
+		}
+	}
+	s.pos += m
+	return m, err
+}
+
+func (s *spoiled) Close() error { return s.rc.Close() }

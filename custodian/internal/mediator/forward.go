@@ -357,12 +357,18 @@ func (m *Mediator) decideMode(w http.ResponseWriter, r *http.Request, ci *connIn
 	if layer.Mode() == mode.Live {
 		return mode.Verdict{}, true // live decides nothing: as without a mode
 	}
-	eff, err := mode.Canon(out.Method, hr.URL, hr.Headers, body)
+	// The canonical form holds the body as recorded: scrubbed, as the
+	// stream scrubbed it (the whole-input scan is byte-identical).
+	eff, err := mode.Canon(out.Method, hr.URL, hr.Headers, eng.Scrubber().Bytes(body))
 	if err != nil {
 		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be put in its canonical form: "+err.Error()))
 		return mode.Verdict{}, false
 	}
-	v := layer.Before(eff, reqSeq)
+	rule, _ := m.o.Policy.Allows(ci.host, ci.port)
+	if len(d.Secrets) > 0 {
+		rule += " (engine)"
+	}
+	v := layer.BeforeWith(eff, reqSeq, mode.Plan{Secrets: d.Secrets, Rule: rule})
 	if v.Action == mode.Refuse {
 		rep := &filter.Reply{Status: http.StatusForbidden, Reason: v.Rule, Body: "jr2 custodian: " + v.Reason + "\n"}
 		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,

@@ -130,25 +130,39 @@ type result struct {
 	stdout, stderr string
 	raw            []byte
 	records        []runtest.Rec
+	path           string // the bundle
 }
 
 // contained runs argv under pol with environ, its upstream resolved to u.
 func contained(t *testing.T, pol string, u *upstream, environ []string, argv ...string) *result {
 	t.Helper()
+	if u == nil {
+		return containedWith(t, pol, "", nil, environ, nil, argv...)
+	}
+	return containedWith(t, pol, u.addr, u.roots, environ, nil, argv...)
+}
+
+// containedWith is contained with api.example.com:443 resolved to addr
+// (none when ""), trusting roots, and set applied to the options.
+func containedWith(t *testing.T, pol, addr string, roots *testpki.CA, environ []string, set func(*Options), argv ...string) *result {
+	t.Helper()
 	bundlePath := filepath.Join(t.TempDir(), "run.jsonl")
 	var stdout, stderr bytes.Buffer
 	o := Options{Policy: pol, Bundle: bundlePath, Argv: argv, Environ: environ, Stdout: &stdout, Stderr: &stderr}
-	if u != nil {
+	if addr != "" {
 		o.Resolve = func(host string, port uint16) (string, error) {
 			if host == "api.example.com" && port == 443 {
-				return u.addr, nil
+				return addr, nil
 			}
 			return "", errors.New("no such test host")
 		}
-		o.UpstreamRoots = u.roots.Pool()
+		o.UpstreamRoots = roots.Pool()
 		o.LocalUpstreams = true
 	}
-	res := &result{}
+	if set != nil {
+		set(&o)
+	}
+	res := &result{path: bundlePath}
 	res.code, res.err = Run(context.Background(), o)
 	res.stdout, res.stderr = stdout.String(), stderr.String()
 	res.raw, _ = os.ReadFile(bundlePath)

@@ -1,0 +1,134 @@
+package mode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"jr2.dev/boundary/internal/bundle"
+)
+
+// recorded is one request of a source bundle and its answer.
+type recorded struct {
+	seq    uint64
+	effect Effect
+	at     time.Time // the http-request record's time
+	answer *answer   // nil: the recording holds no answer for it
+	used   bool
+}
+
+// answer is a recorded answer: the status and headers, the body chunks as
+// framed, each with its record's time, and whether it was cut.
+type answer struct {
+	status int
+	header [][2]string
+	at     time.Time // the status record's time
+	chunks [][]byte
+	times  []time.Time
+	cut    bool
+}
+
+// line is the part of a record a source reads.
+type line struct {
+	Seq        uint64      `json:"seq"`
+	Time       time.Time   `json:"time"`
+	Kind       string      `json:"kind"`
+	Method     string      `json:"method"`
+	URL        string      `json:"url"`
+	Headers    [][2]string `json:"headers"`
+	Request    uint64      `json:"request"`
+	Status     int         `json:"status"`
+	Chunk      *int        `json:"chunk"`
+	Body       *string     `json:"body"`
+	BodyBase64 []byte      `json:"body_base64"`
+	End        bool        `json:"end"`
+	SHA256     string      `json:"sha256"`
+	Bytes      int64       `json:"bytes"`
+	Error      string      `json:"error"`
+}
+
+// loadSource reads a bundle that must verify, and returns its requests in
+// recorded order with their answers.
+func loadSource(path, flag string) ([]*recorded, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%s: name the recorded bundle to answer from", flag)
+	}
+	res, err := bundle.Verify(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	if res.Status != bundle.Verified {
+		return nil, fmt.Errorf("%s: the recording does not verify (%s); replay only a sealed, unedited bundle", flag, res)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	var out []*recorded
+	bySeq := map[uint64]*recorded{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var l line
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			continue
+		}
+		switch l.Kind {
+		case bundle.KindHTTPRequest:
+			e, err := Canon(l.Method, l.URL, l.Headers, nil)
+			if err != nil {
+				continue // a request the host could not have sent
+			}
+			r := &recorded{seq: l.Seq, effect: e, at: l.Time}
+			bySeq[l.Seq] = r
+			out = append(out, r)
+		case bundle.KindRequestBody:
+			if r := bySeq[l.Request]; r != nil && l.End && l.Bytes > 0 {
+				r.effect.Body, r.effect.Length = l.SHA256, l.Bytes
+			}
+		case bundle.KindHTTPResponse:
+			r := bySeq[l.Request]
+			if r == nil {
+				continue
+			}
+			switch {
+			case l.Status != 0:
+				a := &answer{status: l.Status, header: l.Headers, at: l.Time}
+				if l.Body != nil { // a local answer: its body in the one record
+					a.chunks, a.times = [][]byte{[]byte(*l.Body)}, []time.Time{l.Time}
+				}
+				r.answer = a
+			case l.Chunk != nil && r.answer != nil:
+				b := l.BodyBase64
+				if l.Body != nil {
+					b = []byte(*l.Body)
+				}
+				r.answer.chunks = append(r.answer.chunks, b)
+				r.answer.times = append(r.answer.times, l.Time)
+			case l.End && r.answer != nil && l.Error != "":
+				r.answer.cut = true
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	return out, nil
+}
+
+// sourceLabel is how a divergence names where the request went.
+func sourceLabel(e Effect) string {
+	host := e.Host
+	if (e.Scheme == "https" && e.Port != 443) || (e.Scheme == "http" && e.Port != 80) {
+		host = fmt.Sprintf("%s:%d", e.Host, e.Port)
+	}
+	p := e.Path
+	if e.Query != "" {
+		p += "?" + e.Query
+	}
+	return host + strings.TrimSpace(p)
+}
