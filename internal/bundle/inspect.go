@@ -16,7 +16,8 @@ import (
 // listing is never shortened.
 const maxValue = 96
 
-// Inspect lists the bundle at path on w: one line per record (seq, time,
+// Inspect lists the bundle at path on w: a replay's divergences first
+// (why it went another way than its recording), then one line per record (seq, time,
 // kind, then the other fields as key=value, each value compact JSON cut at
 // 96 bytes) and the verdict of Verify last; with asJSON, one JSON object
 // {"verdict":…,"exit":…,"records":[…]} holding every record whole. A line
@@ -35,7 +36,7 @@ func Inspect(w io.Writer, path string, asJSON bool) (Result, error) {
 	out := bufio.NewWriter(w)
 	if asJSON {
 		err = listJSON(out, f, res)
-	} else {
+	} else if err = divergences(out, path); err == nil {
 		err = listText(out, f, res)
 	}
 	if err != nil {
@@ -160,10 +161,12 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // usage tests hold each usage to its flags; verify has none).
 const (
 	VerifyUsage  = "usage: custodian verify BUNDLE.jsonl\n"
-	InspectUsage = "usage: custodian inspect BUNDLE.jsonl [--json]\n"
+	InspectUsage = "usage: custodian inspect BUNDLE.jsonl [--json | --plan]\n"
 )
 
-var InspectFlags = []string{"json"}
+// InspectFlags are inspect's flags: --json lists every record whole,
+// --plan lists a preflight's effect-planned records as a table.
+var InspectFlags = []string{"json", "plan"}
 
 // isHelp reports whether a is -h, -help, --h or --help.
 func isHelp(a string) bool {
@@ -200,7 +203,7 @@ func VerifyMain(args []string, stdout, stderr io.Writer) int {
 // listing of a tampered bundle cannot pass for a good one in a script.
 func InspectMain(args []string, stdout, stderr io.Writer) int {
 	var file string
-	asJSON, bad := false, false
+	asJSON, plan, bad := false, false, false
 	for _, a := range args {
 		switch {
 		case isHelp(a):
@@ -208,17 +211,23 @@ func InspectMain(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case a == "--"+InspectFlags[0]:
 			asJSON = true
+		case a == "--"+InspectFlags[1]:
+			plan = true
 		case strings.HasPrefix(a, "-") || file != "":
 			bad = true
 		default:
 			file = a
 		}
 	}
-	if bad || file == "" {
+	if bad || file == "" || (asJSON && plan) {
 		fmt.Fprint(stderr, InspectUsage)
 		return 2
 	}
-	res, err := Inspect(stdout, file, asJSON)
+	inspect := Inspect
+	if plan {
+		inspect = func(w io.Writer, path string, _ bool) (Result, error) { return Plan(w, path) }
+	}
+	res, err := inspect(stdout, file, asJSON)
 	if err != nil {
 		fmt.Fprintf(stderr, "custodian inspect: %s\n", readError(err))
 		return 2

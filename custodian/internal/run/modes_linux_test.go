@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/runtest"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -121,6 +123,11 @@ func TestReplay(t *testing.T) {
 	if want := "jr2 replay: no recorded answer for POST api.example.com/v1/items\n 502\n"; !strings.Contains(changed.stdout, want) {
 		t.Errorf("changed replay: stdout %q; want %q", changed.stdout, want)
 	}
+	var listing, errOut bytes.Buffer
+	bundle.InspectMain([]string{changed.path}, &listing, &errOut)
+	if !strings.HasPrefix(listing.String(), "replay divergences: 1\n  record ") || !strings.Contains(listing.String(), "POST api.example.com/v1/items differs from record") {
+		t.Errorf("inspect does not put the divergence first:\n%.400s", listing.String())
+	}
 	div := runtest.Find(changed.records, "replay-divergence", nil)
 	if len(div) != 1 || div[0]["field"] != "body" {
 		t.Errorf("changed replay: divergences %v; want one naming body", div)
@@ -159,6 +166,13 @@ func TestReadOnlyAndPreflight(t *testing.T) {
 	}
 	if pf.code != 0 {
 		t.Errorf("preflight: exit %d", pf.code)
+	}
+	var plan, errOut bytes.Buffer
+	if code := bundle.InspectMain([]string{"--plan", pf.path}, &plan, &errOut); code != 0 ||
+		!strings.Contains(plan.String(), "4 effects planned\nVERIFIED") ||
+		!strings.Contains(plan.String(), "POST    api.example.com:443  /v1/items") ||
+		!strings.Contains(plan.String(), "EXAMPLE_TOKEN") || !strings.Contains(plan.String(), "allow_hosts[0] (engine)") {
+		t.Errorf("inspect --plan: exit %d\n%s%s", code, plan.String(), errOut.String())
 	}
 }
 
