@@ -400,6 +400,15 @@ func (v Verdict) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Res
 		v.local.Request = req
 		return v.local, nil
 	case v.replay != nil:
+		if v.paced && !v.replay.asked.IsZero() {
+			t := time.NewTimer(min(max(v.replay.at.Sub(v.replay.asked), 0), v.bound))
+			select {
+			case <-req.Context().Done():
+				t.Stop()
+				return nil, req.Context().Err()
+			case <-t.C:
+			}
+		}
 		return v.replay.response(req, v.paced, v.bound), nil
 	case v.fault == FaultTimeout:
 		t := time.NewTimer(v.bound)

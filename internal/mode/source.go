@@ -27,6 +27,7 @@ type answer struct {
 	status int
 	header [][2]string
 	at     time.Time // the status record's time
+	asked  time.Time // the request record's time
 	chunks [][]byte
 	times  []time.Time
 	cut    bool
@@ -97,7 +98,7 @@ func loadSource(path, flag string) ([]*recorded, error) {
 			}
 			switch {
 			case l.Status != 0:
-				a := &answer{status: l.Status, header: l.Headers, at: l.Time}
+				a := &answer{status: l.Status, header: l.Headers, at: l.Time, asked: r.at}
 				if l.Body != nil { // a local answer: its body in the one record
 					a.chunks, a.times = [][]byte{[]byte(*l.Body)}, []time.Time{l.Time}
 				}

@@ -329,3 +329,49 @@ func TestExampleEffector(t *testing.T) {
 		t.Errorf("the Effector after SIGTERM: %v; stderr %q", err, stderr.String())
 	}
 }
+
+// TestReadmeModes: the README's modes block, as written: a replay of a
+// recorded run prints the same bytes with nothing sent, faults draws, and
+// preflight's plan lists both effects.
+func TestReadmeModes(t *testing.T) {
+	require(t, "ip", "curl", "openssl", "go")
+	landlocktest.Require(t, 2)
+	bs, _ := blocks(t)
+	block, ok := bs["modes"]
+	if !ok {
+		t.Fatal("README.md has no block marked <!-- readme-walk: modes")
+	}
+	dir := t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	probe := filepath.Join(dir, "value")
+	out := walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
+	value, err := os.ReadFile(probe)
+	if err != nil || len(value) < 32 {
+		t.Fatalf("the block did not leave EXAMPLE_TOKEN set: %v", err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^the replay printed what the live run printed$`),
+		regexp.MustCompile(`(?m)^GET (200|502|429)$`),
+		regexp.MustCompile(`(?m)^POST (200|502|429)$`),
+		regexp.MustCompile(`(?m)^\d+ +GET +example\.com:443 +/ +- +EXAMPLE_TOKEN +allow_hosts\[0\] \(engine\)$`),
+		regexp.MustCompile(`(?m)^\d+ +POST +example\.com:443 +/ +7 B sha256:\w{12} +EXAMPLE_TOKEN +allow_hosts\[0\] \(engine\)$`),
+		regexp.MustCompile(`(?m)^2 effects planned\nVERIFIED$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the walk's output does not match %s\n%s", want, out)
+		}
+	}
+	live, _ := os.ReadFile(filepath.Join(dir, "examples", "live.out"))
+	if len(live) == 0 {
+		t.Error("the live run printed nothing")
+	}
+	for _, name := range []string{"live.jsonl", "replay.jsonl", "faults.jsonl", "plan.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(dir, "examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		noValue(t, name, string(b), string(value))
+	}
+	noValue(t, "the walk's output", out, string(value))
+}
