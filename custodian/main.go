@@ -25,7 +25,7 @@ import (
 const usage = `usage: custodian serve|run|verify|inspect|help …
   custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
   custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE] [--from RUN.jsonl] [--timing PACE] [--seed N] [--faults SPEC] -- CMD [ARG…]
-  custodian verify OUT.jsonl
+  custodian verify [--pubkey KEY] OUT.jsonl
   custodian inspect OUT.jsonl [--json | --plan]
   custodian help            this text; COMMAND --help prints a command's usage
 `

@@ -24,7 +24,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		// serve's usage ends with render's flags for one machine.
 		{"custodian serve", usagetest.Section(t, serve.Usage, "usage:", "\nOn one machine"), usagetest.Defined(serveFlags)},
 		{"custodian run", run.Usage, usagetest.Defined(runFlags)},
-		{"custodian verify", bundle.VerifyUsage, nil},
+		{"custodian verify", bundle.VerifyUsage, bundle.VerifyFlags},
 		{"custodian inspect", bundle.InspectUsage, bundle.InspectFlags},
 	} {
 		line := usagetest.Section(t, usage, "\n  "+tc.command+" ", "\n")

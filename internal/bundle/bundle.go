@@ -44,15 +44,24 @@
 //     whose later side is vouched for by its own successor or seal points at
 //     the earlier side), else the first record not vouched for.
 //
-// NOT covered: the chain is not keyed. Whoever can rewrite the whole file
-// can re-chain it; Verify detects edits, truncation and torn writes, not a
-// forger who recomputes every hash. Anchor the seal elsewhere (the runner's
-// final line, a second store) for that.
+// # The key
+//
+// With Options.Key the seal is signed (Ed25519, "sig") and the caller
+// names the public key in the first record ("pubkey"). VerifyKeyed with
+// the key the run printed proves the bundle is the one that run wrote; a
+// bundle re-sealed with another key is TAMPERED at record 1 (the key it
+// names) or at the seal (the signature).
+//
+// NOT covered: without the key from outside the file, whoever can rewrite
+// the whole file can name a key of their own and re-sign it; an unsealed
+// bundle carries no signature.
 package bundle
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -101,7 +110,7 @@ var Kinds = []string{
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // reserved are the keys a caller's fields may not carry.
-var reserved = []string{"seq", "time", "kind", "prev", "seal"}
+var reserved = []string{"seq", "time", "kind", "prev", "seal", "sig"}
 
 // Recorder is what the mediator and the runner record through. A Recorder is
 // safe for concurrent use; each Append is one whole record.
@@ -121,6 +130,12 @@ type Options struct {
 	ContainsSecret func(line []byte) bool
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Key, when set, signs the seal (Ed25519): the seal record gains
+	// "sig", the signature of the seal line as rendered before its "sig"
+	// and "seal" members. The caller names the public key in the first
+	// record (run-start's "pubkey", FormatKey) and prints it where the
+	// writer of the file cannot reach; Verify then holds the bundle to it.
+	Key ed25519.PrivateKey
 }
 
 // Errors of the Writer. None carries a field's value.
@@ -213,6 +228,12 @@ func (w *Writer) append(kind string, body []byte) (uint64, error) {
 		line = append(line, body...)
 	}
 	line = append(line, '}')
+	if kind == KindSeal && w.opt.Key != nil {
+		sig := ed25519.Sign(w.opt.Key, line)
+		line = append(line[:len(line)-1], `,"sig":"`...)
+		line = base64.StdEncoding.AppendEncode(line, sig)
+		line = append(line, `"}`...)
+	}
 	if kind == KindSeal {
 		sum := sha256.Sum256(line)
 		line = append(line[:len(line)-1], `,"seal":"`...)

@@ -426,8 +426,8 @@ func TestVerifyMain(t *testing.T) {
 		{[]string{good}, 0, "VERIFIED\n", ""},
 		{[]string{bad}, 4, "TAMPERED (record 4)\n", ""},
 		{[]string{filepath.Join(dir, "missing.jsonl")}, 2, "", "custodian verify: cannot open the bundle: no such file or directory\n"},
-		{nil, 2, "", "usage: custodian verify BUNDLE.jsonl\n"},
-		{[]string{good, bad}, 2, "", "usage: custodian verify BUNDLE.jsonl\n"},
+		{nil, 2, "", VerifyUsage},
+		{[]string{good, bad}, 2, "", VerifyUsage},
 		{[]string{"--help"}, 0, VerifyUsage, ""},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -3,6 +3,7 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,9 +161,13 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // `custodian inspect`; InspectFlags are the flags InspectMain knows (the
 // usage tests hold each usage to its flags; verify has none).
 const (
-	VerifyUsage  = "usage: custodian verify BUNDLE.jsonl\n"
+	VerifyUsage = "usage: custodian verify [--pubkey ed25519:KEY] BUNDLE.jsonl\n" +
+		"  --pubkey KEY  the key the run printed on its stderr: the bundle must be the one that run wrote\n"
 	InspectUsage = "usage: custodian inspect BUNDLE.jsonl [--json | --plan]\n"
 )
+
+// VerifyFlags are verify's flags.
+var VerifyFlags = []string{"pubkey"}
 
 // InspectFlags are inspect's flags: --json lists every record whole,
 // --plan lists a preflight's effect-planned records as a table.
@@ -185,11 +190,20 @@ func VerifyMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, VerifyUsage)
 		return 0
 	}
+	var key ed25519.PublicKey
+	if len(args) == 3 && (args[0] == "--pubkey" || args[0] == "-pubkey") {
+		k, err := ParseKey(args[1])
+		if err != nil {
+			fmt.Fprintf(stderr, "custodian verify: --pubkey: %v\n", err)
+			return 2
+		}
+		key, args = k, args[2:]
+	}
 	if len(args) != 1 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(stderr, VerifyUsage)
 		return 2
 	}
-	res, err := Verify(args[0])
+	res, err := verifyFile(args[0], key)
 	if err != nil {
 		fmt.Fprintf(stderr, "custodian verify: %s\n", readError(err))
 		return 2
@@ -242,4 +256,13 @@ func readError(err error) string {
 		return "cannot " + pe.Op + " the bundle: " + pe.Err.Error()
 	}
 	return err.Error()
+}
+
+func verifyFile(path string, key ed25519.PublicKey) (Result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, fmt.Errorf("bundle: %w", err)
+	}
+	defer f.Close()
+	return VerifyKeyed(f, key)
 }

@@ -7,12 +7,12 @@ import (
 	"jr2.dev/boundary/internal/usagetest"
 )
 
-// TestUsageListsEveryFlag: verify's usage names no flag (it has none) and
+// TestUsageListsEveryFlag: verify's usage names exactly VerifyFlags and
 // inspect's names exactly InspectFlags, each of which InspectMain accepts
 // while it refuses one it does not know; --help prints each usage on
 // stdout.
 func TestUsageListsEveryFlag(t *testing.T) {
-	usagetest.Check(t, "custodian verify", VerifyUsage, nil)
+	usagetest.Check(t, "custodian verify", VerifyUsage, VerifyFlags)
 	usagetest.Check(t, "custodian inspect", InspectUsage, InspectFlags)
 	for _, tc := range []struct {
 		args   []string

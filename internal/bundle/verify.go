@@ -3,13 +3,16 @@ package bundle
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -71,8 +74,16 @@ func Verify(path string) (Result, error) {
 
 // VerifyReader checks a bundle read from r, streaming: it holds two lines
 // at a time, whatever the bundle's size.
-func VerifyReader(r io.Reader) (Result, error) {
-	v := verifier{prev: Genesis}
+func VerifyReader(r io.Reader) (Result, error) { return VerifyKeyed(r, nil) }
+
+// VerifyKeyed is VerifyReader holding the bundle to a public key: the
+// run-start record must name it and the seal must carry its signature, or
+// the verdict is TAMPERED (the run-start record, or the seal). With want
+// nil, a bundle whose run-start names a key is held to that key (which
+// proves only that the file agrees with itself: a forger who rewrites it
+// can name a key of their own).
+func VerifyKeyed(r io.Reader, want ed25519.PublicKey) (Result, error) {
+	v := verifier{prev: Genesis, want: want}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -95,7 +106,9 @@ type verifier struct {
 	n       uint64 // lines read and well formed
 	prev    string // hex sha256 of line n, Genesis before line 1
 	sealed  bool
-	suspect uint64 // line whose prev does not match the line before; 0: none
+	suspect uint64            // line whose prev does not match the line before; 0: none
+	want    ed25519.PublicKey // the key the caller holds the bundle to; nil: run-start's
+	key     ed25519.PublicKey // the key the seal must be signed with; nil: unkeyed
 }
 
 // line checks one complete line (without '\n'). done is set with a verdict.
@@ -119,10 +132,18 @@ func (v *verifier) line(line []byte) (Result, bool) {
 		}
 		v.suspect = seq
 	}
+	if seq == 1 {
+		key, ok := parseKey(rec.Pubkey)
+		switch {
+		case !ok, v.want != nil && !key.Equal(v.want):
+			return tampered(1), true
+		}
+		v.key = key
+	}
 	sum := sha256.Sum256(line)
 	v.n, v.prev = seq, hex.EncodeToString(sum[:])
 	if rec.Kind == KindSeal {
-		if !sealIntact(line, rec, seq) {
+		if !sealIntact(line, rec, seq) || !v.signed(line, rec) {
 			return v.resolve(seq, false), true
 		}
 		v.sealed = true
@@ -175,6 +196,53 @@ type record struct {
 	Prev    string  `json:"prev"`
 	Records *uint64 `json:"records"`
 	Seal    *string `json:"seal"`
+	Sig     *string `json:"sig"`
+	Pubkey  *string `json:"pubkey"`
+}
+
+// KeyPrefix begins a public key as a bundle names it: "ed25519:" and the
+// key in standard base64.
+const KeyPrefix = "ed25519:"
+
+// FormatKey renders a public key as a bundle and the runner name it.
+func FormatKey(k ed25519.PublicKey) string { return KeyPrefix + base64.StdEncoding.EncodeToString(k) }
+
+// ParseKey reads a key FormatKey rendered.
+func ParseKey(s string) (ed25519.PublicKey, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, KeyPrefix))
+	if !strings.HasPrefix(s, KeyPrefix) || err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("not a key: give it as the run printed it, %s followed by 44 characters of base64", KeyPrefix)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// parseKey reads run-start's pubkey: none (nil, true), or a key.
+func parseKey(s *string) (ed25519.PublicKey, bool) {
+	if s == nil {
+		return nil, true
+	}
+	k, err := ParseKey(*s)
+	return k, err == nil
+}
+
+// signed checks the seal's signature: required, and by v.key, when
+// run-start named a key (or the caller holds the bundle to one); absent
+// otherwise. The signature is over the seal line as rendered before its
+// "sig" and "seal" members.
+func (v *verifier) signed(line []byte, r record) bool {
+	if v.key == nil {
+		return r.Sig == nil && v.want == nil
+	}
+	if r.Sig == nil {
+		return false
+	}
+	sig, err := base64.StdEncoding.DecodeString(*r.Sig)
+	suffix := `,"sig":"` + *r.Sig + `","seal":"` + *r.Seal + `"}`
+	if err != nil || !bytes.HasSuffix(line, []byte(suffix)) {
+		return false
+	}
+	signedPart := append(bytes.Clone(line[:len(line)-len(suffix)]), '}')
+	return ed25519.Verify(v.key, signedPart, sig)
 }
 
 // parse decodes a line's header and checks it is exactly what the writer

@@ -105,8 +105,29 @@ func TestReplay(t *testing.T) {
 	if !strings.Contains(live.stdout, `"auth":"Bearer [secret:EXAMPLE_TOKEN]"`) {
 		t.Errorf("live output %q: the echoed value is not its label", live.stdout)
 	}
+	// The seal is signed by a key only the run held: its public half,
+	// printed once on the runner's stderr, proves the bundle is this run's;
+	// another run's key does not.
+	keyOf := func(r *result) string {
+		_, after, ok := strings.Cut(r.stderr, "custodian run: the bundle's key is ")
+		if !ok {
+			t.Fatalf("the runner printed no key:\n%s", r.stderr)
+		}
+		return strings.Fields(after)[0]
+	}
+	var vout, verr bytes.Buffer
+	if code := bundle.VerifyMain([]string{"--pubkey", keyOf(live), live.path}, &vout, &verr); code != 0 || vout.String() != "VERIFIED\n" {
+		t.Errorf("verify --pubkey with the run's key: exit %d %q %q", code, vout.String(), verr.String())
+	}
+	if !strings.Contains(string(live.raw), `"pubkey":"`+keyOf(live)+`"`) || !strings.Contains(string(live.raw), `"sig":"`) {
+		t.Error("run-start does not name the key, or the seal is not signed")
+	}
 	u.srv.Close()
 	replay := modeRun(t, u, `{"name":"a"}`, func(o *Options) { o.Mode, o.From = "replay", live.path })
+	vout.Reset()
+	if code := bundle.VerifyMain([]string{"--pubkey", keyOf(replay), live.path}, &vout, &verr); code != 4 || vout.String() != "TAMPERED (record 1)\n" {
+		t.Errorf("verify --pubkey with another run's key: exit %d %q", code, vout.String())
+	}
 	if replay.code != 0 || replay.stdout != live.stdout {
 		t.Errorf("replay: exit %d, stdout\n%s\nwant\n%s", replay.code, replay.stdout, live.stdout)
 	}

@@ -30,7 +30,7 @@ func TestRefusedBeforeStartWritesNoBundle(t *testing.T) {
 		bundle bool
 	}{
 		{"no such program", []string{"/nonexistent-jr2-program"}, -1, "the command did not start, and no bundle was written", false},
-		{"the same line, fixed", []string{"true"}, 0, "", true},
+		{"the same line, fixed", []string{"true"}, 0, "custodian run: the bundle's key is ed25519:", true},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Main(append([]string{"--policy", pol, "--bundle", bundlePath, "--"}, tc.argv...), &stdout, &stderr)

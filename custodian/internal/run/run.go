@@ -61,6 +61,7 @@ package run
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
@@ -190,7 +191,13 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	w, err := bundle.Create(bundlePath, bundle.Options{ContainsSecret: br.Contains})
+	// The seal's key lives in this process's memory only; its public half
+	// is printed once, before the command starts, and named in run-start.
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return 1, fmt.Errorf("custodian run: the bundle's key: %w", err)
+	}
+	w, err := bundle.Create(bundlePath, bundle.Options{ContainsSecret: br.Contains, Key: priv})
 	if errors.Is(err, fs.ErrExist) {
 		return 1, fmt.Errorf("--bundle %s exists, and a bundle is never overwritten: pass another --bundle, or move it away (custodian verify %s says what it holds)", o.Bundle, o.Bundle)
 	}
@@ -203,7 +210,8 @@ func Run(ctx context.Context, o Options) (int, error) {
 		os.Remove(bundlePath)
 		return 2, fmt.Errorf("%w: %v; the command did not start, and no bundle was written", ErrUsage, err)
 	}
-	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports, layer: layer}
+	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports, layer: layer, pubkey: bundle.FormatKey(pub)}
+	fmt.Fprintf(o.Stderr, "custodian run: the bundle's key is %s (custodian verify --pubkey KEY %s proves the bundle is this run's)\n", r.pubkey, o.Bundle)
 	code, runErr := r.run(ctx, id, modeName, bundlePath)
 	if !r.started {
 		// Nothing of the command ran: the refusal is stderr's, and the
@@ -234,6 +242,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 type runStart struct {
 	Run      string   `json:"run"`
 	Mode     string   `json:"mode"`
+	Pubkey   string   `json:"pubkey"` // the key that signs the seal (bundle.FormatKey)
 	Argv     []string `json:"argv"`
 	Dir      string   `json:"dir"`
 	Scrubbed bool     `json:"scrubbed,omitempty"`
@@ -281,6 +290,8 @@ type runner struct {
 	w     *bundle.Writer
 	ports []uint16
 	layer *mode.Layer
+	// pubkey is the bundle's public key, as run-start names it.
+	pubkey string
 	// started is set once the command has been executed: from then on
 	// the bundle is the run's record, whatever happens.
 	started bool
@@ -293,7 +304,8 @@ func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int,
 	}
 	policyPath, _ := filepath.Abs(r.o.Policy)
 	argv, start := r.argv(id, modeName, dir)
-	if _, err := r.appendOr(bundle.KindRunStart, start, runStart{Run: id, Mode: modeName, Argv: []string{withheld}, Dir: withheld, Scrubbed: true}); err != nil {
+	start.Pubkey = r.pubkey
+	if _, err := r.appendOr(bundle.KindRunStart, start, runStart{Run: id, Mode: modeName, Pubkey: r.pubkey, Argv: []string{withheld}, Dir: withheld, Scrubbed: true}); err != nil {
 		return 1, err
 	}
 	pr := policyRecord{Hash: r.pol.Hash, Path: policyPath}
