@@ -32,6 +32,12 @@ const usage = `usage:
         JR2_EFFECTOR_SCRATCH         the writable scratch (commands: true)
         JR2_EFFECTOR_GIT             the push credentials' directory
         JR2_EFFECTOR_REPOS           the repository caches' directory
+        JR2_EFFECTOR_RECEIPTS        the receipts file to create (a bundle; custodian verify)
+        JR2_EFFECTOR_MODE            live (default), read-only, replay, faults, preflight
+        JR2_EFFECTOR_MODE_FROM       replay, preflight: the receipts to answer from
+        JR2_EFFECTOR_MODE_TIMING     replay: fast (default) or recorded
+        JR2_EFFECTOR_FAULT_SEED      faults: the seed
+        JR2_EFFECTOR_FAULTS          faults: the rates (SPEC, docs/modes.md)
       Tests only: JR2_EFFECTOR_TEST_POLL_MS, JR2_EFFECTOR_TEST_EXPIRE_MS,
       JR2_EFFECTOR_TEST_TERMINATION_LOG.
 

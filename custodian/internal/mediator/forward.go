@@ -160,7 +160,7 @@ func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target 
 func (m *Mediator) localReply(w http.ResponseWriter, req uint64, rep *filter.Reply) {
 	if req > 0 {
 		body := rep.Body
-		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: req, Status: rep.Status, Local: true, chunk: chunk{Body: &body}})
+		m.recordDenial(bundle.KindHTTPResponse, httpResponse{Request: req, Status: rep.Status, Local: true, BodyChunk: bundle.BodyChunk{Body: &body}})
 	}
 	relay.WriteReply(w, rep)
 }

@@ -3,7 +3,8 @@ package mediator
 import (
 	"net/http"
 	"sort"
-	"unicode/utf8"
+
+	"jr2.dev/boundary/internal/bundle"
 )
 
 // The records' fields. Names and words only come from checked input: a
@@ -121,59 +122,16 @@ type secretInjected struct {
 	Host    string `json:"host"`
 }
 
-type httpResponse struct {
-	Request uint64      `json:"request"`
-	Status  int         `json:"status,omitempty"`
-	Headers [][2]string `json:"headers,omitempty"`
-	Local   bool        `json:"local,omitempty"`
-	chunk
-	End    bool   `json:"end,omitempty"`
-	Chunks int    `json:"chunks,omitempty"`
-	Bytes  int64  `json:"bytes,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
-// chunk is a body chunk's part of a record: its index, and the bytes as
-// text when they are UTF-8, else as base64.
-type chunk struct {
-	Chunk      *int    `json:"chunk,omitempty"`
-	Body       *string `json:"body,omitempty"`
-	BodyBase64 []byte  `json:"body_base64,omitempty"`
-}
-
-func chunkOf(i int, p []byte) chunk {
-	c := chunk{Chunk: &i}
-	if utf8.Valid(p) {
-		s := string(p)
-		c.Body = &s
-	} else {
-		c.BodyBase64 = append([]byte(nil), p...)
-	}
-	return c
-}
+// httpResponse and httpRequestBody are the shared shapes (internal/bundle),
+// written by the Effector's receipts too.
+type httpResponse = bundle.ResponseRecord
 
 // chunkRecord is the record of response body chunk i.
 func chunkRecord(req uint64, i int, p []byte) httpResponse {
-	return httpResponse{Request: req, chunk: chunkOf(i, p)}
+	return httpResponse{Request: req, BodyChunk: bundle.ChunkOf(i, p)}
 }
 
-// httpRequestBody is an http-request-body record: one per chunk as read
-// from the child (scrubbed: a form of a held value is its label), then one
-// closing record with the count, the bytes and the sha-256 of the whole
-// body as recorded (past the budget too), and "cut" when the run's budget
-// stopped recording chunks.
-type httpRequestBody struct {
-	Request uint64 `json:"request"`
-	chunk
-	End      bool   `json:"end,omitempty"`
-	Chunks   int    `json:"chunks,omitempty"`
-	Bytes    int64  `json:"bytes,omitempty"`
-	SHA256   string `json:"sha256,omitempty"`
-	Cut      bool   `json:"cut,omitempty"`
-	Read     int64  `json:"read,omitempty"` // bytes read from the child, before scrubbing
-	Error    string `json:"error,omitempty"`
-	Scrubbed bool   `json:"scrubbed,omitempty"` // read and bytes differ: a form was replaced by its label
-}
+type httpRequestBody = bundle.RequestBodyRecord
 
 // headerList renders h as sorted [name, value] pairs, repeated names kept
 // in order.

@@ -60,7 +60,7 @@ func (b *bodyRecorder) emit(p []byte) error {
 		b.cut = true
 		return nil
 	}
-	rec := httpRequestBody{Request: b.req, chunk: chunkOf(b.chunks, p)}
+	rec := httpRequestBody{Request: b.req, BodyChunk: bundle.ChunkOf(b.chunks, p)}
 	b.chunks++
 	_, err := b.m.record(bundle.KindRequestBody, rec)
 	return err

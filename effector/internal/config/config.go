@@ -40,6 +40,7 @@ import (
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // Env names.
@@ -57,6 +58,17 @@ const (
 	EnvScratch  = "JR2_EFFECTOR_SCRATCH"
 	EnvGit      = "JR2_EFFECTOR_GIT"
 	EnvRepos    = "JR2_EFFECTOR_REPOS"
+
+	// The receipts and the mode (internal/mode): JR2_EFFECTOR_RECEIPTS
+	// names the bundle the Effector writes (it must not exist);
+	// JR2_EFFECTOR_MODE is live (the default), read-only, replay, faults
+	// or preflight, with its settings.
+	EnvReceipts   = "JR2_EFFECTOR_RECEIPTS"
+	EnvMode       = "JR2_EFFECTOR_MODE"
+	EnvModeFrom   = "JR2_EFFECTOR_MODE_FROM"
+	EnvModeTiming = "JR2_EFFECTOR_MODE_TIMING"
+	EnvFaultSeed  = "JR2_EFFECTOR_FAULT_SEED"
+	EnvFaultsSpec = "JR2_EFFECTOR_FAULTS"
 
 	// Test-only: they shorten waits so a test suite runs in seconds. They
 	// can only make the replica answer sooner or forget sooner.
@@ -119,6 +131,11 @@ type Config struct {
 
 	Work    string // JR2_EFFECTOR_WORK, absolute, or "" (the Instance placement)
 	Scratch string // JR2_EFFECTOR_SCRATCH, absolute, or ""
+	// Receipts is JR2_EFFECTOR_RECEIPTS, absolute, or "".
+	Receipts string
+	// Mode is JR2_EFFECTOR_MODE and its settings, as given; the mode
+	// layer checks them (ModeNames name them in its errors).
+	Mode mode.Config
 
 	// Where the Effector's own files are, absolute ("" when unset): what a
 	// credentialed command's child is denied (see OwnPaths).
@@ -288,6 +305,9 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 	}
 	if c.GitEntries, err = loadGit(c.Git); err != nil {
+		return nil, err
+	}
+	if err := c.loadMode(getenv); err != nil {
 		return nil, err
 	}
 	if len(c.Pushes) > 0 && (c.Work == "" || c.Scratch == "") {
@@ -660,4 +680,26 @@ func loadRoots(path string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("%s: holds no PEM certificate; write the instance's CA bundle there", EnvCAFile)
 	}
 	return pool, nil
+}
+
+// ModeNames name the mode's settings in its errors.
+var ModeNames = mode.Names{Mode: EnvMode, From: EnvModeFrom, Seed: EnvFaultSeed, Faults: EnvFaultsSpec, Timing: EnvModeTiming}
+
+// loadMode reads the receipts' path and the mode. A mode other than live
+// writes records (a plan, a fault, a divergence), so it needs receipts.
+func (c *Config) loadMode(getenv func(string) string) error {
+	var err error
+	if c.Receipts, err = absEnv(getenv, EnvReceipts); err != nil {
+		return err
+	}
+	c.Mode = mode.Config{Mode: getenv(EnvMode), From: getenv(EnvModeFrom), Timing: getenv(EnvModeTiming), Faults: getenv(EnvFaultsSpec)}
+	if v := getenv(EnvFaultSeed); v != "" {
+		if c.Mode.Seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return fmt.Errorf("%s: %q is not a whole number; give the faults' seed, e.g. 7", EnvFaultSeed, v)
+		}
+	}
+	if c.Mode.Mode != "" && c.Mode.Mode != mode.Live && c.Receipts == "" {
+		return fmt.Errorf("%s=%s records what it does, and %s is unset; name the receipts file (it must not exist), or unset %s", EnvMode, c.Mode.Mode, EnvReceipts, EnvMode)
+	}
+	return nil
 }

@@ -24,6 +24,9 @@ type built struct {
 	refused string
 	// forms maps a secret's name to what was built from its value.
 	forms map[string][][]byte
+	// shown is the url as the agent asked for it: each secret's part as
+	// its label, for the receipts and the mode's canonical form.
+	shown string
 }
 
 // refuse keeps the first reason the request will not be sent.

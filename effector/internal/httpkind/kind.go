@@ -35,6 +35,8 @@ import (
 	"jr2.dev/boundary/effector/internal/sendtrace"
 	sj "jr2.dev/boundary/effector/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // Target is one scheme, host and port the kind may call, with the secrets
@@ -56,6 +58,11 @@ type Options struct {
 	// Work is JR2_EFFECTOR_WORK, the worktree's read-only view; "" on the
 	// Instance Effector, where a file body is a defect.
 	Work string
+	// Receipts, when set, records each effect's decision, request (with
+	// every held value as its label), body and answer (receipts.go).
+	Receipts bundle.Recorder
+	// Mode is the shared mode layer (internal/mode); nil is live.
+	Mode *mode.Layer
 }
 
 // sessions is how many targets' TLS sessions the kind remembers.
@@ -67,11 +74,13 @@ type Kind struct {
 	values  Values
 	work    string
 	client  *http.Client
+	rec     bundle.Recorder
+	mode    *mode.Layer
 }
 
 // New returns the http kind.
 func New(o Options) *Kind {
-	k := &Kind{targets: map[string]Target{}, values: o.Values, work: o.Work}
+	k := &Kind{targets: map[string]Target{}, values: o.Values, work: o.Work, rec: o.Receipts, mode: o.Mode}
 	for _, t := range o.Targets {
 		k.targets[hostPort(t.Scheme, strings.ToLower(t.Host), t.Port)] = t
 	}
@@ -122,10 +131,13 @@ func (k *Kind) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
 		max = wire.DefaultMaxResponseBytes
 	}
 	plan.Run = func(ctx context.Context, sc *effect.Scrubber) wire.Outcome {
+		if !k.decided(id, b.refused, sc) {
+			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the decision could not be recorded in the receipts, so nothing was sent"}
+		}
 		if b.refused != "" {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: b.refused}
 		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(ctx, effectID{}, id), timeout)
 		defer cancel()
 		return k.send(ctx, h, b, max, sc)
 	}
@@ -182,6 +194,10 @@ func (k *Kind) build(h *wire.HTTP) (*built, error) {
 	}
 	if b.url, err = parseTarget(full); err != nil {
 		return nil, err
+	}
+	labels := func(name string) ([]byte, bool) { return []byte("[secret:" + name + "]"), true }
+	if shown, err := joinURL(h.URL, labels); err == nil {
+		b.shown, _ = appendSegments(shown, h.Path)
 	}
 	for _, name := range h.URL.Secrets() {
 		b.add(name, b.url.String())
@@ -258,13 +274,16 @@ func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *
 	for name, v := range b.header {
 		req.Header.Set(name, v)
 	}
-	req, sent := sendtrace.Trace(req)
-	resp, err := k.client.Do(req)
-	if err != nil {
-		return failed(ctx, sent(), err)
+	if k.rec == nil && (k.mode == nil || k.mode.Mode() == mode.Live) {
+		req, sent := sendtrace.Trace(req)
+		resp, err := k.client.Do(req)
+		if err != nil {
+			return failed(ctx, sent(), err)
+		}
+		defer resp.Body.Close()
+		return readAnswer(ctx, resp, max, sc)
 	}
-	defer resp.Body.Close()
-	return readAnswer(ctx, resp, max, sc)
+	return k.sendRecorded(ctx, req, b.shown, max, sc)
 }
 
 // failed words a request that got no answer: unreachable when nothing was

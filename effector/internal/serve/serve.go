@@ -12,11 +12,15 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -36,8 +40,10 @@ import (
 	"jr2.dev/boundary/effector/internal/server"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/landlock"
 	"jr2.dev/boundary/internal/logline"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // Main serves until SIGTERM (or SIGINT) and a drain; it returns the exit
@@ -67,6 +73,17 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exit("subreaper", err)
 	}
+	receipts, err := openReceipts(cfg, stderr)
+	if err != nil {
+		return exit("config", err)
+	}
+	if receipts != nil {
+		defer receipts.Close() // after a clean drain it is sealed first
+	}
+	if shared.Mode, err = mode.New(cfg.Mode, config.ModeNames, recorder(receipts)); err != nil {
+		return exit("config", err)
+	}
+	shared.Receipts = recorder(receipts)
 	srv, err := server.New(server.Options{
 		Replica: cfg.Replica,
 		Key:     cfg.Key,
@@ -76,6 +93,8 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 		Log:     stdout,
 		Hold:    cfg.Hold,
 		Expire:  cfg.Expire,
+
+		Receipts: shared.Receipts,
 	})
 	if err != nil {
 		return exit("config", err)
@@ -120,7 +139,56 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	shut, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shut)
+	if receipts != nil {
+		if err := receipts.Seal(); err != nil {
+			fmt.Fprintf(stderr, "effector: the receipts could not be sealed: %v\n", err)
+		}
+	}
 	return 0
+}
+
+// openReceipts creates JR2_EFFECTOR_RECEIPTS as a bundle whose seal is
+// signed by a key made here and held only in memory; its public half is
+// named in the first record and printed once on stderr. nil when unset.
+func openReceipts(cfg *config.Config, stderr io.Writer) (*bundle.Writer, error) {
+	if cfg.Receipts == "" {
+		return nil, nil
+	}
+	held, err := scrub.New(Held(cfg))
+	if err != nil {
+		return nil, err
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the receipts' key: %w", config.EnvReceipts, err)
+	}
+	w, err := bundle.Create(cfg.Receipts, bundle.Options{Key: priv,
+		ContainsSecret: func(line []byte) bool { return !bytes.Equal(held.Bytes(line), line) }})
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%s %s exists, and receipts are never overwritten: name another file, or move it away", config.EnvReceipts, cfg.Receipts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.EnvReceipts, err)
+	}
+	m := cfg.Mode.Mode
+	if m == "" {
+		m = mode.Live
+	}
+	key := bundle.FormatKey(pub)
+	if _, err := w.Append(bundle.KindRunStart, map[string]string{"run": cfg.Replica.Name, "mode": m, "pubkey": key}); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("%s: %w", config.EnvReceipts, err)
+	}
+	fmt.Fprintf(stderr, "effector: the receipts' key is %s (custodian verify --pubkey KEY %s proves they are this Effector's)\n", key, cfg.Receipts)
+	return w, nil
+}
+
+// recorder is w as a Recorder, nil when there is none.
+func recorder(w *bundle.Writer) bundle.Recorder {
+	if w == nil {
+		return nil
+	}
+	return w
 }
 
 // TerminationLog is where Kubernetes reads a container's termination
@@ -146,6 +214,10 @@ type Shared struct {
 	Tracker *reap.Tracker
 	Lock    *classlock.Lock
 	Self    string
+	// Receipts and Mode are the http kind's (and the server's): the
+	// receipts file, and the mode layer; nil for none and live.
+	Receipts bundle.Recorder
+	Mode     *mode.Layer
 }
 
 // newShared makes this process the subreaper of its descendants (ADR-0068,
@@ -184,6 +256,7 @@ func Kinds(cfg *config.Config, probe error, sh Shared) map[string]effect.Kind {
 	return map[string]effect.Kind{
 		wire.KindHTTP: httpkind.New(httpkind.Options{
 			Targets: targets, Values: cfg.Secret, Roots: cfg.Roots, Work: cfg.Work,
+			Receipts: sh.Receipts, Mode: sh.Mode,
 		}),
 		wire.KindCommand: commandkind.New(commandkind.Options{
 			Commands: cfg.Commands, Node: cfg.Node, Probe: probe,

@@ -38,6 +38,7 @@ import (
 	"jr2.dev/boundary/effector/internal/guard"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/logline"
 )
 
@@ -62,7 +63,26 @@ type Options struct {
 	Expire time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Receipts, when set, records each start (effect-start) and each
+	// outcome as answered, scrubbed (effect-outcome), in the bundle format
+	// (internal/bundle). A start whose record cannot be written is refused
+	// (503): nothing runs unrecorded.
+	Receipts bundle.Recorder
 }
+
+// The receipts' records of a start and its outcome.
+type (
+	effectStart struct {
+		Effect string `json:"effect"`
+		Kind   string `json:"effect_kind"` // "kind" is the record's own
+		Method string `json:"method"`
+		Host   string `json:"host"`
+	}
+	effectOutcome struct {
+		Effect  string        `json:"effect"`
+		Outcome *wire.Outcome `json:"outcome"`
+	}
+)
 
 // Server serves the wire. It is safe for concurrent use.
 type Server struct {
@@ -283,6 +303,12 @@ func (s *Server) start(id string, body []byte) answer {
 		s.mu.Unlock()
 		return s.fail(http.StatusServiceUnavailable, "stopping")
 	}
+	if s.o.Receipts != nil {
+		if _, err := s.o.Receipts.Append(bundle.KindEffectStart, effectStart{Effect: id, Kind: st.Kind, Method: plan.Method, Host: plan.Host}); err != nil {
+			s.mu.Unlock()
+			return s.fail(http.StatusServiceUnavailable, "the start could not be recorded in the receipts, so it did not run")
+		}
+	}
 	_, stopped := s.kept[id]
 	delete(s.kept, id)
 	s.effects[id] = e
@@ -332,6 +358,9 @@ func (s *Server) settle(e *entry, sc *effect.Scrubber, out wire.Outcome) {
 		kv = append(kv, "status", strconv.Itoa(out.Status))
 	}
 	s.log.Log(kv...)
+	if s.o.Receipts != nil {
+		s.o.Receipts.Append(bundle.KindEffectOutcome, effectOutcome{Effect: e.id, Outcome: &out})
+	}
 	e.outcome = &out
 	e.settledAt = s.o.Now()
 	close(e.done)

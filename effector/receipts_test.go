@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/effector/internal/efftest"
+	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/internal/bundle"
+)
+
+// echoStart is an effect naming SENTINEL in its url, a header and its
+// auth, with a body: what the receipts must record as labels.
+func echoStart(r *rig, body string) *wire.Start {
+	return &wire.Start{Kind: wire.KindHTTP, TimeoutMs: 10000, HTTP: &wire.HTTP{Method: "POST",
+		URL:     wire.Value{wire.Text(r.url("/v1/")), wire.Secret("SENTINEL")},
+		Headers: map[string]wire.Value{"x-token": {wire.Text("tok "), wire.Secret("SENTINEL")}},
+		Auth:    &wire.Auth{Type: wire.AuthBasic, Secret: "SENTINEL", User: "u"},
+		Body:    &wire.Body{JSON: []byte(body)},
+	}}
+}
+
+// receiptsRun runs an Effector with env, starts each effect, returns the
+// outcomes as JSON, and stops it (the receipts sealed on SIGTERM).
+func receiptsRun(t *testing.T, r *rig, env map[string]string, starts map[string]*wire.Start, order []string) ([]string, *proc) {
+	t.Helper()
+	p := r.site.run(t, env)
+	select {
+	case <-p.done:
+		t.Fatalf("the effector ended: %v\nstdout %s\nstderr %s", p.err, p.stdout, p.stderr)
+	default:
+	}
+	c := p.client()
+	var outs []string
+	for _, id := range order {
+		if a, err := c.Start(context.Background(), id, starts[id]); err != nil || a.Status != 202 {
+			t.Fatalf("start %s: %v %+v", id, err, a)
+		}
+		o := settle(t, c, id, p.addr)
+		b, _ := wire.Marshal(o)
+		outs = append(outs, string(b))
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.exit(t, 10*time.Second)
+	return outs, p
+}
+
+func keyOf(t *testing.T, p *proc) string {
+	t.Helper()
+	_, after, ok := strings.Cut(p.stderr.String(), "the receipts' key is ")
+	if !ok {
+		t.Fatalf("no key on stderr: %s", p.stderr.String())
+	}
+	return strings.Fields(after)[0]
+}
+
+// The Effector's receipts verify (held to the key it printed), hold every
+// record kind of a start with no form of the value, and a replay of them
+// answers the same outcomes with the upstream gone; read-only refuses the
+// POST with nothing sent; preflight sends nothing; faults with one seed
+// twice gives the same outcomes.
+func TestReceiptsAndModes(t *testing.T) {
+	r := newRig(t, func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "%s %s auth=%s body=%s", req.Method, req.URL.Path, req.Header.Get("Authorization"), b)
+	})
+	dir := t.TempDir()
+	starts := map[string]*wire.Start{"read": get(r.url("/fast/1")), "write": echoStart(r, `{"a":"b"}`)}
+	order := []string{"read", "write"}
+	live := filepath.Join(dir, "live.jsonl")
+	liveOuts, p := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": live}, starts, order)
+	if r.up.Hits() != 2 {
+		t.Fatalf("live: the upstream got %d requests, want 2", r.up.Hits())
+	}
+	var out, errOut bytes.Buffer
+	if code := bundle.VerifyMain([]string{"--pubkey", keyOf(t, p), live}, &out, &errOut); code != 0 {
+		t.Errorf("verify --pubkey: exit %d %s %s", code, out.String(), errOut.String())
+	}
+	raw, _ := os.ReadFile(live)
+	for _, kind := range []string{"run-start", "effect-start", "effect-decision", "http-request", "http-request-body", "http-response", "effect-outcome", "seal"} {
+		if !bytes.Contains(raw, []byte(`"kind":"`+kind+`"`)) {
+			t.Errorf("the receipts hold no %s record", kind)
+		}
+	}
+	if leaks := efftest.Leaks(string(raw), sentinel, "u:"+sentinel, efftest.Base64("u:"+sentinel), efftest.EscapeSegment(sentinel)); len(leaks) > 0 {
+		t.Errorf("the receipts hold %s", strings.Join(leaks, "; "))
+	}
+	if !bytes.Contains(raw, []byte("[secret:SENTINEL]")) {
+		t.Error("the receipts show no label")
+	}
+	tampered := bytes.Replace(raw, []byte(`"decision":"allow"`), []byte(`"decision":"refuse"`), 1)
+	os.WriteFile(filepath.Join(dir, "bad.jsonl"), tampered, 0o600)
+	if code := bundle.VerifyMain([]string{filepath.Join(dir, "bad.jsonl")}, &out, &errOut); code != 4 {
+		t.Errorf("tampered receipts: exit %d", code)
+	}
+
+	r.up.Close()
+	replayOuts, _ := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "replay.jsonl"),
+		"JR2_EFFECTOR_MODE": "replay", "JR2_EFFECTOR_MODE_FROM": live}, starts, order)
+	// The size of a replayed answer is the recorded body's: scrubbed,
+	// a value's label in place of the value.
+	size := regexp.MustCompile(`"size":\d+`)
+	if size.ReplaceAllString(fmt.Sprint(replayOuts), "") != size.ReplaceAllString(fmt.Sprint(liveOuts), "") {
+		t.Errorf("replay outcomes\n%q\nwant\n%q", replayOuts, liveOuts)
+	}
+
+	r2 := newRig(t, nil)
+	starts2 := map[string]*wire.Start{"read": get(r2.url("/fast/1")), "write": echoStart(r2, `{"a":"b"}`)}
+	roOuts, _ := receiptsRun(t, r2, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "ro.jsonl"), "JR2_EFFECTOR_MODE": "read-only"}, starts2, order)
+	if r2.up.Hits() != 1 || !strings.Contains(roOuts[1], `"kind":"refused"`) || !strings.Contains(roOuts[1], "mode read-only: POST is not a read") {
+		t.Errorf("read-only: upstream %d, outcomes %q", r2.up.Hits(), roOuts)
+	}
+	receiptsRun(t, r2, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "pf.jsonl"), "JR2_EFFECTOR_MODE": "preflight"}, starts2, order)
+	if r2.up.Hits() != 1 {
+		t.Errorf("preflight sent: the upstream got %d", r2.up.Hits())
+	}
+	if pf, _ := os.ReadFile(filepath.Join(dir, "pf.jsonl")); bytes.Count(pf, []byte(`"kind":"effect-planned"`)) != 2 {
+		t.Errorf("preflight: not 2 effect-planned records")
+	}
+	faults := func(name string) []string {
+		outs, _ := receiptsRun(t, r2, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, name), "JR2_EFFECTOR_MODE": "faults",
+			"JR2_EFFECTOR_FAULT_SEED": "3", "JR2_EFFECTOR_FAULTS": "*=1:error+rate-limit"}, starts2, order)
+		return outs
+	}
+	f1, f2 := faults("f1.jsonl"), faults("f2.jsonl")
+	if fmt.Sprint(f1) != fmt.Sprint(f2) || !strings.Contains(f1[0]+f1[1], "jr2 faults: an injected") {
+		t.Errorf("faults with one seed twice: %q and %q", f1, f2)
+	}
+}
+
+// A mode without receipts, and receipts that exist, are refused at start,
+// naming the variable and the fix.
+func TestReceiptsRefusals(t *testing.T) {
+	r := newRig(t, nil)
+	exists := filepath.Join(t.TempDir(), "r.jsonl")
+	os.WriteFile(exists, nil, 0o600)
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"JR2_EFFECTOR_MODE": "replay"}, "JR2_EFFECTOR_MODE=replay records what it does, and JR2_EFFECTOR_RECEIPTS is unset"},
+		{map[string]string{"JR2_EFFECTOR_RECEIPTS": exists}, "exists, and receipts are never overwritten"},
+		{map[string]string{"JR2_EFFECTOR_RECEIPTS": exists + ".new", "JR2_EFFECTOR_MODE": "rerun"}, `JR2_EFFECTOR_MODE "rerun": the modes are`},
+		{map[string]string{"JR2_EFFECTOR_RECEIPTS": exists + ".2", "JR2_EFFECTOR_MODE": "faults", "JR2_EFFECTOR_FAULT_SEED": "x"}, "JR2_EFFECTOR_FAULT_SEED"},
+	} {
+		p := r.site.run(t, tc.env)
+		if code := p.exit(t, 10*time.Second); code != 1 || !strings.Contains(p.stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.env, code, p.stderr.String(), tc.want)
+		}
+	}
+}
