@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"jr2.dev/boundary/internal/bundle"
 )
@@ -305,4 +306,49 @@ func FuzzCanon(f *testing.F) {
 			t.Fatal("Canon is not deterministic")
 		}
 	})
+}
+
+// replay --timing recorded waits the recorded gaps: the request's record
+// to its status, then between the chunks' records, each bounded.
+func TestRecordedTiming(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := []time.Duration{0, 0, 200 * time.Millisecond, 300 * time.Millisecond, time.Hour, time.Hour}
+	i := 0
+	now := func() time.Time { d := clock[min(i, len(clock)-1)]; i++; return t0.Add(d) }
+	p := filepath.Join(t.TempDir(), "run.jsonl")
+	w, err := bundle.Create(p, bundle.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append(bundle.KindRunStart, map[string]string{"run": "x"})
+	seq, _ := w.Append(bundle.KindHTTPRequest, map[string]any{"method": "GET", "url": "https://h.example/a", "headers": [][2]string{}})
+	w.Append(bundle.KindHTTPResponse, map[string]any{"request": seq, "status": 200})
+	w.Append(bundle.KindHTTPResponse, map[string]any{"request": seq, "chunk": 0, "body": "one"})
+	w.Append(bundle.KindHTTPResponse, map[string]any{"request": seq, "chunk": 1, "body": "two"})
+	w.Append(bundle.KindHTTPResponse, map[string]any{"request": seq, "end": true})
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(Config{Mode: Replay, From: p, Timing: "recorded", Bound: time.Minute}, names, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := Canon("GET", "https://h.example/a", nil, nil)
+	v := l.Before(e, 0)
+	if v.replay == nil || !v.paced {
+		t.Fatalf("no paced recorded answer: %+v", v)
+	}
+	if got := v.replay.at.Sub(v.replay.asked); got != 200*time.Millisecond {
+		t.Errorf("request to status: %v, want 200ms", got)
+	}
+	req, _ := http.NewRequest("GET", "https://h.example/a", nil)
+	resp := v.replay.response(req, true, time.Minute)
+	gaps := resp.Body.(*replayBody).gaps
+	if fmt.Sprint(gaps) != "[100ms 1m0s]" {
+		t.Errorf("gaps %v, want [100ms 1m0s] (the second bounded)", gaps)
+	}
+	fast := v.replay.response(req, false, time.Minute).Body.(*replayBody).gaps
+	if len(fast) != 0 {
+		t.Errorf("fast replay waits: %v", fast)
+	}
 }

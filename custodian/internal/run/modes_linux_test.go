@@ -140,6 +140,11 @@ func TestReplay(t *testing.T) {
 	if n := len(runtest.Find(replay.records, "secret-injected", nil)); n != 0 {
 		t.Errorf("replay: %d secret-injected records; nothing is sent, so none is spent", n)
 	}
+	// preflight with a recording answers from it, and plans every effect.
+	pf := modeRun(t, u, `{"name":"a"}`, func(o *Options) { o.Mode, o.From = "preflight", live.path })
+	if pf.stdout != live.stdout || len(runtest.Find(pf.records, "effect-planned", runtest.Rec{"answer": "recorded"})) != 4 {
+		t.Errorf("preflight --from: stdout\n%s\nwant\n%s\nplanned: %v", pf.stdout, live.stdout, runtest.Find(pf.records, "effect-planned", nil))
+	}
 	changed := modeRun(t, u, `{"name":"b"}`, func(o *Options) { o.Mode, o.From = "replay", live.path })
 	if want := "jr2 replay: no recorded answer for POST api.example.com/v1/items\n 502\n"; !strings.Contains(changed.stdout, want) {
 		t.Errorf("changed replay: stdout %q; want %q", changed.stdout, want)
