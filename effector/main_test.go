@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "effector")
 	// Built as it is deployed: static (no cgo), so each `effector
 	// confine` and `effector keep` starts without the dynamic loader.
-	build := exec.Command("go", "build", "-o", binary, ".")
+	// effector-confine beside it, as make effector builds it: the
+	// Effector runs confinement through it (confine.Argv).
+	build := exec.Command("go", "build", "-o", dir+"/", ".", "./cmd/effector-confine")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

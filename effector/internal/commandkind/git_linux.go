@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"jr2.dev/boundary/effector/internal/confine"
 )
 
 // The clean checkout (ADR-0068: git never takes config or hooks from the
@@ -88,15 +90,15 @@ func gitEnv(home, ceiling string) []string {
 	}
 }
 
-// gitArgv is the Effector's binary's argv for one git of the checkout:
-// `confine` reading the worktree (--read-tree) and writing the effect's
+// gitArgv is the argv for one git of the checkout, program first:
+// confinement (confine.Argv) reading the worktree (--read-tree) and writing the effect's
 // scratch (--scratch), the Effector's other paths denied, then git with
 // the hardening and args.
 func (r *runner) gitArgv(args []string) []string {
 	work := filepath.Clean(r.k.o.Work)
 	// The worktree is another uid's, its files maybe 0600: the Effector's
 	// git keeps the one capability that reads them (never the command).
-	argv := []string{"confine", "--keep-dac-read-search", "--scratch", r.dir, "--read-tree", work}
+	argv := append(confine.Argv(r.k.o.Self), "--keep-dac-read-search", "--scratch", r.dir, "--read-tree", work)
 	for _, d := range r.k.o.Deny {
 		if filepath.Clean(d) != work {
 			argv = append(argv, "--deny", d)
@@ -212,7 +214,8 @@ func (r *runner) git(ctx context.Context, dir string, args ...string) ([]byte, e
 }
 
 func (r *runner) gitWith(ctx context.Context, dir string, extraEnv []string, args ...string) ([]byte, error) {
-	cmd := exec.Command(r.k.o.Self, r.gitArgv(args)...)
+	argv := r.gitArgv(args)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	if dir == "" {
 		cmd.Dir = r.gitDir()

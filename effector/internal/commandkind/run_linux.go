@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/classlock"
+	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/oserr"
@@ -178,11 +179,11 @@ func readHead(path string, n int) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, int64(n)))
 }
 
-// keeperArgs is `keep --report-fd 3 -- SELF confine … -- ARGV`; reads
+// keeperArgs is `keep --report-fd 3 -- CONFINE … -- ARGV` (CONFINE:
+// confine.Argv, the small binary or `SELF confine`); reads
 // are the secret files the child may read (heldFiles).
 func (r *runner) keeperArgs(reads []string) []string {
-	self := r.k.o.Self
-	args := []string{"keep", "--report-fd", "3", "--", self, "confine"}
+	args := append([]string{"keep", "--report-fd", "3", "--"}, confine.Argv(r.k.o.Self)...)
 	for _, d := range []string{"checkout", "home", "tmp"} {
 		args = append(args, "--scratch", filepath.Join(r.dir, d))
 	}

@@ -403,8 +403,9 @@ func TestSetupFailureRunsNothing(t *testing.T) {
 }
 
 // BenchmarkStart measures what confinement adds to starting a program:
-// `effector confine -- /bin/true` (here the test binary in confine mode,
-// with the Effector's usual flags) against a bare exec of /bin/true,
+// `effector confine -- /bin/true` (the test binary in confine mode, with
+// the Effector's usual flags, and the static Effector binary make effector
+// builds) against a bare exec of /bin/true,
 // against the same Go binary starting and executing /bin/true unconfined
 // (go-exec: confine minus go-exec is the Landlock work), and against
 // bubblewrap where /usr/bin/bwrap exists.
@@ -414,6 +415,15 @@ func BenchmarkStart(b *testing.B) {
 	}
 	scratch := b.TempDir()
 	confineArgs := []string{"--scratch", scratch, "--deny", "/work", "--deny", "/repos", "--", "/bin/true"}
+	// The Effector as make effector builds it: static (CGO_ENABLED=0), no
+	// dynamic loader to run before its main.
+	bin := b.TempDir()
+	static, small := filepath.Join(bin, "effector"), filepath.Join(bin, confine.Binary)
+	build := exec.Command("go", "build", "-o", bin+"/", "jr2.dev/boundary/effector", "jr2.dev/boundary/effector/cmd/effector-confine")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build the effector: %v\n%s", err, out)
+	}
 	rows := []struct {
 		name string
 		argv []string
@@ -422,6 +432,8 @@ func BenchmarkStart(b *testing.B) {
 		{"bare", []string{"/bin/true"}, nil},
 		{"go-exec", []string{os.Args[0], "/bin/true"}, []string{modeEnv + "=exec"}},
 		{"confine", append([]string{os.Args[0]}, confineArgs...), []string{modeEnv + "=confine"}},
+		{"effector-static", append([]string{static, "confine"}, confineArgs...), nil},
+		{"effector-confine", append([]string{small}, confineArgs...), nil},
 		{"bwrap", []string{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 			"--unshare-pid", "--die-with-parent", "/bin/true"}, nil},
 	}

@@ -16,6 +16,7 @@ import (
 	"jr2.dev/boundary/effector/internal/classlock"
 	"jr2.dev/boundary/effector/internal/commandkind"
 	"jr2.dev/boundary/effector/internal/config"
+	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
@@ -192,7 +193,7 @@ type gitCall struct {
 // git runs one git confined and returns its stdout and stderr.
 func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	work := filepath.Clean(r.k.o.Work)
-	argv := []string{"confine"}
+	argv := confine.Argv(r.k.o.Self)
 	if c.readWork {
 		// The worktree is the agent's uid's, its files maybe 0600: the
 		// fetch keeps the one capability that reads them.
@@ -210,7 +211,8 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 		}
 	}
 	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.progs["git"], "--git-dir="+r.repo), hardening...)
-	cmd := exec.Command(r.k.o.Self, append(argv, c.args...)...)
+	argv = append(argv, c.args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.repo
 	cmd.Env = r.env(c.env...)
 	return r.exec(ctx, c.key, cmd, c.stdin)
