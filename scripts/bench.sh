@@ -28,7 +28,9 @@ go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 
 # controlplane render (issue 3): a cold process, 10 to 400 targets.
 go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
-	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' || status=1
+	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' \
+	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on this disk)|^RenderCold/targets=400/fresh$|ns/op|<=|200000000' \
+	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on tmpfs)|^RenderCold/targets=400/fresh-tmpfs$|ns/op|<=|200000000' || status=1
 
 # custodian serve and Envoy with the module (issues 4, 11, 12): each
 # against the same upstream reached directly, in separate processes.
@@ -38,7 +40,9 @@ go test ./e2e -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -count=1 || stat
 go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
 	| table -title "signed http effect vs a direct call to the same upstream (x-direct: ratio)" || status=1
 go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
-	| table -title "start cost of effector confine -- /bin/true beside a bare exec, the same Go binary unconfined, and bwrap" -vs '^Start/bare$' || status=1
+	| table -title "start cost of effector confine -- /bin/true beside a bare exec, the same Go binary unconfined, and bwrap" -vs '^Start/bare$' \
+	-goal 'effector-confine -- /bin/true, at most bwrap|^Start/effector-confine$|ns/op|<=|@^Start/bwrap$' \
+	-goal 'effector-confine -- /bin/true, at most 1.5 ms over a bare exec|^Start/effector-confine$|ns/op|<=|@^Start/bare$+1500000' || status=1
 go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s \
 	| table -title "start cost of a full signed command effect; 100 concurrent commands settling with no survivor" -vs '^CommandStart/bare$' || status=1
 
