@@ -388,6 +388,13 @@ func textAnswer(status int, body string, header [][2]string) *http.Response {
 		Body: io.NopCloser(bytes.NewReader([]byte(body))), ContentLength: int64(len(body))}
 }
 
+// Sends reports whether RoundTrip will call next: false for an answer
+// from the record, a planned answer, and a fault that replaces the answer.
+// A host records a secret as spent only for a verdict that sends.
+func (v Verdict) Sends() bool {
+	return v.Action == Send && v.local == nil && v.replay == nil && v.fault != FaultTimeout
+}
+
 // ErrTimeout is a timeout fault's end: no answer came.
 var ErrTimeout = errors.New("jr2 faults: an injected timeout: no answer came")
 

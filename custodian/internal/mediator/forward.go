@@ -82,7 +82,7 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		return
 	}
 	for _, name := range d.Secrets {
-		if err != nil || !m.o.Mode.Sends() {
+		if err != nil || !v.Sends() {
 			break
 		}
 		_, err = m.record(bundle.KindSecretInjected, secretInjected{Request: reqSeq, Name: name, Host: target})

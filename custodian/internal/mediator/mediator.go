@@ -90,8 +90,9 @@
 // A mode other than live (Options.Mode) reads the body whole first, at
 // most 16 MiB (a 413 beyond), since its hash is part of the effect's
 // canonical form; the mode then decides, and answers through its verdict
-// (internal/mode): in replay and preflight nothing is dialled and no
-// secret-injected record is written.
+// (internal/mode): in replay and preflight nothing is dialled, and no
+// secret-injected record is written for a verdict that sends nothing (a
+// recorded or planned answer, a fault that replaces the answer).
 //
 // NOT covered: a request body is not checked for a value's form (the
 // engine's request rules apply; the record shows the label); a denial by value-in-name tells the child that its name held a

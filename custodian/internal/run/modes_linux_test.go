@@ -217,6 +217,16 @@ func TestFaultsSeeded(t *testing.T) {
 			t.Fatalf("exit %d, %v\nstderr: %s", res.code, res.err, res.stderr)
 		}
 		runtest.AssertNoValue(t, "the bundle", res.raw, sentinel)
+		// A fault that replaces the answer sent nothing: no secret was spent.
+		replaced := 0
+		for _, r := range runtest.Find(res.records, "fault-injected", nil) {
+			if r["fault"] == "error" || r["fault"] == "rate-limit" {
+				replaced++
+			}
+		}
+		if got := len(runtest.Find(res.records, "secret-injected", nil)); got != 30-replaced {
+			t.Errorf("seed %d: %d secret-injected records; want 30 less the %d answers a fault replaced", seed, got, replaced)
+		}
 		var faults []string
 		for _, r := range runtest.Find(res.records, "fault-injected", nil) {
 			faults = append(faults, fmt.Sprint(r["seed"], r["draw"], r["fault"], r["offset"], r["rate"], r["class"], r["index"]))
