@@ -186,12 +186,15 @@ func TestNoSecretInArgvOrEnv(t *testing.T) {
 		for !stop.Load() {
 			paths, _ := filepath.Glob("/proc/[0-9]*")
 			for _, p := range paths {
-				for _, f := range []string{"cmdline", "environ"} {
-					b, err := os.ReadFile(filepath.Join(p, f))
-					env, _ := os.ReadFile(filepath.Join(p, "environ"))
-					if err != nil || bytes.Contains(env, []byte("GATEWAY_INTERFACE=CGI/1.1")) {
-						continue // the test's remote (git http-backend), which receives the token by design
-					}
+				// environ is read once and both checks use that read: a
+				// second read could fail (the process gone) and let the
+				// test's own remote pass as the Effector's.
+				env, err := os.ReadFile(filepath.Join(p, "environ"))
+				if err != nil || bytes.Contains(env, []byte("GATEWAY_INTERFACE=CGI/1.1")) {
+					continue // the test's remote (git http-backend), which receives the token by design
+				}
+				cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+				for f, b := range map[string][]byte{"cmdline": cmdline, "environ": env} {
 					for _, form := range forms {
 						if bytes.Contains(b, []byte(form)) {
 							mu.Lock()
