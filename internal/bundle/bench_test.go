@@ -57,3 +57,17 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendStruct is the mediator's chunk record as it writes it: a
+// struct, whose keys are known by its type.
+func BenchmarkAppendStruct(b *testing.B) {
+	w := New(io.Discard, Options{})
+	body := strings.Repeat("x", 4096)
+	fields := ResponseRecord{Request: 7, BodyChunk: BodyChunk{Chunk: new(int), Body: &body}}
+	b.SetBytes(4096)
+	for b.Loop() {
+		if _, err := w.Append(KindHTTPResponse, fields); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -69,7 +69,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -281,16 +283,88 @@ func objectBody(fields any) ([]byte, error) {
 	if len(b) < 2 || b[0] != '{' {
 		return nil, fmt.Errorf("bundle: fields must be a JSON object, not %T", fields)
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(b, &keys); err != nil {
-		return nil, fmt.Errorf("bundle: fields: %w", err)
-	}
-	for _, k := range reserved {
-		if _, ok := keys[k]; ok {
-			return nil, fmt.Errorf("bundle: fields may not carry the key %q", k)
+	if !cannotCarryReserved(fields) {
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(b, &keys); err != nil {
+			return nil, fmt.Errorf("bundle: fields: %w", err)
+		}
+		// In any letter case: encoding/json matches a key to a field
+		// case-insensitively, so a "Seq" would read as the header's seq.
+		for k := range keys {
+			for _, r := range reserved {
+				if strings.EqualFold(k, r) {
+					return nil, fmt.Errorf("bundle: fields may not carry the key %q", r)
+				}
+			}
 		}
 	}
 	return b[1 : len(b)-1], nil
+}
+
+// safeTypes caches, per struct type, whether no JSON key it can render is
+// a reserved one: then the rendered object need not be decoded again to
+// check (the mediator's records are such structs, one per chunk).
+var safeTypes sync.Map // reflect.Type → bool
+
+// cannotCarryReserved reports whether fields, by its type alone, renders
+// no reserved key: a struct (or a pointer to one) with no custom JSON
+// encoding whose every possible key, embedded structs' included, is
+// outside reserved. Anything else (a map, a type with MarshalJSON) is
+// checked on its rendering.
+func cannotCarryReserved(fields any) bool {
+	t := reflect.TypeOf(fields)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	if v, ok := safeTypes.Load(t); ok {
+		return v.(bool)
+	}
+	safe := structSafe(t, 0)
+	safeTypes.Store(t, safe)
+	return safe
+}
+
+var marshaler = reflect.TypeFor[json.Marshaler]()
+
+func structSafe(t reflect.Type, depth int) bool {
+	if depth > 8 || t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) {
+		return false
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" && tag == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				if !structSafe(ft, depth+1) {
+					return false
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		for _, r := range reserved {
+			if strings.EqualFold(name, r) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func known(kind string) bool {

@@ -256,6 +256,14 @@ func TestAppendRefuses(t *testing.T) {
 		{KindEnv, []string{"PATH"}, `bundle: fields must be a JSON object, not []string`},
 		{KindEnv, "PATH", `bundle: fields must be a JSON object, not string`},
 		{KindEnv, map[string]any{"f": func() {}}, "bundle: fields: json: unsupported type: func()"},
+		// A struct's keys are known by its type; one that can render a
+		// reserved key is checked on its rendering, as a map is.
+		{KindEnv, struct {
+			K string `json:"kind"`
+		}{"x"}, `bundle: fields may not carry the key "kind"`},
+		{KindEnv, struct{ Seq int }{1}, `bundle: fields may not carry the key "seq"`},
+		{KindEnv, &struct{ embedsSig }{embedsSig{"s"}}, `bundle: fields may not carry the key "sig"`},
+		{KindEnv, marshals{}, `bundle: fields may not carry the key "prev"`},
 	} {
 		if _, err := w.Append(tc.kind, tc.fields); err == nil || err.Error() != tc.want {
 			t.Errorf("Append(%q, %#v) = %v; want %s", tc.kind, tc.fields, err, tc.want)
@@ -265,6 +273,15 @@ func TestAppendRefuses(t *testing.T) {
 		t.Errorf("Append of an empty object = %d, %v; want seq 1", seq, err)
 	}
 }
+
+type embedsSig struct {
+	Sig string `json:"sig"`
+}
+
+// marshals renders a reserved key its type does not show.
+type marshals struct{}
+
+func (marshals) MarshalJSON() ([]byte, error) { return []byte(`{"prev":"x"}`), nil }
 
 type failWriter struct{ n int }
 
