@@ -13,14 +13,33 @@ import (
 
 // Volatile are the request headers a canonical form leaves out: they
 // change between two runs of the same command without changing what the
-// request asks for (the framing, the connection, the clock, a trace id),
-// or they are the host, which the url carries. Every other header
-// identifies the request, so a replay matches what the client really
-// sent.
+// request asks for, or the url or the body already carries them. In
+// groups (docs/modes.md says why each):
+//
+//   - the url's and the framing's: host, content-length,
+//     transfer-encoding, connection, keep-alive, proxy-connection, te,
+//     trailer, upgrade, expect;
+//   - the clock's: date, x-amz-date; the body's digest: x-amz-content-sha256;
+//   - a trace or request id drawn fresh per call: traceparent, tracestate,
+//     baggage, sentry-trace, b3 and x-b3-traceid, -spanid, -parentspanid,
+//     -sampled and -flags, x-cloud-trace-context,
+//     x-amzn-trace-id, x-datadog-trace-id, x-datadog-parent-id,
+//     x-request-id, x-correlation-id, x-ms-client-request-id,
+//     amz-sdk-invocation-id, amz-sdk-request;
+//   - an idempotency key an SDK draws per write: idempotency-key.
+//
+// Every other header identifies the request, so a replay matches what the
+// client really sent: user-agent among them (the same client sends the same
+// one, and a changed client is named by headers.user-agent), and every
+// header that carries a stand-in (authorization, x-amz-security-token,
+// cookie), since a stand-in is the same in every run.
 var Volatile = []string{
 	"host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection",
-	"te", "trailer", "upgrade", "expect", "date", "traceparent", "tracestate", "x-request-id",
-	"x-amz-date", "x-amz-content-sha256",
+	"te", "trailer", "upgrade", "expect", "date", "x-amz-date", "x-amz-content-sha256",
+	"traceparent", "tracestate", "baggage", "sentry-trace", "b3", "x-b3-traceid", "x-b3-spanid",
+	"x-b3-parentspanid", "x-b3-sampled", "x-b3-flags", "x-cloud-trace-context", "x-amzn-trace-id",
+	"x-datadog-trace-id", "x-datadog-parent-id", "x-request-id", "x-correlation-id",
+	"x-ms-client-request-id", "amz-sdk-invocation-id", "amz-sdk-request", "idempotency-key",
 }
 
 // Canon returns the canonical form of a request: method, its absolute url
@@ -63,14 +82,16 @@ func Canon(method, rawURL string, header [][2]string, body []byte) (Effect, erro
 	return e, nil
 }
 
-func isVolatile(name string) bool {
+// volatile is Volatile as a set.
+var volatile = func() map[string]bool {
+	m := make(map[string]bool, len(Volatile))
 	for _, v := range Volatile {
-		if v == name {
-			return true
-		}
+		m[v] = true
 	}
-	return false
-}
+	return m
+}()
+
+func isVolatile(name string) bool { return volatile[name] }
 
 // key is Key's rendering: JSON of the form, whose members are in a fixed
 // order and whose strings are quoted, so two forms share a key only when

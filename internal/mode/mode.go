@@ -303,7 +303,7 @@ func (l *Layer) take(e Effect) (a *answer, nearest uint64, field string) {
 		if !r.used {
 			r.used = true
 			if r.answer == nil {
-				return &answer{status: http.StatusBadGateway}, 0, ""
+				return &answer{none: true}, 0, ""
 			}
 			return r.answer, 0, ""
 		}
@@ -395,6 +395,11 @@ func (v Verdict) Sends() bool {
 	return v.Action == Send && v.local == nil && v.replay == nil && v.fault != FaultTimeout
 }
 
+// ErrNoRecordedAnswer is the replay of a recorded request that got no
+// answer (the client went away, or the upstream never answered): as then,
+// RoundTrip gives no answer, and the host answers its own failure.
+var ErrNoRecordedAnswer = errors.New("jr2 replay: the recording holds no answer to this request")
+
 // ErrTimeout is a timeout fault's end: no answer came.
 var ErrTimeout = errors.New("jr2 faults: an injected timeout: no answer came")
 
@@ -406,6 +411,8 @@ func (v Verdict) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Res
 	case v.local != nil:
 		v.local.Request = req
 		return v.local, nil
+	case v.replay != nil && v.replay.none:
+		return nil, ErrNoRecordedAnswer
 	case v.replay != nil:
 		if v.paced && !v.replay.asked.IsZero() {
 			t := time.NewTimer(min(max(v.replay.at.Sub(v.replay.asked), 0), v.bound))

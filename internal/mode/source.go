@@ -1,11 +1,12 @@
 package mode
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type answer struct {
 	chunks [][]byte
 	times  []time.Time
 	cut    bool
+	none   bool // the recorded request got no answer
 }
 
 // line is the part of a record a source reads.
@@ -53,36 +55,44 @@ type line struct {
 }
 
 // loadSource reads a bundle that must verify, and returns its requests in
-// recorded order with their answers.
+// recorded order with their answers. The file is read once: the bytes
+// verified are the bytes answered from, so a file rewritten between the
+// check and the read cannot slip in.
 func loadSource(path, flag string) ([]*recorded, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%s: name the recorded bundle to answer from", flag)
 	}
-	res, err := bundle.Verify(path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	res, err := bundle.VerifyReader(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", flag, err)
 	}
 	if res.Status != bundle.Verified {
 		return nil, fmt.Errorf("%s: the recording does not verify (%s); replay only a sealed, unedited bundle", flag, res)
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", flag, err)
-	}
+	return parseSource(raw), nil
+}
+
+// parseSource reads the requests and answers of a bundle's lines. A line
+// it cannot read, or a request with no canonical form, is passed over: a
+// verified bundle was written by a host, and what a host could not have
+// sent it cannot be asked again.
+func parseSource(raw []byte) []*recorded {
 	var out []*recorded
 	bySeq := map[uint64]*recorded{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
+	for _, text := range bytes.Split(raw, []byte("\n")) {
 		var l line
-		if json.Unmarshal(sc.Bytes(), &l) != nil {
+		if len(text) == 0 || json.Unmarshal(text, &l) != nil {
 			continue
 		}
 		switch l.Kind {
 		case bundle.KindHTTPRequest:
 			e, err := Canon(l.Method, l.URL, l.Headers, nil)
-			if err != nil {
-				continue // a request the host could not have sent
+			if err != nil || bySeq[l.Seq] != nil {
+				continue
 			}
 			r := &recorded{seq: l.Seq, effect: e, at: l.Time}
 			bySeq[l.Seq] = r
@@ -115,17 +125,17 @@ func loadSource(path, flag string) ([]*recorded, error) {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", flag, err)
-	}
-	return out, nil
+	return out
 }
 
 // sourceLabel is how a divergence names where the request went.
 func sourceLabel(e Effect) string {
 	host := e.Host
-	if (e.Scheme == "https" && e.Port != 443) || (e.Scheme == "http" && e.Port != 80) {
-		host = fmt.Sprintf("%s:%d", e.Host, e.Port)
+	switch {
+	case (e.Scheme == "https" && e.Port != 443) || (e.Scheme == "http" && e.Port != 80):
+		host = net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
+	case strings.Contains(host, ":"): // an IPv6 literal
+		host = "[" + host + "]"
 	}
 	p := e.Path
 	if e.Query != "" {
