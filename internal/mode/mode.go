@@ -16,7 +16,10 @@
 // read-only only a read (GET, HEAD, OPTIONS, no body) reaches it. The
 // records this package writes (effect-planned, fault-injected,
 // replay-divergence) carry canonical forms only, which hold labels, never
-// values. A fault draw depends only on the seed, the effect's canonical
+// values. A truncate or corrupt fault spoils an answer only after the
+// host's scrubber (Plan.Scrub) has run over it, so a spoiled byte never
+// hides a value from the scrub; without one it is a reset, which passes
+// no byte of the body. A fault draw depends only on the seed, the effect's canonical
 // form and its index among equal forms, so one seed against one run
 // injects the same faults.
 package mode
@@ -121,6 +124,7 @@ type Verdict struct {
 	fault  string         // a fault that spoils the sent answer, or timeout
 	offset int
 	bound  time.Duration
+	scrub  func() Stream // truncate, corrupt: the host's scrubber, run first
 }
 
 // Plan is what a host alone knows of an effect: the secrets it would
@@ -129,6 +133,20 @@ type Verdict struct {
 type Plan struct {
 	Secrets []string
 	Rule    string
+	// Scrub starts a stream of the host's scrubber for this effect's
+	// answer. A truncate or corrupt fault spoils the answer only after it
+	// is scrubbed: a byte flipped (or a cut) inside a held value's form
+	// would hide it from the host's own scrub, which runs after the layer.
+	// Without it, such a fault becomes a reset, which passes no byte.
+	Scrub func() Stream
+}
+
+// Stream is a streaming scrubber (filter/scrub.Stream, the Effector's
+// effect.Stream): Write passes on what it can decide, Flush the rest at
+// the end.
+type Stream interface {
+	Write(dst, p []byte) []byte
+	Flush(dst []byte) []byte
 }
 
 // Layer is one run's (or one Effector's) mode. It is safe for concurrent
@@ -274,7 +292,7 @@ func (l *Layer) BeforeWith(e Effect, at uint64, p Plan) Verdict {
 		}
 		return v
 	case Faults:
-		return l.faults(e, at)
+		return l.faults(e, at, p.Scrub)
 	}
 	return Verdict{}
 }
@@ -329,7 +347,7 @@ func (l *Layer) take(e Effect) (a *answer, nearest uint64, field string) {
 }
 
 // faults draws for e and records an injection.
-func (l *Layer) faults(e Effect, at uint64) Verdict {
+func (l *Layer) faults(e Effect, at uint64, scrub func() Stream) Verdict {
 	r := ruleFor(l.rules, e)
 	if r == nil || r.rate == 0 {
 		return Verdict{}
@@ -357,7 +375,7 @@ func (l *Layer) faults(e Effect, at uint64) Verdict {
 		return Verdict{local: textAnswer(http.StatusTooManyRequests, "jr2 faults: an injected rate limit\n",
 			[][2]string{{"Jr2-Fault", FaultRateLimit}, {"Retry-After", strconv.Itoa(1 + d.offset%5)}})}
 	}
-	return Verdict{fault: d.kind, offset: d.offset, bound: l.cfg.Bound}
+	return Verdict{fault: d.kind, offset: d.offset, bound: l.cfg.Bound, scrub: scrub}
 }
 
 // Unasked lists, in replay, the recorded effects the replay never asked
@@ -437,7 +455,15 @@ func (v Verdict) RoundTrip(next http.RoundTripper, req *http.Request) (*http.Res
 	if err != nil || v.fault == "" {
 		return resp, err
 	}
-	resp.Body = &spoiled{rc: resp.Body, fault: v.fault, offset: v.offset}
+	fault, src := v.fault, io.Reader(resp.Body)
+	if fault == FaultTruncate || fault == FaultCorrupt {
+		if v.scrub == nil {
+			fault = FaultReset // nothing may pass unscrubbed and spoiled
+		} else {
+			src = &scrubbed{r: resp.Body, st: v.scrub(), buf: make([]byte, 32<<10)}
+		}
+	}
+	resp.Body = &spoiled{rc: resp.Body, src: src, fault: fault, offset: v.offset}
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return resp, nil
@@ -508,7 +534,8 @@ func (b *replayBody) Close() error { return nil }
 // one byte flipped at offset (corrupt), or reset at once (reset). A body
 // shorter than offset is cut, or flipped, at its last byte.
 type spoiled struct {
-	rc     io.ReadCloser
+	rc     io.ReadCloser // closed by Close
+	src    io.Reader     // read: rc, or rc through the host's scrubber
 	fault  string
 	offset int
 	pos    int
@@ -532,7 +559,7 @@ func (s *spoiled) Read(p []byte) (int, error) {
 		if len(p) > s.offset-s.pos {
 			p = p[:s.offset-s.pos]
 		}
-		n, err := s.rc.Read(p)
+		n, err := s.src.Read(p)
 		s.pos += n
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF // a body shorter than the offset is cut at its end
@@ -554,12 +581,12 @@ func (s *spoiled) corrupt(p []byte) (int, error) {
 			p[0], s.last = s.last[0], nil
 			return 1, nil
 		}
-		return s.rc.Read(p)
+		return s.src.Read(p)
 	}
 	if cap(s.buf) < len(p) {
 		s.buf = make([]byte, len(p))
 	}
-	n, err := s.rc.Read(s.buf[:len(p)])
+	n, err := s.src.Read(s.buf[:len(p)])
 	out := append(append(s.out[:0], s.last...), s.buf[:n]...)
 	s.last = nil
 	if s.pos+len(out) > s.offset {
@@ -587,3 +614,33 @@ func (s *spoiled) corrupt(p []byte) (int, error) {
 }
 
 func (s *spoiled) Close() error { return s.rc.Close() }
+
+// scrubbed reads r through a host's streaming scrubber: the bytes a held
+// value's form took are its label before any fault touches them. What the
+// stream holds back at a cut is never passed on.
+type scrubbed struct {
+	r   io.Reader
+	st  Stream
+	buf []byte
+	out []byte
+	eof bool
+}
+
+func (s *scrubbed) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		if s.eof {
+			return 0, io.EOF
+		}
+		n, err := s.r.Read(s.buf)
+		s.out = s.st.Write(s.out[:0], s.buf[:n])
+		switch {
+		case err == io.EOF:
+			s.out, s.eof = s.st.Flush(s.out), true
+		case err != nil:
+			return 0, err
+		}
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 )
 
@@ -228,7 +229,8 @@ func TestFaultDraws(t *testing.T) {
 func TestSpoiledBodies(t *testing.T) {
 	body := []byte(strings.Repeat("abcdefghij", 30)) // 300 bytes
 	read := func(fault string, offset int, chunk int) ([]byte, error) {
-		s := &spoiled{rc: io.NopCloser(&chunky{b: body, n: chunk}), fault: fault, offset: offset}
+		src := io.NopCloser(&chunky{b: body, n: chunk})
+		s := &spoiled{rc: src, src: src, fault: fault, offset: offset}
 		return io.ReadAll(s)
 	}
 	for _, chunk := range []int{1, 7, 300, 4096} {
@@ -352,3 +354,49 @@ func TestRecordedTiming(t *testing.T) {
 		t.Errorf("fast replay waits: %v", fast)
 	}
 }
+
+// A truncate or corrupt fault spoils the answer only after the host's
+// scrubber: a flip or a cut inside a held value cannot hide the value
+// from the scrub that follows. Without a scrubber the fault is a reset.
+func TestSpoiledAfterTheScrub(t *testing.T) {
+	const value = "sk-live-0123456789abcdefghijklmnop"
+	sc, err := scrub.New([]scrub.Secret{{Name: "T", Value: []byte(value)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "before " + value + " after"
+	for _, fault := range []string{FaultTruncate, FaultCorrupt} {
+		for off := 0; off < len(body); off++ {
+			for _, chunk := range []int{1, 5, 4096} {
+				v := Verdict{fault: fault, offset: off, scrub: func() Stream { return sc.NewStream() }}
+				next := roundTripper(func(*http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(&chunky{b: []byte(body), n: chunk})}, nil
+				})
+				req, _ := http.NewRequest("GET", "https://h.example/", nil)
+				resp, err := v.RoundTrip(next, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				for i := 0; i+8 <= len(value); i++ {
+					if bytes.Contains(got, []byte(value[i:i+8])) {
+						t.Fatalf("%s at %d, chunks of %d: %q holds 8 bytes of the value", fault, off, chunk, got)
+					}
+				}
+			}
+		}
+	}
+	v := Verdict{fault: FaultCorrupt, offset: 10}
+	next := roundTripper(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body))}, nil
+	})
+	req, _ := http.NewRequest("GET", "https://h.example/", nil)
+	resp, _ := v.RoundTrip(next, req)
+	if b, err := io.ReadAll(resp.Body); len(b) != 0 || !errors.Is(err, errReset) {
+		t.Errorf("corrupt without a scrubber: %q, %v; want a reset", b, err)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

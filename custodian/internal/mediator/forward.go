@@ -368,7 +368,8 @@ func (m *Mediator) decideMode(w http.ResponseWriter, r *http.Request, ci *connIn
 	if len(d.Secrets) > 0 {
 		rule += " (engine)"
 	}
-	v := layer.BeforeWith(eff, reqSeq, mode.Plan{Secrets: d.Secrets, Rule: rule})
+	v := layer.BeforeWith(eff, reqSeq, mode.Plan{Secrets: d.Secrets, Rule: rule,
+		Scrub: func() mode.Stream { return eng.Scrubber().NewStream() }})
 	if v.Action == mode.Refuse {
 		rep := &filter.Reply{Status: http.StatusForbidden, Reason: v.Rule, Body: "jr2 custodian: " + v.Reason + "\n"}
 		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,

@@ -102,7 +102,10 @@ func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, shown string
 		if err != nil {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request has no canonical form: " + err.Error()}
 		}
-		if v = k.mode.Before(e, reqSeq); v.Action == mode.Refuse {
+		// A fault that spoils the answer does so after this effect's
+		// scrubber, so a spoiled byte cannot hide a value from it.
+		plan := mode.Plan{Scrub: func() mode.Stream { return sc.NewStream() }}
+		if v = k.mode.BeforeWith(e, reqSeq, plan); v.Action == mode.Refuse {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: v.Reason}
 		}
 	}
