@@ -288,7 +288,6 @@ func TestLayerAgainstARealUpstream(t *testing.T) {
 	}
 }
 
-
 // never is a next that must not be called.
 type never struct{ t *testing.T }
 
