@@ -2,6 +2,7 @@ package mode
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 )
 
@@ -487,4 +489,172 @@ func TestReplayDuplicatesConcurrently(t *testing.T) {
 			t.Fatalf("ask %d got %q", i, b)
 		}
 	}
+}
+
+// scrubPlan is a host's plan with its streaming scrubber, which knows the
+// sentinel.
+func scrubPlan(t *testing.T) Plan {
+	sc, err := scrub.New([]scrub.Secret{{Name: "T", Value: []byte(sentinel)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Plan{Scrub: func() Stream { return sc.NewStream() }}
+}
+
+// truncate and corrupt send, then spoil the answer at the offset their
+// record names; the agent never sees the value the upstream echoed.
+func TestSpoilingFaultsAgainstARealUpstream(t *testing.T) {
+	var n atomic.Int64
+	body := strings.Repeat("0123456789", 50) + sentinel + strings.Repeat("abcdefghij", 50)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	scrubbed := strings.ReplaceAll(body, sentinel, "[secret:T]")
+	for _, kind := range []string{FaultTruncate, FaultCorrupt} {
+		for seed := range uint64(8) {
+			before := n.Load()
+			o := newOut(t)
+			l, err := New(Config{Mode: Faults, Seed: seed, Faults: "*=1:" + kind}, names, o.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := Canon("GET", srv.URL+"/x", nil, nil)
+			v := l.BeforeWith(e, 3, scrubPlan(t))
+			if !v.Sends() {
+				t.Fatalf("%s does not send", kind)
+			}
+			req, _ := http.NewRequest("GET", srv.URL+"/x", nil)
+			resp, err := v.RoundTrip(srv.Client().Transport, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var rec map[string]any
+			for _, m := range parseLines(o.check()) {
+				if m["kind"] == bundle.KindFaultInjected {
+					rec = m
+				}
+			}
+			off, ok := rec["offset"].(float64)
+			if !ok || rec["fault"] != kind || rec["seed"] != float64(seed) || rec["class"] != "read" || rec["rate"] != 1.0 || rec["request"] != 3.0 {
+				t.Fatalf("%s seed %d: record %v", kind, seed, rec)
+			}
+			at := int(off)
+			want, wantErr := []byte(scrubbed[:min(at, len(scrubbed))]), io.ErrUnexpectedEOF
+			if kind == FaultCorrupt {
+				want, wantErr = []byte(scrubbed), nil
+				want[min(at, len(want)-1)] ^= 0xff
+			}
+			if !bytes.Equal(got, want) || !errors.Is(err, wantErr) {
+				t.Errorf("%s seed %d at %d: %d bytes, %v; want %d bytes, %v", kind, seed, at, len(got), err, len(want), wantErr)
+			}
+			if bytes.Contains(got, []byte(sentinel[:8])) || n.Load()-before != 1 {
+				t.Errorf("%s seed %d: the value passed, or %d requests sent", kind, seed, n.Load()-before)
+			}
+		}
+	}
+}
+
+// The same seed against the same effects writes the same records, byte for
+// byte, and gives the agent the same outcomes; another seed does not. Each
+// record names a draw below its rate, its class's rate, and an offset only
+// for the kinds that spoil.
+func TestFaultsReplayTheirDraws(t *testing.T) {
+	next := roundTripper(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(strings.Repeat("x", 2000)))}, nil
+	})
+	run := func(seed uint64) (records []byte, outcomes string) {
+		o := newOut(t)
+		l, err := New(Config{Mode: Faults, Seed: seed, Faults: "write=0.3,read=0.1", Bound: time.Nanosecond}, names, o.w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		for i := range 300 {
+			method := []string{"GET", "POST", "PUT"}[i%3]
+			url := fmt.Sprintf("https://h.example/%d", i%25)
+			e, _ := Canon(method, url, nil, nil)
+			v := l.BeforeWith(e, uint64(i+1), scrubPlan(t))
+			req, _ := http.NewRequest(method, url, nil)
+			resp, err := v.RoundTrip(next, req)
+			if err != nil {
+				fmt.Fprintf(&sb, "%d %v\n", i, err)
+				continue
+			}
+			b, err := io.ReadAll(resp.Body)
+			fmt.Fprintf(&sb, "%d %d %s %x %v\n", i, resp.StatusCode, resp.Header.Get("Retry-After"), b, err)
+		}
+		return o.check(), sb.String()
+	}
+	a, ao := run(42)
+	b, bo := run(42)
+	c, co := run(43)
+	if !bytes.Equal(a, b) || ao != bo {
+		t.Error("one seed, two runs: the records or the outcomes differ")
+	}
+	if bytes.Equal(a, c) || ao == co {
+		t.Error("another seed drew the same faults")
+	}
+	kinds := map[string]int{}
+	for _, m := range parseLines(a) {
+		if m["kind"] != bundle.KindFaultInjected {
+			continue
+		}
+		var u float64
+		fmt.Sscan(m["draw"].(string), &u)
+		rate := map[string]float64{"read": 0.1, "write": 0.3}[m["class"].(string)]
+		_, hasOffset := m["offset"]
+		k := m["fault"].(string)
+		kinds[k]++
+		if u >= rate || m["rate"] != rate || hasOffset != (k == FaultTruncate || k == FaultCorrupt) || m["seed"] != 42.0 {
+			t.Errorf("a record that does not hold: %v", m)
+		}
+	}
+	if len(kinds) != len(FaultKinds) {
+		t.Errorf("300 effects at these rates drew only %v", kinds)
+	}
+}
+
+// A timeout fault sends nothing and ends when the client gives up, however
+// long its bound.
+func TestTimeoutEndsWithTheClient(t *testing.T) {
+	l, _ := New(Config{Mode: Faults, Faults: "*=1:timeout", Bound: time.Hour}, names, nil)
+	e, _ := Canon("GET", "https://h.example/", nil, nil)
+	v := l.Before(e, 0)
+	if v.Sends() {
+		t.Fatal("a timeout sends")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "https://h.example/", nil)
+	if resp, err := v.RoundTrip(never{t}, req); resp != nil || !errors.Is(err, ErrTimeout) {
+		t.Errorf("%v, %v; want ErrTimeout", resp, err)
+	}
+}
+
+// FuzzParseSource reads any bytes as a recording: no panic, and every
+// request it keeps has a form Canon could have made.
+func FuzzParseSource(f *testing.F) {
+	f.Add([]byte(`{"seq":2,"kind":"http-request","method":"GET","url":"https://h.example/a","headers":[["X-A","1"]]}
+{"seq":3,"kind":"http-request-body","request":2,"end":true,"bytes":1,"sha256":"00"}
+{"seq":4,"kind":"http-response","request":2,"status":200,"headers":[["Content-Length","2"]]}
+{"seq":5,"kind":"http-response","request":2,"chunk":0,"body":"ok"}
+{"seq":6,"kind":"http-response","request":2,"chunk":1,"body_base64":"/w=="}
+{"seq":7,"kind":"http-response","request":2,"end":true,"error":"cut"}
+`))
+	f.Add([]byte(`{"seq":1,"kind":"http-response","request":1,"status":403,"local":true,"body":"no"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, r := range parseSource(raw) {
+			e := r.effect
+			if e.Port < 1 || e.Port > 65535 || e.Host != strings.ToLower(e.Host) || e.differs(e) != "" || e.Key() == "" {
+				t.Fatalf("a recorded form Canon could not make: %+v", e)
+			}
+			if a := r.answer; a != nil && len(a.chunks) != len(a.times) {
+				t.Fatalf("chunks and times apart: %d %d", len(a.chunks), len(a.times))
+			}
+		}
+	})
 }
