@@ -21,7 +21,10 @@
 // hides a value from the scrub; without one it is a reset, which passes
 // no byte of the body. A fault draw depends only on the seed, the effect's canonical
 // form and its index among equal forms, so one seed against one run
-// injects the same faults.
+// injects the same faults. A replay answers only from the bytes it
+// verified (the source is read once), each recorded answer at most once,
+// and as recorded: its chunks as framed, a cut as a cut, no answer as no
+// answer (ErrNoRecordedAnswer).
 package mode
 
 import (
