@@ -330,6 +330,8 @@ func TestReplayAnswers(t *testing.T) {
 	src.answer(src.request("GET", u+"/dup", nil, ""), 200, nil, "", "two")
 	src.answer(src.request("GET", u+"/chunks", nil, ""), 200, [][2]string{{"Content-Length", "6"}, {"X-Up", "a"}}, "", "ab", "cde", "f")
 	src.answer(src.request("GET", u+"/cut", nil, ""), 200, [][2]string{{"Content-Length", "9"}}, "cut", "par")
+	src.answer(src.request("GET", u+"/short", nil, ""), 200, [][2]string{{"Content-Length", "10"}}, "", "abc")
+	src.answer(src.request("HEAD", u+"/chunks", nil, ""), 200, [][2]string{{"Content-Length", "6"}}, "")
 	gone := src.request("POST", u+"/gone", nil, "b")
 	src.add(bundle.KindHTTPResponse, bundle.ResponseRecord{Request: gone, End: true, Error: "the client went away"})
 	local := src.request("GET", u+"/local", nil, "")
@@ -379,6 +381,8 @@ func TestReplayAnswers(t *testing.T) {
 		{ask: ask{"GET", u + "/dup", nil, ""}, status: 200, reads: []string{"two"}, length: -1},
 		{ask: ask{"GET", u + "/chunks", nil, ""}, status: 200, reads: []string{"ab", "cde", "f"}, header: "X-Up=a", length: 6},
 		{ask: ask{"GET", u + "/cut", nil, ""}, status: 200, reads: []string{"par"}, err: io.ErrUnexpectedEOF, length: -1},
+		{ask: ask{"GET", u + "/short", nil, ""}, status: 200, reads: []string{"abc"}, header: "Content-Length=", length: -1},
+		{ask: ask{"HEAD", u + "/chunks", nil, ""}, status: 200, header: "Content-Length=6", length: 6},
 		{ask: ask{"POST", u + "/gone", nil, "b"}, err: ErrNoRecordedAnswer},
 		{ask: ask{"GET", u + "/local", nil, ""}, status: 403, reads: []string{refusal}, length: -1},
 		{ask: ask{"GET", u + "/dup", nil, ""}, status: 502, reads: []string{"jr2 replay: no recorded answer for GET h.example/dup\n"}},
@@ -409,7 +413,7 @@ func TestReplayAnswers(t *testing.T) {
 				resp.StatusCode, got, resp.ContentLength, err, tc.status, tc.reads, length, tc.err)
 		}
 		if name, value, ok := strings.Cut(tc.header, "="); ok && resp.Header.Get(name) != value {
-			t.Errorf("%s %s: header %s %q", tc.method, tc.url, name, resp.Header.Get(name))
+			t.Errorf("%s %s: header %s %q, want %q", tc.method, tc.url, name, resp.Header.Get(name), value)
 		}
 	}
 	var divs []string

@@ -479,9 +479,21 @@ func (a *answer) response(req *http.Request, paced bool, bound time.Duration) *h
 	for _, p := range a.header {
 		h.Add(p[0], p[1])
 	}
+	// The recorded length stands when the recorded chunks make it up (or
+	// for a HEAD, which has none): a host then frames the answer as it was.
+	// Otherwise the answer is unframed, so no host declares a length its
+	// body does not have.
 	length := int64(-1)
 	if n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64); err == nil && !a.cut {
-		length = n
+		var total int64
+		for _, c := range a.chunks {
+			total += int64(len(c))
+		}
+		if n == total || req.Method == http.MethodHead {
+			length = n
+		} else {
+			h.Del("Content-Length")
+		}
 	}
 	var gaps []time.Duration
 	if paced {
