@@ -65,7 +65,7 @@ type Config struct {
 	Timing string        // replay: "fast" (default) or "recorded" (the recorded gaps)
 	Seed   uint64        // faults
 	Faults string        // faults: SPEC, e.g. "write=0.1,read=0.02" or "api.example.com=0.5"
-	Bound  time.Duration // faults: how long a timeout fault holds the answer at most; 0 is 30 s
+	Bound  time.Duration // the longest wait: a timeout fault's, and each gap replay --timing recorded waits; 0 is 30 s
 }
 
 // Effect is an effect's canonical form: the request as the agent asked for
