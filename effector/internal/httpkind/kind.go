@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"jr2.dev/boundary/effector/internal/effect"
@@ -63,6 +64,9 @@ type Options struct {
 	Receipts bundle.Recorder
 	// Mode is the shared mode layer (internal/mode); nil is live.
 	Mode *mode.Layer
+	// BodyBudget is how many bytes of request bodies the receipts record
+	// (this Effector's whole life); 0 is DefaultBodyBudget.
+	BodyBudget int64
 }
 
 // sessions is how many targets' TLS sessions the kind remembers.
@@ -76,11 +80,16 @@ type Kind struct {
 	client  *http.Client
 	rec     bundle.Recorder
 	mode    *mode.Layer
+	budget  atomic.Int64 // request-body bytes the receipts may still record
 }
 
 // New returns the http kind.
 func New(o Options) *Kind {
 	k := &Kind{targets: map[string]Target{}, values: o.Values, work: o.Work, rec: o.Receipts, mode: o.Mode}
+	if o.BodyBudget == 0 {
+		o.BodyBudget = DefaultBodyBudget
+	}
+	k.budget.Store(o.BodyBudget)
 	for _, t := range o.Targets {
 		k.targets[hostPort(t.Scheme, strings.ToLower(t.Host), t.Port)] = t
 	}
@@ -283,7 +292,7 @@ func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *
 		defer resp.Body.Close()
 		return readAnswer(ctx, resp, max, sc)
 	}
-	return k.sendRecorded(ctx, req, b.shown, max, sc)
+	return k.sendRecorded(ctx, req, b, max, sc)
 }
 
 // failed words a request that got no answer: unreachable when nothing was

@@ -3,11 +3,10 @@ package httpkind
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/sendtrace"
@@ -23,7 +22,8 @@ import (
 type (
 	effectDecision struct {
 		Effect   string `json:"effect"`
-		Decision string `json:"decision"` // allow or refuse
+		Decision string `json:"decision"`       // allow or refuse
+		Rule     string `json:"rule,omitempty"` // a mode's refusal: its rule (mode:read-only)
 		Reason   string `json:"reason,omitempty"`
 	}
 	httpRequest struct {
@@ -35,8 +35,20 @@ type (
 	}
 )
 
-// maxModeBody bounds a body a mode other than live reads whole.
+// maxModeBody bounds a body a mode other than live reads whole: its hash
+// is part of the effect's canonical form, so it is read before anything
+// is decided.
 const maxModeBody = 16 << 20
+
+// DefaultBodyBudget is how many bytes of request bodies one Effector
+// records in its receipts when Options.BodyBudget is 0. Past it, a body's
+// further bytes are hashed but not recorded, and its closing record says
+// "cut"; the body is still sent whole.
+const DefaultBodyBudget = 64 << 20
+
+// bodyChunkBytes is the most scrubbed bytes one http-request-body chunk
+// record holds.
+const bodyChunkBytes = 32 << 10
 
 // decided records the fence's decision; false when it could not be.
 func (k *Kind) decided(id, refused string, sc *effect.Scrubber) bool {
@@ -53,59 +65,66 @@ func (k *Kind) decided(id, refused string, sc *effect.Scrubber) bool {
 
 // sendRecorded is send with receipts or a mode: the request, its body and
 // its answer are recorded (scrubbed), and the mode decides before anything
-// is sent. The body is read whole (at most 16 MiB) so that its hash is in
-// the record before the request goes.
-func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, shown string, max int64, sc *effect.Scrubber) wire.Outcome {
+// is sent. Live streams the body, each read recorded before the transport
+// gets its bytes; every other mode reads it whole first (at most 16 MiB),
+// so that its hash is in the canonical form before the request goes.
+func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, b *built, max int64, sc *effect.Scrubber) wire.Outcome {
 	id, _ := ctx.Value(effectID{}).(string)
+	live := k.mode == nil || k.mode.Mode() == mode.Live
+	hasBody := req.Body != nil && req.Body != http.NoBody
 	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(io.LimitReader(req.Body, maxModeBody+1))
+	if hasBody && !live {
+		whole, err := io.ReadAll(io.LimitReader(req.Body, maxModeBody+1))
 		req.Body.Close()
 		if err != nil {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the body could not be read: " + sendtrace.Reason(err)}
 		}
-		if len(b) > maxModeBody {
-			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "with receipts or a mode, a body is read whole before it is sent, and this one is over 16 MiB"}
+		if len(whole) > maxModeBody {
+			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "mode " + k.mode.Mode() + " reads a body whole to match it before it is sent, and this one is over 16 MiB"}
 		}
-		body = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		body = whole
+		req.Body = io.NopCloser(bytes.NewReader(whole))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(whole)), nil }
 	}
-	url := sc.String(shown)
+	url := sc.String(b.shown)
 	var headers [][2]string
-	names := make([]string, 0, len(req.Header))
-	for n := range req.Header {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	headers = append(headers, [2]string{"Host", req.URL.Host})
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(req.Header)) {
 		for _, v := range req.Header[n] {
 			headers = append(headers, [2]string{sc.Folded().String(n), sc.String(v)})
 		}
 	}
-	recorded := sc.Bytes(body)
-	reqSeq, ok := k.append(bundle.KindHTTPRequest, httpRequest{Effect: id, Method: req.Method, URL: url, Headers: headers, Length: int64(len(body))})
-	if ok && len(body) > 0 {
-		_, ok = k.append(bundle.KindRequestBody, bundle.RequestBodyRecord{Request: reqSeq, BodyChunk: bundle.ChunkOf(0, recorded)})
-		sum := sha256.Sum256(recorded)
-		if ok {
-			_, ok = k.append(bundle.KindRequestBody, bundle.RequestBodyRecord{Request: reqSeq, End: true, Chunks: 1, Bytes: int64(len(recorded)), SHA256: hex.EncodeToString(sum[:])})
-		}
-	}
+	reqSeq, ok := k.append(bundle.KindHTTPRequest, httpRequest{Effect: id, Method: req.Method, URL: url, Headers: headers, Length: req.ContentLength})
 	if !ok {
 		return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request could not be recorded in the receipts, so it was not sent"}
 	}
+	var recorded []byte
+	switch {
+	case !hasBody || k.rec == nil:
+		recorded = sc.Bytes(body)
+	case live:
+		// The transport may not rewind a recorded body: it would be sent,
+		// and recorded, twice (keep-alive is off, so it never retries).
+		req.Body, req.GetBody = bundle.RecordedBody(req.Body, k.newBodyRecorder(reqSeq, sc)), nil
+	default:
+		recorded = sc.Bytes(body)
+		rec := k.newBodyRecorder(reqSeq, sc)
+		if rec.Write(body) != nil || rec.End("") != nil {
+			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request body could not be recorded in the receipts, so it was not sent"}
+		}
+	}
 	v := mode.Verdict{}
-	if k.mode != nil && k.mode.Mode() != mode.Live {
+	if !live {
 		e, err := mode.Canon(req.Method, url, headers, recorded)
 		if err != nil {
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request has no canonical form: " + err.Error()}
 		}
 		// A fault that spoils the answer does so after this effect's
 		// scrubber, so a spoiled byte cannot hide a value from it.
-		plan := mode.Plan{Scrub: func() mode.Stream { return sc.NewStream() }}
+		plan := mode.Plan{Secrets: slices.Sorted(maps.Keys(b.forms)), Rule: "target " + hostPort(b.url.Scheme, hostKey(b.url), port(b.url)),
+			Scrub: func() mode.Stream { return sc.NewStream() }}
 		if v = k.mode.BeforeWith(e, reqSeq, plan); v.Action == mode.Refuse {
+			k.append(bundle.KindEffectDecision, effectDecision{Effect: id, Decision: "refuse", Rule: v.Rule, Reason: v.Reason})
 			return wire.Outcome{Kind: wire.OutcomeRefused, Reason: v.Reason}
 		}
 	}
@@ -121,6 +140,13 @@ func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, shown string
 	return out
 }
 
+// newBodyRecorder records one request body (bundle.BodyRecorder): through
+// the effect's streaming scrubber, in chunks of at most bodyChunkBytes,
+// within the Effector's budget.
+func (k *Kind) newBodyRecorder(req uint64, sc *effect.Scrubber) *bundle.BodyRecorder {
+	return bundle.NewBodyRecorder(k.rec, req, sc.NewStream(), &k.budget, bodyChunkBytes)
+}
+
 // recordAnswer records an outcome as the http-response records of its
 // request: the status and headers, the body the outcome holds as one
 // chunk, and the end ("cut" when the answer did not arrive whole).
@@ -130,12 +156,7 @@ func (k *Kind) recordAnswer(req uint64, out wire.Outcome, sc *effect.Scrubber) {
 		return
 	}
 	var h [][2]string
-	names := make([]string, 0, len(out.Headers))
-	for n := range out.Headers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(out.Headers)) {
 		for _, v := range out.Headers[n] {
 			h = append(h, [2]string{sc.Folded().String(n), sc.String(v)})
 		}

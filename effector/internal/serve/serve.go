@@ -140,6 +140,10 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(shut)
 	if receipts != nil {
+		// In replay, run-end lists the recorded effects no start asked for.
+		if _, err := receipts.Append(bundle.KindRunEnd, runEnd{Unasked: shared.Mode.Unasked()}); err != nil {
+			fmt.Fprintf(stderr, "effector: the receipts' run-end could not be written: %v\n", err)
+		}
 		if err := receipts.Seal(); err != nil {
 			fmt.Fprintf(stderr, "effector: the receipts could not be sealed: %v\n", err)
 		}
@@ -181,6 +185,12 @@ func openReceipts(cfg *config.Config, stderr io.Writer) (*bundle.Writer, error) 
 	}
 	fmt.Fprintf(stderr, "effector: the receipts' key is %s (custodian verify --pubkey KEY %s proves they are this Effector's)\n", key, cfg.Receipts)
 	return w, nil
+}
+
+// runEnd is the receipts' closing record, written on a clean shutdown
+// before the seal.
+type runEnd struct {
+	Unasked []mode.Effect `json:"unasked,omitempty"`
 }
 
 // recorder is w as a Recorder, nil when there is none.
@@ -264,7 +274,7 @@ func Kinds(cfg *config.Config, probe error, sh Shared) map[string]effect.Kind {
 			Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
 		}),
 		wire.KindPush: pushkind.New(pushkind.Options{
-			Pushes: cfg.Pushes, Entries: cfg.GitEntries, Work: cfg.Work, Scratch: cfg.Scratch, CAFile: cfg.CAFile,
+			Pushes: cfg.Pushes, Entries: cfg.GitEntries, Work: cfg.Work, Scratch: cfg.Scratch, Repos: cfg.Repos, CAFile: cfg.CAFile,
 			Deny: cfg.OwnPaths(), Node: cfg.Node, Probe: probe, Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
 		}),
 	}

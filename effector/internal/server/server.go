@@ -27,7 +27,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +79,9 @@ type (
 		Kind   string `json:"effect_kind"` // "kind" is the record's own
 		Method string `json:"method"`
 		Host   string `json:"host"`
+		// Secrets are the names of the secrets the start names (names
+		// only, sorted).
+		Secrets []string `json:"secrets,omitempty"`
 	}
 	effectOutcome struct {
 		Effect  string        `json:"effect"`
@@ -304,7 +309,7 @@ func (s *Server) start(id string, body []byte) answer {
 		return s.fail(http.StatusServiceUnavailable, "stopping")
 	}
 	if s.o.Receipts != nil {
-		if _, err := s.o.Receipts.Append(bundle.KindEffectStart, effectStart{Effect: id, Kind: st.Kind, Method: plan.Method, Host: plan.Host}); err != nil {
+		if _, err := s.o.Receipts.Append(bundle.KindEffectStart, effectStart{Effect: id, Kind: st.Kind, Method: plan.Method, Host: plan.Host, Secrets: slices.Sorted(maps.Keys(plan.Built))}); err != nil {
 			s.mu.Unlock()
 			return s.fail(http.StatusServiceUnavailable, "the start could not be recorded in the receipts, so it did not run")
 		}
