@@ -99,16 +99,20 @@ func (b *BodyRecorder) End(why string) error {
 // RecordedBody wraps a live request's body: each read is recorded before
 // the transport gets its bytes, so nothing of a body leaves unrecorded; a
 // read that cannot be recorded fails the body (and so the request) with
-// ErrBodyNotRecorded. Close ends a body not read to its end.
-func RecordedBody(rc io.ReadCloser, rec *BodyRecorder) io.ReadCloser {
-	return &recordedBody{rc: rc, rec: rec}
+// ErrBodyNotRecorded. The body ends at io.EOF, or once length bytes are
+// read when length is known (>= 0: a transport that frames the body by its
+// length reads no further); Close ends a body not read to its end. Read
+// and Close may be called from different goroutines.
+func RecordedBody(rc io.ReadCloser, rec *BodyRecorder, length int64) io.ReadCloser {
+	return &recordedBody{rc: rc, rec: rec, left: length}
 }
 
 type recordedBody struct {
-	rc  io.ReadCloser
-	rec *BodyRecorder
-	mu  sync.Mutex
-	err error
+	rc   io.ReadCloser
+	rec  *BodyRecorder
+	left int64 // bytes until the known end; < 0 unknown
+	mu   sync.Mutex
+	err  error
 }
 
 func (r *recordedBody) Read(p []byte) (int, error) {
@@ -117,6 +121,9 @@ func (r *recordedBody) Read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
+	if r.rec.ended {
+		return 0, io.EOF // past the known end, or after Close: no byte goes unrecorded
+	}
 	n, err := r.rc.Read(p)
 	if n > 0 {
 		if rerr := r.rec.Write(p[:n]); rerr != nil {
@@ -124,7 +131,10 @@ func (r *recordedBody) Read(p []byte) (int, error) {
 			return 0, r.err
 		}
 	}
-	if err == io.EOF {
+	if r.left >= 0 {
+		r.left -= int64(n)
+	}
+	if err == io.EOF || r.left == 0 {
 		if rerr := r.rec.End(""); rerr != nil {
 			r.err = ErrBodyNotRecorded
 			return 0, r.err

@@ -329,7 +329,7 @@ func (m *Mediator) decideMode(w http.ResponseWriter, r *http.Request, ci *connIn
 	switch {
 	case !hasBody:
 	case layer.Mode() == mode.Live:
-		out.Body = bundle.RecordedBody(out.Body, rec)
+		out.Body = bundle.RecordedBody(out.Body, rec, -1)
 	default:
 		b, ok, err := readWhole(out.Body, rec)
 		out.Body.Close()

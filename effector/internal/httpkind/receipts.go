@@ -99,13 +99,19 @@ func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, b *built, ma
 		return wire.Outcome{Kind: wire.OutcomeRefused, Reason: "the request could not be recorded in the receipts, so it was not sent"}
 	}
 	var recorded []byte
+	endBody := func() {}
 	switch {
 	case !hasBody || k.rec == nil:
 		recorded = sc.Bytes(body)
 	case live:
 		// The transport may not rewind a recorded body: it would be sent,
 		// and recorded, twice (keep-alive is off, so it never retries).
-		req.Body, req.GetBody = bundle.RecordedBody(req.Body, k.newBodyRecorder(reqSeq, sc)), nil
+		rb := bundle.RecordedBody(req.Body, k.newBodyRecorder(reqSeq, sc), req.ContentLength)
+		req.Body, req.GetBody = rb, nil
+		// The transport may still hold the body when the answer has been
+		// read: end it then, so its closing record comes before the
+		// answer's, and is written before a seal.
+		endBody = func() { rb.Close() }
 	default:
 		recorded = sc.Bytes(body)
 		rec := k.newBodyRecorder(reqSeq, sc)
@@ -131,11 +137,13 @@ func (k *Kind) sendRecorded(ctx context.Context, req *http.Request, b *built, ma
 	req, sent := sendtrace.Trace(req)
 	resp, err := v.RoundTrip(k.client.Transport, req)
 	if err != nil {
+		endBody()
 		k.append(bundle.KindHTTPResponse, bundle.ResponseRecord{Request: reqSeq, End: true, Error: "no answer"})
 		return failed(ctx, sent(), err)
 	}
 	defer resp.Body.Close()
 	out := readAnswer(ctx, resp, max, sc)
+	endBody()
 	k.recordAnswer(reqSeq, out, sc)
 	return out
 }
