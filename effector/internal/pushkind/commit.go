@@ -2,7 +2,11 @@ package pushkind
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"jr2.dev/boundary/effector/internal/wire"
@@ -108,4 +112,29 @@ func withSignature(payload, sig []byte) []byte {
 	}
 	b.Write(payload[i+1:])
 	return b.Bytes()
+}
+
+// nextWorktreeCommit reads one answer of `git cat-file --batch` from b: a
+// commit whose bytes hash to its name gives that name; anything else
+// (missing, another type, a short or altered body) gives ok false.
+func nextWorktreeCommit(b []byte) (name string, rest []byte, ok bool) {
+	head, body, found := bytes.Cut(b, []byte("\n"))
+	if !found {
+		return "", nil, false
+	}
+	f := strings.Fields(string(head))
+	if len(f) != 3 || f[1] != "commit" || !wire.ValidSHA(f[0]) {
+		return "", nil, false
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil || n < 0 || n+1 > len(body) || body[n] != '\n' {
+		return "", nil, false
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "commit %d\x00", n)
+	h.Write(body[:n])
+	if hex.EncodeToString(h.Sum(nil)) != f[0] {
+		return "", nil, false
+	}
+	return f[0], body[n+1:], true
 }

@@ -2,6 +2,10 @@ package pushkind
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,6 +65,52 @@ func FuzzParseCommit(f *testing.F) {
 		}
 		if !bytes.Equal(again.message, c.message) || again.tree != c.tree || strings.Join(again.parents, ",") != strings.Join(c.parents, ",") {
 			t.Fatalf("signing changed the commit:\n%q\n%q", p, signed)
+		}
+	})
+}
+
+// FuzzCachesIn: a worktree's alternates file gives only directories
+// beneath the caches' root, never the root itself, never a panic.
+func FuzzCachesIn(f *testing.F) {
+	repos := f.TempDir()
+	os.MkdirAll(filepath.Join(repos, "a", "objects"), 0o755)
+	objects := filepath.Join(repos, "a", "objects")
+	for _, s := range []string{repos + "/a/objects\n", "../../a/objects\n", "../..\n", "/\n", "\"x\"\n# c\n\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := cachesIn(b, objects, repos)
+		if len(got) > maxCaches {
+			t.Fatalf("%d caches", len(got))
+		}
+		for _, p := range got {
+			if !strings.HasPrefix(p, repos+"/") || filepath.Clean(p) != p {
+				t.Fatalf("%q is not beneath %s", p, repos)
+			}
+		}
+	})
+}
+
+// FuzzNextWorktreeCommit: any answer gives a commit only with a name its
+// bytes hash to, and what is left is a suffix of the input.
+func FuzzNextWorktreeCommit(f *testing.F) {
+	body := "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nm\n"
+	h := sha1.Sum([]byte(fmt.Sprintf("commit %d\x00%s", len(body), body)))
+	f.Add([]byte(fmt.Sprintf("%x commit %d\n%s\n", h, len(body), body)))
+	f.Add([]byte("0123456789abcdef0123456789abcdef01234567 missing\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		name, rest, ok := nextWorktreeCommit(b)
+		if !ok {
+			return
+		}
+		if !bytes.HasSuffix(b, rest) || !wire.ValidSHA(name) {
+			t.Fatalf("name %q rest %q", name, rest)
+		}
+		head, after, _ := bytes.Cut(b, []byte("\n"))
+		n := len(after) - len(rest) - 1
+		sum := sha1.Sum(append([]byte(fmt.Sprintf("commit %d\x00", n)), after[:n]...))
+		if fmt.Sprintf("%x", sum) != name || !bytes.HasPrefix(head, []byte(name)) {
+			t.Fatalf("%q does not hash to %s", after[:n], name)
 		}
 	})
 }

@@ -26,6 +26,20 @@
 //     scratch, reads the worktree only for the fetch, and is denied every
 //     other path of the Effector's own (a worktree's alternates entry or
 //     link reaches nothing).
+//   - A node cache (Options.Repos) is data, never configuration: the
+//     caches are those the worktree's own objects/info/alternates names
+//     beneath Repos (read in Go before the answer), the clean
+//     repository's alternates name them, every git that reads it gets
+//     each as a read-only --read-tree (Repos stays denied, so another
+//     cache does too), and core.alternateRefsCommand=true keeps git from
+//     running for-each-ref in one, so no git runs in a cache and its
+//     config, hooks and includes are never read.
+//   - Every commit a push that reads a cache sends — the pinned commit and
+//     its history no ref of the remote holds — is the worktree's own: read
+//     from its .git/objects alone (GIT_OBJECT_DIRECTORY, no cache
+//     readable) and hashed to its name; else the push is rejected at
+//     start. A commit only a cache holds is never pushed. Trees and blobs
+//     may be the cache's (the one the worktree's alternates reads).
 //   - The credentials are the bytes config read at start, copied into the
 //     push's scratch (mode 0600) where a program must read a file, and
 //     removed with the scratch once the push settled. ssh runs with
@@ -78,6 +92,10 @@ type Options struct {
 	// Work is the worktree (read only); Scratch the root under which each
 	// push gets a directory.
 	Work, Scratch string
+	// Repos is JR2_EFFECTOR_REPOS, the node's caches (read only), or "":
+	// a cache the worktree's alternates names beneath it is an object
+	// source of the push.
+	Repos string
 	// CAFile is JR2_CA_FILE: trusted by an https push beside the system's
 	// roots.
 	CAFile string
@@ -134,6 +152,10 @@ type prepared struct {
 	sign    string // "", config.SignSSH, config.SignGPG
 	pinned  string
 	timeout time.Duration
+	// caches are the node caches the worktree's alternates names (object
+	// directories beneath Options.Repos); tips the commits its refs name.
+	// Both are read from the worktree's files before the answer.
+	caches, tips []string
 	// rejected, when set, is the outcome: the start was read and cannot
 	// run (stage start).
 	rejected string
@@ -181,6 +203,11 @@ func (k *Kind) prepare(id string, s *wire.Start) *prepared {
 	} else if _, err := resolveHead(k.o.Work); err != nil {
 		// A pin is fetched from the worktree too: it must be a repository.
 		p.rejected = err.Error()
+	}
+	if p.rejected == "" {
+		if p.caches = worktreeCaches(k.o.Work, k.o.Repos); len(p.caches) > 0 {
+			p.tips = worktreeTips(k.o.Work)
+		}
 	}
 	return p
 }

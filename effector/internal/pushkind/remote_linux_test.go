@@ -141,7 +141,7 @@ func newRig(t testing.TB, caFile string, pushes []config.Push, entries ...config
 		t.Skip("SKIPPED, NOT PROVEN: no copy of the test binary a confined git may run")
 	}
 	r := &rig{f: f, tr: tracker, lock: &classlock.Lock{}}
-	r.k = New(Options{Pushes: pushes, Entries: entries, Work: f.Work, Scratch: f.Scratch, CAFile: caFile,
+	r.k = New(Options{Pushes: pushes, Entries: entries, Work: f.Work, Scratch: f.Scratch, Repos: f.Repos, CAFile: caFile,
 		Deny: f.OwnPaths(), Node: "node-a", Self: self, Tracker: r.tr, Lock: r.lock, AgentGrace: time.Second})
 	r.held = []scrub.Secret{{Name: "effector-key", Value: testKey}}
 	for _, e := range entries {

@@ -29,6 +29,9 @@ type runner struct {
 	// dir is the push's scratch; the others are in it.
 	dir, home, tmp, repo, cred, gnupg string
 	keys                              []string // Tracker keys not yet settled
+	// cached: the clean repository's alternates name the caches, so every
+	// git that reads it may read them (read only).
+	cached bool
 }
 
 // run is Plan.Run: the class lock (GPG), the scratch, the fetch of the
@@ -58,6 +61,11 @@ func (k *Kind) run(ctx context.Context, p *prepared) wire.Outcome {
 	}
 	if err := r.writeCredentials(); err != nil {
 		return rejected(StageStart, err.Error())
+	}
+	if r.cached {
+		if out := r.checkSent(ctx); out != nil {
+			return *out
+		}
 	}
 	tip := p.pinned
 	if p.sign != "" {
@@ -177,6 +185,10 @@ var hardening = []string{
 	"-c", "push.gpgSign=false",
 	"-c", "http.followRedirects=false",
 	"-c", "advice.detachedHead=false",
+	// With a cache as an alternate, git would list the cache's refs by
+	// running `git for-each-ref` in it, with the cache's config: `true`
+	// lists none, and no git ever runs in a cache.
+	"-c", "core.alternateRefsCommand=true",
 }
 
 // gitCall is one git of the push.
@@ -185,19 +197,29 @@ type gitCall struct {
 	args  []string
 	stdin []byte
 	// readWork: the fetch from the worktree (confine --read-tree it);
-	// cred: the remote phases (the copied credentials are reachable).
-	readWork, cred bool
-	env            []string
+	// cred: the remote phases (the copied credentials are reachable);
+	// ownObjects: read the worktree's own objects alone (its
+	// .git/objects as GIT_OBJECT_DIRECTORY, no cache readable).
+	readWork, cred, ownObjects bool
+	env                        []string
 }
 
 // git runs one git confined and returns its stdout and stderr.
 func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	work := filepath.Clean(r.k.o.Work)
 	argv := confine.Argv(r.k.o.Self)
-	if c.readWork {
+	readWork := c.readWork || c.ownObjects
+	if readWork {
 		// The worktree is the agent's uid's, its files maybe 0600: the
 		// fetch keeps the one capability that reads them.
 		argv = append(argv, "--keep-dac-read-search", "--read-tree", work)
+	}
+	if r.cached && !c.ownObjects {
+		// The caches are read only, beneath a denied JR2_EFFECTOR_REPOS:
+		// another cache stays denied.
+		for _, d := range r.p.caches {
+			argv = append(argv, "--read-tree", d)
+		}
 	}
 	for _, d := range []string{r.home, r.tmp, r.repo} {
 		argv = append(argv, "--scratch", d)
@@ -206,7 +228,7 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 		argv = append(argv, "--scratch", r.cred)
 	}
 	for _, d := range r.k.o.Deny {
-		if !c.readWork || filepath.Clean(d) != work {
+		if !readWork || filepath.Clean(d) != work {
 			argv = append(argv, "--deny", d)
 		}
 	}
@@ -215,6 +237,9 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = r.repo
 	cmd.Env = r.env(c.env...)
+	if c.ownObjects {
+		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(work, ".git", "objects"))
+	}
 	return r.exec(ctx, c.key, cmd, c.stdin)
 }
 
@@ -303,19 +328,159 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 	if _, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
 		return gitErr("init", stderr, err)
 	}
+	if len(r.p.caches) > 0 {
+		if err := r.useCaches(ctx, key); err != nil {
+			return err
+		}
+	}
 	src := "file://" + filepath.Clean(r.k.o.Work)
+	// --update-shallow: a shallow worktree's commits come with its
+	// shallow roots, and the clean repository is shallow there too.
 	_, stderr, err := r.git(ctx, gitCall{key: key, readWork: true, args: []string{
 		"-c", "protocol.file.allow=always", "-c", "protocol.version=2", "-c", "transfer.fsckObjects=true",
-		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--", src, r.p.pinned}})
+		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--update-shallow", "--", src, r.p.pinned}})
 	if err != nil {
 		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("fetch", stderr, err))
 	}
 	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "-t", r.p.pinned}})
 	if err != nil {
-		return gitErr("cat-file", stderr, err)
+		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("cat-file", stderr, err))
 	}
 	if t := strings.TrimSpace(string(out)); t != "commit" {
 		return fmt.Errorf("%s is not a commit (a %s)", r.p.pinned, t)
+	}
+	if r.cached {
+		// The fetch may have taken the pinned commit from a cache (the
+		// worktree's alternates reach it, or the clean repository's own
+		// do): it must be the worktree's own.
+		return r.fromWorktree(ctx, key, []string{r.p.pinned})
+	}
+	return nil
+}
+
+// useCaches makes the caches the worktree's alternates names the clean
+// repository's own alternates — data only: git reads their objects, never
+// their config, hooks or refs — and offers as what it has the commits of
+// the worktree's refs a cache holds, so the fetch takes from the worktree
+// only what the caches lack.
+func (r *runner) useCaches(ctx context.Context, key string) error {
+	alt := strings.Join(r.p.caches, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(r.repo, "objects", "info", "alternates"), []byte(alt), 0o600); err != nil {
+		return fmt.Errorf("the clean repository's alternates could not be written (%s)", oserr.Why(err))
+	}
+	r.cached = true
+	if len(r.p.tips) == 0 {
+		return nil
+	}
+	held, err := r.heldCommits(ctx, key, r.p.tips)
+	if err != nil {
+		return err
+	}
+	var q bytes.Buffer
+	for i, sha := range held {
+		fmt.Fprintf(&q, "create refs/jr2/have/%d %s\n", i, sha)
+	}
+	if q.Len() == 0 {
+		return nil
+	}
+	if _, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"update-ref", "--stdin"}}); err != nil {
+		return gitErr("update-ref", stderr, err)
+	}
+	return nil
+}
+
+// heldCommits is those of shas the clean repository (with its caches)
+// holds as commits.
+func (r *runner) heldCommits(ctx context.Context, key string, shas []string) ([]string, error) {
+	var q bytes.Buffer
+	for _, s := range shas {
+		q.WriteString(s + "\n")
+	}
+	out, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"}})
+	if err != nil {
+		return nil, gitErr("cat-file", stderr, err)
+	}
+	var held []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, typ, _ := strings.Cut(line, " "); typ == "commit" && wire.ValidSHA(sha) {
+			held = append(held, sha)
+		}
+	}
+	return held, nil
+}
+
+// maxSent bounds the commits a push with a cache checks it sends.
+const maxSent = 20000
+
+// checkSent is the rule of a push that reads a cache: every commit it
+// sends — the pinned commit's history that no ref of the remote holds —
+// is the worktree's own. It lists the remote's refs, and reads each such
+// commit from the worktree's own objects.
+func (r *runner) checkSent(ctx context.Context) *wire.Outcome {
+	key := r.phase("check")
+	defer r.settle(key)
+	args, env := r.remote()
+	out, stderr, err := r.git(ctx, gitCall{key: key, cred: true, env: env, args: append(args, "ls-remote", "--", r.p.push.Slot.URL)})
+	if err != nil {
+		o := r.fail(ctx, StagePush, "listing the remote's refs", errors.New(r.unreachable(stderr)))
+		return &o
+	}
+	var advertised []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, _, ok := strings.Cut(line, "\t"); ok && wire.ValidSHA(sha) {
+			advertised = append(advertised, sha)
+		}
+	}
+	held, err := r.heldCommits(ctx, key, advertised)
+	if err != nil {
+		o := r.fail(ctx, StageStart, "listing the commits the push sends", err)
+		return &o
+	}
+	var q bytes.Buffer
+	q.WriteString(r.p.pinned + "\n")
+	for _, s := range held {
+		q.WriteString("^" + s + "\n")
+	}
+	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--stdin"}})
+	if err != nil {
+		o := r.fail(ctx, StageStart, "listing the commits the push sends", gitErr("rev-list", stderr, err))
+		return &o
+	}
+	sent := strings.Fields(string(out))
+	if len(sent) > maxSent {
+		o := rejected(StageStart, fmt.Sprintf("the push would send %d commits the remote does not hold, past the %d it checks come from the worktree; push a branch whose history the remote mostly holds", len(sent), maxSent))
+		return &o
+	}
+	if err := r.fromWorktree(ctx, key, sent); err != nil {
+		o := r.fail(ctx, StageStart, "reading the commits the push sends from the worktree", err)
+		return &o
+	}
+	return nil
+}
+
+// fromWorktree reads each commit from the worktree's own objects — its
+// .git/objects as git's object directory, no cache readable, so neither
+// its alternates nor the clean repository's reach one — and checks that
+// its bytes hash to its name: a commit only a cache holds, or a file that
+// only claims its name, is no commit of the worktree's.
+func (r *runner) fromWorktree(ctx context.Context, key string, shas []string) error {
+	if len(shas) == 0 {
+		return nil
+	}
+	var q bytes.Buffer
+	for _, s := range shas {
+		q.WriteString(s + "\n")
+	}
+	out, _, err := r.git(ctx, gitCall{key: key, ownObjects: true, stdin: q.Bytes(), args: []string{"cat-file", "--batch"}})
+	if err != nil && len(out) == 0 {
+		return fmt.Errorf("the worktree's own objects could not be read (%v)", err)
+	}
+	for _, want := range shas {
+		var name string
+		var ok bool
+		if name, out, ok = nextWorktreeCommit(out); !ok || name != want {
+			return fmt.Errorf("commit %s is not in the worktree's own objects (a node cache may hold it, but a push sends only commits the worktree holds itself)", want)
+		}
 	}
 	return nil
 }

@@ -66,20 +66,38 @@ func TestAgentCannotSteer(t *testing.T) {
 	cfg := fmt.Sprintf("[core]\n\tsshCommand = %[1]s ssh\n\tfsmonitor = %[1]s\n\thooksPath = %[2]s\n\talternateRefsCommand = %[1]s\n"+
 		"[credential]\n\thelper = !%[1]s\n[uploadpack]\n\tpackObjectsHook = %[1]s\n[includeIf \"gitdir:/\"]\n\tpath = %[3]s\n"+
 		"[filter \"x\"]\n\tclean = %[1]s\n\tsmudge = %[1]s\n\tprocess = %[1]s\n", hit, hooks, extra)
-	f, _ := os.OpenFile(filepath.Join(r.f.Work, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(cfg)
-	f.Close()
+	appendFile(t, filepath.Join(r.f.Work, ".git", "config"), cfg)
+	r.pushUnsteered(t, "steer", slotPush("app", remote.URL, "deploy", "refs/heads/main"), hits, marker, "the agent")
+}
+
+// appendFile appends s to the file at p.
+func appendFile(t testing.TB, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pushUnsteered runs p, which must push the worktree's HEAD, and fails
+// when a program who named connected (hits) or wrote its marker.
+func (r *rig) pushUnsteered(t *testing.T, id string, p *wire.Push, hits *atomic.Int64, marker, who string) {
+	t.Helper()
 	head := strings.TrimSpace(r.f.RunGit(t, "-c", "core.hooksPath=/dev/null", "rev-parse", "HEAD"))
-	_, out := r.push(t, "steer", slotPush("app", remote.URL, "deploy", "refs/heads/main"))
+	_, out := r.push(t, id, p)
 	if out.Kind != wire.OutcomePushed || out.Commit != head {
 		t.Fatalf("outcome %+v", out)
 	}
 	time.Sleep(100 * time.Millisecond)
 	if n := hits.Load(); n != 0 {
-		t.Errorf("a program the agent named ran %d times", n)
+		t.Errorf("a program %s named ran %d times", who, n)
 	}
 	if b, err := os.ReadFile(marker); err == nil {
-		t.Errorf("a program the agent named ran: %s", b)
+		t.Errorf("a program %s named ran: %s", who, b)
 	}
 }
 
@@ -176,41 +194,22 @@ func TestNoSecretInArgvOrEnv(t *testing.T) {
 			}
 		}
 	}
-	var stop atomic.Bool
 	var mu sync.Mutex
 	var seen []string
-	samples := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for !stop.Load() {
-			paths, _ := filepath.Glob("/proc/[0-9]*")
-			for _, p := range paths {
-				// environ is read once and both checks use that read: a
-				// second read could fail (the process gone) and let the
-				// test's own remote pass as the Effector's.
-				env, err := os.ReadFile(filepath.Join(p, "environ"))
-				if err != nil || bytes.Contains(env, []byte("GATEWAY_INTERFACE=CGI/1.1")) {
-					continue // the test's remote (git http-backend), which receives the token by design
-				}
-				cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-				for f, b := range map[string][]byte{"cmdline": cmdline, "environ": env} {
-					for _, form := range forms {
-						if bytes.Contains(b, []byte(form)) {
-							mu.Lock()
-							seen = append(seen, f+" of "+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-							mu.Unlock()
-						}
-					}
+	stop := sampleProcs(func(_ string, cmdline, env []byte) {
+		for f, b := range map[string][]byte{"cmdline": cmdline, "environ": env} {
+			for _, form := range forms {
+				if bytes.Contains(b, []byte(form)) {
+					mu.Lock()
+					seen = append(seen, f+" of "+string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+					mu.Unlock()
 				}
 			}
-			samples++
 		}
-	}()
+	})
 	_, o1 := r.push(t, "tok", slotPush("docs", https.URL, "web", "refs/heads/main"))
 	_, o2 := r.push(t, "key", slotPush("app", ssh.URL, "deploy", "refs/heads/main"))
-	stop.Store(true)
-	<-done
+	samples := stop()
 	if o1.Kind != wire.OutcomePushed || o2.Kind != wire.OutcomePushed {
 		t.Fatalf("outcomes %+v %+v", o1, o2)
 	}
@@ -232,4 +231,36 @@ func TestNoSecretInArgvOrEnv(t *testing.T) {
 		t.Errorf("scratch left behind: %v", left)
 	}
 	t.Logf("%d samples of every process's argv and environment", samples)
+}
+
+// sampleProcs calls see with every process's pid, argv and environment
+// (each read once) until the stop it returns, which gives the number of
+// full samples taken. The test's own https remote (git http-backend,
+// which receives the token by design) is left out.
+func sampleProcs(see func(pid string, cmdline, env []byte)) (stop func() int) {
+	var done atomic.Bool
+	ended := make(chan int)
+	go func() {
+		samples := 0
+		for !done.Load() {
+			paths, _ := filepath.Glob("/proc/[0-9]*")
+			for _, p := range paths {
+				// environ is read once and every check uses that read: a
+				// second read could fail (the process gone) and let the
+				// test's own remote pass as the Effector's.
+				env, err := os.ReadFile(filepath.Join(p, "environ"))
+				if err != nil || bytes.Contains(env, []byte("GATEWAY_INTERFACE=CGI/1.1")) {
+					continue
+				}
+				cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+				see(p, cmdline, env)
+			}
+			samples++
+		}
+		ended <- samples
+	}()
+	return func() int {
+		done.Store(true)
+		return <-ended
+	}
 }
