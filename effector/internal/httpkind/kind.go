@@ -13,6 +13,18 @@
 // resumes the target's TLS session when it can: TLS 1.3 resumption with a
 // fresh key exchange and no early data, so nothing is ever replayed.
 //
+// With receipts (Options.Receipts), nothing is sent unrecorded: the fence's
+// decision and the request are recorded before it goes, and each read of a
+// live body before the transport gets its bytes (a read that cannot be
+// recorded fails the request); every record holds a held value only as its
+// label. Request bodies are recorded within one budget per Effector
+// (DefaultBodyBudget), past which they are hashed, marked cut, and still
+// sent whole. With a mode (Options.Mode) other than live, the mode layer
+// decides after the fence allows and before anything is sent, on the
+// request's canonical form as the agent asked for it (labels, never
+// values), and the request goes through its verdict (no redirect is
+// followed, the effect's timeout holds).
+//
 // What the outcome claims: `unreachable` means no byte of the request was
 // written (name, connection or TLS failed, or the timeout came first);
 // `unknown` means the request may have reached the server (the headers were
