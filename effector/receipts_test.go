@@ -184,8 +184,12 @@ func TestReceiptsAndModes(t *testing.T) {
 	}
 
 	r.up.Close()
-	replayOuts, _ := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "replay.jsonl"),
+	replayOuts, rp := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "replay.jsonl"),
 		"JR2_EFFECTOR_MODE": "replay", "JR2_EFFECTOR_MODE_FROM": live}, starts, order)
+	// Each start makes its own key: the live receipts are not the replay's.
+	if code := bundle.VerifyMain([]string{"--pubkey", keyOf(t, rp), live}, &out, &errOut); code != 4 || keyOf(t, rp) == keyOf(t, p) {
+		t.Errorf("verify --pubkey with another start's key: exit %d; want 4", code)
+	}
 	// The size of a replayed answer is the recorded body's: scrubbed, a
 	// value's label in place of the value; so its Content-Length, when the
 	// recorded body no longer makes it up, is left out (internal/mode).
