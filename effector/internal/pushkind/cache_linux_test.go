@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -418,5 +419,31 @@ func TestPushSignedFromCache(t *testing.T) {
 				t.Errorf("the signed tip does not verify: %v", err)
 			}
 		})
+	}
+}
+
+// TestWorktreeTips: the commits a worktree's loose and packed refs name,
+// each once; a symbolic ref, a peeled line and a file that is no ref give
+// none, and a link out of the worktree is not followed.
+func TestWorktreeTips(t *testing.T) {
+	work := t.TempDir()
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "x"), []byte(strings.Repeat("d", 40)+"\n"), 0o644)
+	for p, s := range map[string]string{
+		".git/refs/heads/main":          a + "\n",
+		".git/refs/remotes/origin/HEAD": "ref: refs/remotes/origin/main\n",
+		".git/refs/remotes/origin/main": b + "\n",
+		".git/refs/tags/junk":           "not a ref\n",
+		".git/packed-refs":              "# pack-refs with: peeled\n" + b + " refs/heads/b\n" + c + " refs/tags/v1\n^" + strings.Repeat("e", 40) + "\n",
+	} {
+		os.MkdirAll(filepath.Join(work, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(work, p), []byte(s), 0o644)
+	}
+	os.Symlink(outside, filepath.Join(work, ".git", "refs", "out"))
+	got := worktreeTips(work)
+	sort.Strings(got)
+	if want := []string{a, b, c}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }

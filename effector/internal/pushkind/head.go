@@ -221,10 +221,14 @@ func worktreeTips(work string) []string {
 		}
 	}
 	_ = fs.WalkDir(root.FS(), ".git/refs", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || len(out) >= maxRefTips {
+		switch {
+		case len(out) >= maxRefTips:
+			return fs.SkipAll
+		case err != nil && d != nil && d.IsDir():
 			return fs.SkipDir
-		}
-		if !d.Type().IsRegular() {
+		case err != nil:
+			return nil
+		case !d.Type().IsRegular():
 			return nil
 		}
 		b, err := fs.ReadFile(root.FS(), p)

@@ -36,7 +36,8 @@
 //     config, hooks and includes are never read.
 //   - Every commit a push that reads a cache sends — the pinned commit and
 //     its history no ref of the remote holds — is the worktree's own: read
-//     from its .git/objects alone (GIT_OBJECT_DIRECTORY, no cache
+//     from its .git/objects alone (GIT_OBJECT_DIRECTORY, in an empty
+//     repository of its own; no cache and not the clean repository
 //     readable) and hashed to its name; else the push is rejected at
 //     start. A commit only a cache holds is never pushed. Trees and blobs
 //     may be the cache's (the one the worktree's alternates reads).

@@ -26,9 +26,12 @@ import (
 type runner struct {
 	k *Kind
 	p *prepared
-	// dir is the push's scratch; the others are in it.
-	dir, home, tmp, repo, cred, gnupg string
-	keys                              []string // Tracker keys not yet settled
+	// dir is the push's scratch; the others are in it. proof is an empty
+	// repository of its own for the git that reads the worktree's own
+	// objects: it holds no object, so nothing in the scratch can pass as
+	// the worktree's.
+	dir, home, tmp, repo, cred, gnupg, proof string
+	keys                                     []string // Tracker keys not yet settled
 	// cached: the clean repository's alternates name the caches, so every
 	// git that reads it may read them (read only).
 	cached bool
@@ -107,8 +110,8 @@ func (r *runner) makeScratch() error {
 	}
 	r.dir = dir
 	r.home, r.tmp, r.repo = filepath.Join(dir, "home"), filepath.Join(dir, "tmp"), filepath.Join(dir, "repo.git")
-	r.cred, r.gnupg = filepath.Join(dir, "cred"), filepath.Join(dir, "gnupg")
-	for _, d := range []string{r.home, r.tmp, r.repo, r.cred, r.gnupg} {
+	r.cred, r.gnupg, r.proof = filepath.Join(dir, "cred"), filepath.Join(dir, "gnupg"), filepath.Join(dir, "proof.git")
+	for _, d := range []string{r.home, r.tmp, r.repo, r.cred, r.gnupg, r.proof} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("the push's scratch could not be made (%s)", oserr.Why(err))
 		}
@@ -199,9 +202,11 @@ type gitCall struct {
 	// readWork: the fetch from the worktree (confine --read-tree it);
 	// cred: the remote phases (the copied credentials are reachable);
 	// ownObjects: read the worktree's own objects alone (its
-	// .git/objects as GIT_OBJECT_DIRECTORY, no cache readable).
-	readWork, cred, ownObjects bool
-	env                        []string
+	// .git/objects as GIT_OBJECT_DIRECTORY, no cache readable), in the
+	// proof repository, with the clean repository unreachable; proof: a
+	// git of the proof repository (its init).
+	readWork, cred, ownObjects, proof bool
+	env                               []string
 }
 
 // git runs one git confined and returns its stdout and stderr.
@@ -221,7 +226,11 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 			argv = append(argv, "--read-tree", d)
 		}
 	}
-	for _, d := range []string{r.home, r.tmp, r.repo} {
+	gitDir := r.repo
+	if c.ownObjects || c.proof {
+		gitDir = r.proof
+	}
+	for _, d := range []string{r.home, r.tmp, gitDir} {
 		argv = append(argv, "--scratch", d)
 	}
 	if c.cred {
@@ -232,10 +241,10 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 			argv = append(argv, "--deny", d)
 		}
 	}
-	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.progs["git"], "--git-dir="+r.repo), hardening...)
+	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.progs["git"], "--git-dir="+gitDir), hardening...)
 	argv = append(argv, c.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = r.repo
+	cmd.Dir = gitDir
 	cmd.Env = r.env(c.env...)
 	if c.ownObjects {
 		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(work, ".git", "objects"))
@@ -369,6 +378,9 @@ func (r *runner) useCaches(ctx context.Context, key string) error {
 		return fmt.Errorf("the clean repository's alternates could not be written (%s)", oserr.Why(err))
 	}
 	r.cached = true
+	if _, stderr, err := r.git(ctx, gitCall{key: key, proof: true, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
+		return gitErr("init", stderr, err)
+	}
 	if len(r.p.tips) == 0 {
 		return nil
 	}
