@@ -13,6 +13,9 @@
 //     for an IP literal), ExtKeyUsage serverAuth, valid for LeafValidity.
 //     A leaf is reused while its SAN is the same, it chains to the current
 //     CA, its key matches and more than ReuseMargin remain; else re-issued.
+//     A leaf's to-be-signed bytes are exactly those x509.CreateCertificate
+//     would sign for the same template (TestIssueTBSIsStdlibs); Issue signs
+//     them itself, without CreateCertificate's verify of its own signature.
 //
 // Invariant: the CA's private key leaves this package only in the one file
 // InitCA writes (ca.key, mode 0600) — never in a leaf, a trust file, an
