@@ -455,3 +455,29 @@ func BenchmarkStart(b *testing.B) {
 		})
 	}
 }
+
+// TestDescriptorsAboveTwoAreClosed: descriptors the confine process
+// inherits above 2 (a pipe and a file, as fds 3 and 4) are closed across
+// its execve, so the command holds none of them.
+func TestDescriptorsAboveTwoAreClosed(t *testing.T) {
+	f := newFixture(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	file, err := os.Open(f.p("work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	script := `for n in 3 4 5; do if { true >&$n; } 2>/dev/null; then echo "fd $n open"; fi; done; echo checked`
+	cmd := exec.Command(os.Args[0], append(append(f.flags("e1"), "--", "/bin/sh", "-c"), script)...)
+	cmd.Env = append(os.Environ(), modeEnv+"=confine")
+	cmd.ExtraFiles = []*os.File{w, file}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "checked\n" {
+		t.Fatalf("exit %v, output %q; want only %q", err, out, "checked\n")
+	}
+}
