@@ -451,8 +451,9 @@ func write(out string, files map[string]file) (written []string, err error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	made := map[string]bool{tmp: true} // directories made: one MkdirAll each, not one per file
 	for _, p := range written {
-		if err := writeFile(filepath.Join(tmp, filepath.FromSlash(p)), files[p]); err != nil {
+		if err := writeFile(made, filepath.Join(tmp, filepath.FromSlash(p)), files[p]); err != nil {
 			return nil, err
 		}
 	}
@@ -488,9 +489,12 @@ func changed(path string, f file) bool {
 	return err != nil || !bytes.Equal(old, f.data)
 }
 
-func writeFile(path string, f file) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+func writeFile(made map[string]bool, path string, f file) error {
+	if dir := filepath.Dir(path); !made[dir] {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		made[dir] = true
 	}
 	h, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
 	if err != nil {
