@@ -20,24 +20,19 @@ import (
 // carries the CA's signature and chains for serverAuth.
 func TestIssueTBSIsStdlibs(t *testing.T) {
 	now := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
-	dir := filepath.Join(t.TempDir(), "ca")
-	if err := InitCA(dir, now); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := LoadCA(dir, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := loadCA(t, now)
 	noSKID := *ca.Cert
 	noSKID.SubjectKeyId = nil
-	cas := map[string]*CA{"ca": ca, "ca without a key id": {Cert: &noSKID, key: ca.key}}
+	// A CA made in 2049: its leaves end past 2049, in GeneralizedTime.
+	late := loadCA(t, time.Date(2049, 6, 1, 0, 0, 0, 0, time.UTC))
+	cas := map[string]*CA{"ca": ca, "ca without a key id": {Cert: &noSKID, key: ca.key}, "ca of 2049": late}
 	targets := []string{"api.example.com:443", "svc-001.example.com:8443", "a_b.example.com:443", "10.1.2.3:443", "[2001:db8::1]:8443", "[::ffff:10.0.0.1]:443"}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, c := range cas {
-		for _, when := range []time.Time{now, c.Cert.NotAfter.Add(-time.Hour)} {
+		for _, when := range []time.Time{c.Cert.NotBefore.Add(2 * time.Hour), c.Cert.NotAfter.Add(-time.Hour)} {
 			for _, target := range targets {
 				serial := big.NewInt(0x1234567890)
 				tmpl, err := c.leafTemplate(target, serial, when)
@@ -79,4 +74,17 @@ func TestIssueTBSIsStdlibs(t *testing.T) {
 			t.Errorf("%s: a fresh leaf is not reusable: %v", target, err)
 		}
 	}
+}
+
+func loadCA(t *testing.T, at time.Time) *CA {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ca")
+	if err := InitCA(dir, at); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := LoadCA(dir, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
