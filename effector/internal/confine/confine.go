@@ -47,7 +47,9 @@
 //     [DeniedNames] nor a --deny path. A top-level entry that holds a
 //     --deny path is allowed one level down at a time around it, so the
 //     denied path stays denied. A symbolic link is followed only when what
-//     it names is neither denied nor holds a denied path.
+//     it names is neither denied nor holds a denied path, and needs no rule
+//     of its own when another rule of the walk already covers what it
+//     names (a rule is on the inode the link names: the domain is the same).
 //   - read and write on [Devices] that exist.
 //   - every right but making a device node beneath each --scratch
 //     directory; read on each --read file; read and execute beneath each

@@ -35,12 +35,14 @@ func confineAndExec(args []string) error {
 	if err != nil {
 		return err
 	}
-	node := o.Node
-	if node == "" {
-		node = os.Getenv("NODE_NAME")
-	}
 	abi, err := landlock.Probe()
 	if err != nil {
+		// NODE_NAME read only here: the first Getenv copies the whole
+		// environment into a map, a cost every confinement paid.
+		node := o.Node
+		if node == "" {
+			node = os.Getenv("NODE_NAME")
+		}
 		return errors.New(landlock.Unavailable(node, err))
 	}
 	rules, err := Plan("/", o)

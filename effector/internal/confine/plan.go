@@ -33,7 +33,7 @@ func Plan(root string, o Options) ([]Rule, error) {
 			denied = append(denied, real)
 		}
 	}
-	w := walker{denied: denied}
+	w := walker{denied: denied, links: map[string]string{}}
 	var rules []Rule
 	for _, s := range o.Scratch {
 		real, err := w.own("--scratch", s, true)
@@ -66,11 +66,38 @@ func Plan(root string, o Options) ([]Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(system, rules...), nil
+	return append(w.dropCovered(system), rules...), nil
 }
 
 type walker struct {
 	denied []string // absolute, clean; a path beneath one is denied too
+	// links maps each followed link's rule path to what it names.
+	links map[string]string
+}
+
+// dropCovered leaves out a followed link's rule when what the link names
+// lies beneath another system rule (not a link's) with at least its
+// rights: Landlock's rule on a link is on the inode it names (the path is
+// opened following it), which that rule already covers, so the domain is
+// the same with one rule fewer to open and add (/bin, /lib, /lib64 and
+// /sbin into /usr on a merged-usr image).
+func (w walker) dropCovered(rules []Rule) []Rule {
+	kept := rules[:0]
+	for _, r := range rules {
+		if target, isLink := w.links[r.Path]; !isLink || !w.covered(rules, target, r.Access) {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+func (w walker) covered(rules []Rule, target string, access landlock.Access) bool {
+	for _, o := range rules {
+		if _, isLink := w.links[o.Path]; !isLink && o.Access&access == access && within(target, o.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports whether p is dir or beneath it.
@@ -156,6 +183,7 @@ func (w walker) walk(dir string) ([]Rule, error) {
 			if w.isDenied(target) || w.holdsDenied(target) {
 				continue // followed only when what it names holds nothing denied
 			}
+			w.links[p] = target
 			rules = append(rules, Rule{p, landlock.ReadExec, "system"})
 		case e.IsDir() && w.holdsDenied(p):
 			sub, err := w.walk(p)

@@ -40,7 +40,8 @@ func fakeImage(t *testing.T) string {
 		}
 	}
 	for link, target := range map[string]string{
-		"bin":               "usr/bin",    // followed
+		"bin":               "usr/bin",    // followed, covered by usr: no rule of its own
+		"hostbin":           "/usr/bin",   // followed, outside the image's rules: a rule of its own
 		"lib":               "usr/lib",    // followed
 		"escape":            "run/jr2",    // names a denied tree
 		"tolink":            "data",       // holds a denied path
