@@ -407,7 +407,8 @@ func TestSetupFailureRunsNothing(t *testing.T) {
 // the Effector's usual flags, and the static Effector binary make effector
 // builds) against a bare exec of /bin/true,
 // against the same Go binary starting and executing /bin/true unconfined
-// (go-exec: confine minus go-exec is the Landlock work), and against
+// (go-exec: confine minus go-exec is the Landlock work), against the
+// smallest static Go program that executes /bin/true (go-floor), and against
 // bubblewrap where /usr/bin/bwrap exists.
 func BenchmarkStart(b *testing.B) {
 	if _, err := landlock.Probe(); err != nil {
@@ -424,12 +425,29 @@ func BenchmarkStart(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build the effector: %v\n%s", err, out)
 	}
+	// The floor of any Go program: a static binary whose main is one
+	// execve of /bin/true. Its start over bare is the Go runtime's own
+	// (schedinit's CPUID probes, trapped under a hypervisor, the cgroup
+	// read for GOMAXPROCS, threads, page faults); effector-confine minus
+	// go-floor is what confinement and its imports add.
+	floorSrc := b.TempDir()
+	floor := filepath.Join(bin, "go-floor")
+	os.WriteFile(filepath.Join(floorSrc, "go.mod"), []byte("module floor\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(floorSrc, "main.go"), []byte("package main\n\nimport (\n\t\"os\"\n\t\"syscall\"\n)\n\n"+
+		"func main() { syscall.Exec(\"/bin/true\", []string{\"/bin/true\"}, os.Environ()) }\n"), 0o644)
+	build = exec.Command("go", "build", "-o", floor, ".")
+	build.Dir = floorSrc
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build the floor: %v\n%s", err, out)
+	}
 	rows := []struct {
 		name string
 		argv []string
 		env  []string
 	}{
 		{"bare", []string{"/bin/true"}, nil},
+		{"go-floor", []string{floor}, nil},
 		{"go-exec", []string{os.Args[0], "/bin/true"}, []string{modeEnv + "=exec"}},
 		{"confine", append([]string{os.Args[0]}, confineArgs...), []string{modeEnv + "=confine"}},
 		{"effector-static", append([]string{static, "confine"}, confineArgs...), nil},
