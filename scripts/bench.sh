@@ -40,7 +40,7 @@ go test ./e2e -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -count=1 || stat
 go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
 	| table -title "signed http effect vs a direct call to the same upstream (x-direct: ratio)" || status=1
 go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
-	| table -title "start cost of effector confine -- /bin/true beside a bare exec, the same Go binary unconfined, and bwrap" -vs '^Start/bare$' \
+	| table -title "start cost of effector confine -- /bin/true beside a bare exec, the smallest static Go program that executes it (go-floor: the Go runtime's own start), the same Go binary unconfined, and bwrap" -vs '^Start/bare$' \
 	-goal 'effector-confine -- /bin/true, at most bwrap|^Start/effector-confine$|ns/op|<=|@^Start/bwrap$' \
 	-goal 'effector-confine -- /bin/true, at most 1.5 ms over a bare exec|^Start/effector-confine$|ns/op|<=|@^Start/bare$+1500000' || status=1
 go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s \
