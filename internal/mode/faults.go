@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -74,10 +75,10 @@ func parseSpec(spec, flag string) ([]rule, error) {
 			r.kinds = nil
 			for _, k := range strings.Split(kindText, "+") {
 				k = strings.TrimSpace(k)
-				if !contains(FaultKinds, k) {
+				if !slices.Contains(FaultKinds, k) {
 					return nil, fmt.Errorf("%s: item %d: the fault kinds are %s", flag, i+1, strings.Join(FaultKinds, ", "))
 				}
-				if !contains(r.kinds, k) {
+				if !slices.Contains(r.kinds, k) {
 					r.kinds = append(r.kinds, k)
 				}
 			}
@@ -102,14 +103,6 @@ func validSelector(s string) bool {
 	return true
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
 
 // ruleFor is the rule an effect falls under: its host's, else its
 // class's, else *'s; nil for none.
