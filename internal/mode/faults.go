@@ -103,7 +103,6 @@ func validSelector(s string) bool {
 	return true
 }
 
-
 // ruleFor is the rule an effect falls under: its host's, else its
 // class's, else *'s; nil for none.
 func ruleFor(rules []rule, e Effect) *rule {
