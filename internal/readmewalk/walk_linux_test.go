@@ -250,16 +250,7 @@ func TestReadmeRun(t *testing.T) {
 			t.Errorf("the README's policy line %q is not in examples/policy.toml", line)
 		}
 	}
-	dir := t.TempDir()
-	tools(t)
-	copyExamples(t, dir)
-	probe := filepath.Join(dir, "value")
-	out := walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
-
-	value, err := os.ReadFile(probe)
-	if err != nil || len(value) < 32 {
-		t.Fatalf("the block did not leave EXAMPLE_TOKEN set: %v", err)
-	}
+	dir, out, value := walkExamples(t, block)
 	bundle, err := os.ReadFile(filepath.Join(dir, "examples", "run.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -341,15 +332,7 @@ func TestReadmeModes(t *testing.T) {
 	if !ok {
 		t.Fatal("README.md has no block marked <!-- readme-walk: modes")
 	}
-	dir := t.TempDir()
-	tools(t)
-	copyExamples(t, dir)
-	probe := filepath.Join(dir, "value")
-	out := walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
-	value, err := os.ReadFile(probe)
-	if err != nil || len(value) < 32 {
-		t.Fatalf("the block did not leave EXAMPLE_TOKEN set: %v", err)
-	}
+	dir, out, value := walkExamples(t, block)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^the replay printed what the live run printed$`),
 		regexp.MustCompile(`(?m)^GET (200|502|429)$`),
@@ -374,4 +357,21 @@ func TestReadmeModes(t *testing.T) {
 		noValue(t, name, string(b), string(value))
 	}
 	noValue(t, "the walk's output", out, string(value))
+}
+
+// walkExamples runs a README block of a contained run as written, from a
+// copy of examples/ with the README's commands on PATH, and returns the
+// directory, the block's output and the value EXAMPLE_TOKEN held.
+func walkExamples(t *testing.T, block string) (dir, out string, value []byte) {
+	t.Helper()
+	dir = t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	probe := filepath.Join(dir, "value")
+	out = walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
+	value, err := os.ReadFile(probe)
+	if err != nil || len(value) < 32 {
+		t.Fatalf("the block did not leave EXAMPLE_TOKEN set: %v", err)
+	}
+	return dir, out, value
 }
