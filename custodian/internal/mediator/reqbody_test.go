@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/runtest"
+	"jr2.dev/boundary/internal/mode"
 )
 
 // bodyOf joins the http-request-body chunk records of request seq and
@@ -100,4 +101,41 @@ func TestRequestBodyBudget(t *testing.T) {
 	if len(got) > 8 || end == nil || end["cut"] != true || end["sha256"] != hex.EncodeToString(sum[:]) || end["bytes"] != float64(len(body)) {
 		t.Errorf("recorded %d bytes, closing %v; want at most 8 recorded, cut, the whole body's sha256", len(got), end)
 	}
+}
+
+// A mode other than live reads a body whole, at most 16 MiB: past that
+// the answer is the exact 413, nothing is sent, and the refuse line names
+// only the target and the word.
+func TestModeBodyOverTheBound(t *testing.T) {
+	f := newFixture(t, true)
+	layer, err := mode.New(mode.Config{Mode: mode.ReadOnly}, mode.Names{}, f.m.o.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.o.Mode = layer
+	req, _ := http.NewRequest("PUT", "https://open.example.com/big", io.LimitReader(zeros{}, modeBodyMax+1))
+	resp, err := f.client(false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "jr2 custodian: mode read-only reads a request body whole to match it, and this one is over 16 MiB\n"
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(b) != want {
+		t.Errorf("%d %q; want 413 %q", resp.StatusCode, b, want)
+	}
+	if got := f.tlsUp.received(); len(got) != 0 {
+		t.Errorf("the upstream got %q", got)
+	}
+	f.m.Close()
+	if log := string(f.log.Bytes()); !strings.Contains(log, "action=refuse target=open.example.com:443 reason=body-size") {
+		t.Errorf("refuse line: %q", log)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
