@@ -206,6 +206,13 @@ echo "home=$HOME"`
 	if leaks := efftest.Leaks(logs, values...); len(leaks) > 0 || strings.Contains(logs, f.TopDir) || strings.Contains(logs, f.RunDir) {
 		t.Errorf("the logs hold a value or a path: %v\n%s", leaks, logs)
 	}
+	// The child's stdout reaches r.p.stdout through a pipe another
+	// goroutine copies: the settle line, written before the outcome could
+	// be read, may still be in the pipe.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(r.p.stdout.String(), "action=settle effect=confined ") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !strings.Contains(r.p.stdout.String(), "jr2.effector action=start effect=confined kind=command method=- host=-\n") ||
 		!strings.Contains(r.p.stdout.String(), "jr2.effector action=settle effect=confined outcome=exited\n") {
 		t.Errorf("log lines:\n%s", r.p.stdout)

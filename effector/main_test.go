@@ -656,8 +656,9 @@ func TestThousandEffects(t *testing.T) {
 		t.Error(err)
 	}
 	// Each outcome is still readable, and each settled exactly once. The
-	// log is written in batches (at most every 100 ms): a settle line may
-	// follow the poll that saw the outcome by one tick.
+	// child's stdout reaches p.stdout through a pipe another goroutine
+	// copies: a settle line, written before its outcome could be read, may
+	// still be in the pipe when the poll that saw the outcome returns.
 	log := p.stdout.String()
 	for deadline := time.Now().Add(5 * time.Second); strings.Count(log, "action=settle ") < n && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
