@@ -14,7 +14,9 @@
 // it is scrubbed unless the body's end came with it (then the end shares
 // its write); a request body of a declared length up to 16 KiB is read
 // whole so it leaves with its headers; the buffers an answer streams
-// through are reused, not allocated per response.
+// through are reused, not allocated per response; and such a request is
+// carried on the handler's own goroutine (Pool), not handed to
+// net/http's writer and reader goroutines.
 //
 // Hop-by-hop headers (the fixed set, and those a Connection header names)
 // never decide what the engine sees of an answer: the engine decides on
@@ -200,6 +202,7 @@ func Outbound(r *http.Request, scheme, target, host string, d *filter.Decision) 
 			return nil, errors.New("the request body did not arrive whole")
 		}
 		out.Body = io.NopCloser(bytes.NewReader(b))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		out.ContentLength = r.ContentLength
 	default:
 		out.Body = r.Body

@@ -17,7 +17,7 @@ type interceptor struct {
 	host   string // the Host header upstream: host, or host:port when the port is not 443
 	srv    *http.Server
 	l      *chanListener
-	tr     *http.Transport
+	pool   *relay.Pool
 }
 
 func (s *Server) newInterceptor(target string) *interceptor {
@@ -27,7 +27,7 @@ func (s *Server) newInterceptor(target string) *interceptor {
 	// (unless the config allows local targets): the agent could be serving
 	// it.
 	dialer := relay.GuardedDialer(s.dialer, func(a netip.Addr) *filter.Reply { return s.eng.DialBound(target, a) })
-	ic.tr = relay.UpstreamTransport(dialer.DialContext, s.upstream, h)
+	ic.pool = relay.NewPool(dialer.DialContext, s.upstream, h, target)
 	ic.srv = s.newServer("intercept", ic)
 	ic.srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	return ic
@@ -50,7 +50,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, rep)
 		return
 	}
-	resp, sent, err := relay.RoundTrip(ic.tr, out)
+	resp, sent, err := ic.pool.RoundTrip(out)
 	if err != nil {
 		if r.Context().Err() != nil {
 			s.log.Log(d.LogFields(499)...)
