@@ -41,14 +41,18 @@ import (
 //     jr2bench build answers SIGUSR1 with its runtime counters).
 //
 // The upstream, the load and the host are separate processes (roles of
-// this test binary, the built custodian, Envoy). The benchmark runs once
+// this test binary, the built custodian, Envoy). The floor beside them is
+// the least any TLS-intercepting proxy costs here (benchfloor_test.go):
+// the ceiling of a host's ratio. JR2_BENCH_PERF_DIR keeps a perf profile
+// and an strace table of each host's timed phase; JR2_BENCH_CELL="1KiB c=1"
+// runs that one cell alone. The benchmark runs once
 // whatever b.N is: `make bench-serve` passes -benchtime 1x. Envoy is left
 // out, loudly, when no binary is found. With JR2_BENCH_GOALS set, each goal
 // row is appended to that file as figure, measured, goal, mark (tab
 // separated) for make bench's summary.
 func BenchmarkServe(b *testing.B) {
 	p := newBenchPod(b)
-	hosts := []string{"direct", "serve"}
+	hosts := []string{"direct", "floor", "serve"}
 	if os.Getenv("JR2_BENCH_HOSTS") == "direct,envoy" {
 		hosts = []string{"direct"}
 	}
@@ -60,6 +64,24 @@ func BenchmarkServe(b *testing.B) {
 	type cell struct{ size, conc int }
 	cells := []cell{{1 << 10, 1}, {1 << 10, 32}, {1 << 20, 1}, {1 << 20, 32}}
 	res := map[string]benchResult{} // by host + "/" + cell name
+	// JR2_BENCH_CELL="1KiB c=1" measures that one cell and nothing else:
+	// for a profile (JR2_BENCH_PERF_DIR), not for a table to quote.
+	if only := os.Getenv("JR2_BENCH_CELL"); only != "" {
+		for _, c := range cells {
+			if cellName(c.size, c.conc) == only {
+				for _, h := range hosts {
+					res[h+"/"+only] = p.measure(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Seconds: 2})
+					res[h+"/strace"] = p.syscalls(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Count: 1000})
+					fmt.Printf("bench: %s %s: syscalls per request: host %.1f, upstream %.1f\n", h, only,
+						float64(res[h+"/strace"].HostCalls)/1000, float64(res[h+"/strace"].UpCalls)/1000)
+					r := res[h+"/"+only]
+					fmt.Printf("bench: %s %s: %.0f req/s, p50 %.0f µs, host CPU %.0f µs per request\n", h, only, float64(r.N)/r.Seconds, r.P50, 1e6*r.HostCPU/float64(max(r.N, 1)))
+				}
+				return
+			}
+		}
+		b.Fatalf("JR2_BENCH_CELL=%q: no such cell", only)
+	}
 	for _, c := range cells {
 		for _, h := range hosts {
 			res[h+"/"+cellName(c.size, c.conc)] = p.measure(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Seconds: 2})
@@ -109,6 +131,8 @@ type benchPod struct {
 	statsAddr          string
 	upCA, podCA        string
 	serve, envoy       *Running
+	floor              string    // the floor's egress (benchfloor_test.go)
+	floorCmd           *exec.Cmd // its process, for its CPU time
 	envoyWhy           string
 }
 
@@ -120,21 +144,21 @@ func newBenchPod(b *testing.B) *benchPod {
 	mustWrite(b, filepath.Join(tmp, "leaf.key"), string(leaf.KeyPEM), 0o600)
 	p := &benchPod{dir: tmp, value: sentinel(b, benchKey), upCA: ca.WriteFile(b, tmp, "upstream-ca.pem")}
 
-	up := exec.Command(bins.self)
-	up.Env = append(os.Environ(), roleEnv+"=benchupstream", benchDirEnv+"="+tmp)
-	up.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, _ := up.StdinPipe()
-	stdout, _ := up.StdoutPipe()
-	up.Stderr = os.Stderr
-	if err := up.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stdin.Close(); up.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if _, err2 := fmt.Sscanf(line, "listening %s stats %s", &p.target, &p.statsAddr); err != nil || err2 != nil {
-		b.Fatalf("bench upstream: %q %v %v", line, err, err2)
+	up, line := startBenchRole(b, "benchupstream", tmp)
+	if _, err := fmt.Sscanf(line, "listening %s stats %s", &p.target, &p.statsAddr); err != nil {
+		b.Fatalf("bench upstream: %q %v", line, err)
 	}
 	p.upPid = up.Process.Pid
+
+	// The floor (benchfloor_test.go), with a leaf of the upstream's CA.
+	fl := ca.Leaf(b, "127.0.0.1")
+	mustWrite(b, filepath.Join(tmp, "floor.pem"), string(fl.CertPEM), 0o600)
+	mustWrite(b, filepath.Join(tmp, "floor.key"), string(fl.KeyPEM), 0o600)
+	fc, line := startBenchRole(b, "benchfloor", tmp)
+	if _, err := fmt.Sscanf(line, "listening %s", &p.floor); err != nil {
+		b.Fatalf("bench floor: %q %v", line, err)
+	}
+	p.floorCmd = fc
 
 	values := filepath.Join(tmp, "values")
 	mustMkdir(b, values)
@@ -172,6 +196,27 @@ func newBenchPod(b *testing.B) *benchPod {
 	return p
 }
 
+// startBenchRole starts this test binary as role, with dir as its
+// benchDirEnv, and returns it and the first line it printed; it runs until
+// the benchmark's cleanup closes its stdin.
+func startBenchRole(b *testing.B, role, dir string) (*exec.Cmd, string) {
+	cmd := exec.Command(bins.self)
+	cmd.Env = append(os.Environ(), roleEnv+"="+role, benchDirEnv+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("bench %s: %q %v", role, line, err)
+	}
+	return cmd, line
+}
+
 // goBuildArgs builds pkg into out with extra go build flags.
 func goBuildArgs(out, pkg string, flags ...string) error {
 	cmd := exec.Command("go", append(append([]string{"build", "-o", out}, flags...), pkg)...)
@@ -191,6 +236,8 @@ func (p *benchPod) spec(h string, s loadSpec) loadSpec {
 	switch h {
 	case "direct":
 		s.CAFile, s.Key = p.upCA, p.value
+	case "floor":
+		s.Proxy, s.CAFile, s.Key = "http://"+p.floor, p.upCA, p.value
 	case "serve":
 		s.Proxy, s.CAFile, s.Key = "http://"+p.serve.Egress, p.podCA, standIn(benchKey)
 	case "envoy":
@@ -206,6 +253,8 @@ func (p *benchPod) host(h string) *Running {
 		return p.serve
 	case "envoy":
 		return p.envoy
+	case "floor":
+		return &Running{cmd: p.floorCmd}
 	}
 	return nil
 }
@@ -270,7 +319,9 @@ func (p *benchPod) measure(b *testing.B, h string, s loadSpec) benchResult {
 	host := p.host(h)
 	conns0, cpu0 := p.upConns(b), cpuSeconds(host)
 	alloc0, mallocs0, statsOK := p.allocStats(h)
+	prof := startPerf(b, host, h, s)
 	lr, err := l.run()
+	prof.stop()
 	if err != nil {
 		r.failWhy = err.Error()
 		p.failed(h, s, err)
@@ -335,6 +386,9 @@ type strace struct {
 // startStrace attaches strace -c to every thread of pid.
 func startStrace(b *testing.B, pid int) *strace {
 	f := filepath.Join(b.TempDir(), "strace.txt")
+	if dir := os.Getenv("JR2_BENCH_PERF_DIR"); dir != "" {
+		f = filepath.Join(dir, fmt.Sprintf("strace-%d.txt", pid)) // the table by syscall, kept beside the profiles
+	}
 	cmd := exec.Command("strace", "-f", "-c", "-U", "calls,name", "-o", f, "-p", strconv.Itoa(pid))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var errb bytes.Buffer
@@ -363,6 +417,42 @@ func (s *strace) stop() int {
 		}
 	}
 	return -1
+}
+
+// perf is one `perf record` of a host's timed phase, or nil.
+type perf struct{ cmd *exec.Cmd }
+
+// startPerf records a call-graph profile of host r through the timed phase
+// of s when JR2_BENCH_PERF_DIR names a directory (the profiles a row's
+// stated limit points at): one file per host and cell,
+// DIR/<host>-<mode>-<cell>.perf.data, read with `perf report -i`. Without
+// the variable, or without perf, it does nothing.
+func startPerf(b *testing.B, r *Running, h string, s loadSpec) *perf {
+	dir := os.Getenv("JR2_BENCH_PERF_DIR")
+	if dir == "" || r == nil {
+		return nil
+	}
+	if _, err := exec.LookPath("perf"); err != nil {
+		fmt.Println("bench: JR2_BENCH_PERF_DIR is set but perf is not installed (apt-get install linux-perf): no profile")
+		return nil
+	}
+	name := strings.NewReplacer(" ", "-", "=", "").Replace(fmt.Sprintf("%s-%s-%s", h, s.Mode, cellName(s.Size, s.Conc)))
+	cmd := exec.Command("perf", "record", "-q", "-g", "-F", "1999", "-p", strconv.Itoa(r.cmd.Process.Pid),
+		"-o", filepath.Join(dir, name+".perf.data"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // perf attaches silently
+	return &perf{cmd: cmd}
+}
+
+func (p *perf) stop() {
+	if p != nil {
+		p.cmd.Process.Signal(syscall.SIGINT)
+		p.cmd.Wait()
+	}
 }
 
 // upConns is how many TLS connections the upstream has accepted.
@@ -562,6 +652,9 @@ func (p *benchPod) table(w io.Writer, hosts []string, res map[string]benchResult
 		{"custodian serve ÷ direct, 1 MiB, c=1", ratio("serve", "1MiB c=1"), func(v float64) bool { return v >= 0.5 }, "≥ 0.5×", "%.2f×"},
 		{"custodian serve ÷ direct, 1 MiB, c=32", ratio("serve", "1MiB c=32"), func(v float64) bool { return v >= 0.5 }, "≥ 0.5×", "%.2f×"},
 		{"custodian serve new upstream connections once warm, 1 KiB c=32", conns, func(v float64) bool { return v == 0 }, "0", "%.0f"},
+	}
+	for _, c := range []string{"1KiB c=1", "1KiB c=32"} {
+		goals = append(goals, goal{"the floor (TLS byte relay, no HTTP, no rule) ÷ direct, " + strings.Replace(c, "KiB", " KiB", 1), ratio("floor", c), nil, "(measured)", "%.2f×"})
 	}
 	if p.envoy != nil {
 		for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1", "1MiB c=32"} {
