@@ -263,8 +263,9 @@ func safeMethod(m string) string {
 
 // transport is the pool for scheme toward host:port, made on first use:
 // HTTP/1.1 only, upstream TLS verified against the roots and the host, the
-// address from Resolve when set.
-func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
+// address from Resolve when set; a request it can carry whole goes on the
+// handler's goroutine (relay.Pool).
+func (m *Mediator) transport(scheme, host string, port uint16) *relay.Pool {
 	key := scheme + " " + filter.JoinTarget(host, int(port))
 	m.tmu.Lock()
 	defer m.tmu.Unlock()
@@ -299,7 +300,10 @@ func (m *Mediator) transport(scheme, host string, port uint16) *http.Transport {
 		}
 		return dialer.DialContext(ctx, "tcp", a)
 	}
-	t := relay.UpstreamTransport(dial, m.o.Roots, host)
+	t := relay.NewPool(dial, m.o.Roots, host, addr)
+	if scheme == "http" {
+		t = relay.NewPlainPool(dial, addr)
+	}
 	m.trans[key] = t
 	return t
 }

@@ -186,7 +186,7 @@ type Mediator struct {
 	feed    *feedListener
 	dialer  *net.Dialer
 	tmu     sync.Mutex
-	trans   map[string]*http.Transport // scheme+" "+target
+	trans   map[string]*relay.Pool // scheme+" "+target
 	mu      sync.Mutex
 	closing bool
 	conns   map[net.Conn]struct{}
@@ -219,7 +219,7 @@ func New(o Options) (*Mediator, error) {
 		o:      o,
 		feed:   newFeedListener(net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.Addr, 0))),
 		dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		trans:  map[string]*http.Transport{},
+		trans:  map[string]*relay.Pool{},
 		conns:  map[net.Conn]struct{}{},
 	}
 	m.bodyBudget.Store(o.BodyBudget)
@@ -362,7 +362,7 @@ func (m *Mediator) close() {
 	m.loops.Wait()
 	m.tmu.Lock()
 	for _, t := range m.trans {
-		t.CloseIdleConnections()
+		t.Close()
 	}
 	m.tmu.Unlock()
 	if m.log != nil {

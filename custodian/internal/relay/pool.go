@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"time"
 )
@@ -67,9 +68,16 @@ func NewPool(dial func(ctx context.Context, network, addr string) (net.Conn, err
 	return &Pool{dial: dial, tlsConf: slow.TLSClientConfig.Clone(), addr: addr, slow: slow, keepFor: IdleTimeout}
 }
 
+// NewPlainPool is the pool toward an http (not https) upstream at addr:
+// the contained run's mediator carries a child's plain requests too.
+func NewPlainPool(dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string) *Pool {
+	return &Pool{dial: dial, addr: addr, slow: UpstreamTransport(dial, nil, ""), keepFor: IdleTimeout}
+}
+
 // pconn is one upstream connection and its buffers.
 type pconn struct {
-	tc     *tls.Conn
+	tc     net.Conn // the TLS connection, or the plain one toward an http upstream
+	raw    net.Conn // the TCP connection under it
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	cw     countWriter
@@ -109,11 +117,23 @@ func idempotent(method string) bool {
 var errUnasked = errors.New("the upstream switched protocols unasked")
 
 // RoundTrip sends out and returns the answer, whose body the caller reads
-// and closes; sent reports whether any of the request was written.
-func (p *Pool) RoundTrip(out *http.Request) (resp *http.Response, sent bool, err error) {
+// and closes. Once any of the request was written it says so through the
+// request's httptrace.ClientTrace (WroteHeaderField), as net/http's
+// Transport does, so relay.RoundTrip reports it for either.
+func (p *Pool) RoundTrip(out *http.Request) (*http.Response, error) {
 	if !direct(out) {
-		return RoundTrip(p.slow, out)
+		return p.slow.RoundTrip(out)
 	}
+	resp, sent, err := p.roundTrip(out)
+	if sent {
+		if tr := httptrace.ContextClientTrace(out.Context()); tr != nil && tr.WroteHeaderField != nil {
+			tr.WroteHeaderField("", nil)
+		}
+	}
+	return resp, err
+}
+
+func (p *Pool) roundTrip(out *http.Request) (resp *http.Response, sent bool, err error) {
 	ctx := out.Context()
 	for attempt := 0; ; attempt++ {
 		pc, reused, err := p.get(ctx)
@@ -183,7 +203,7 @@ func (p *Pool) get(ctx context.Context) (*pconn, bool, error) {
 		pc := p.idle[len(p.idle)-1]
 		p.idle[len(p.idle)-1] = nil
 		p.idle = p.idle[:len(p.idle)-1]
-		if pc.br.Buffered() == 0 && alive(pc.tc.NetConn()) {
+		if pc.br.Buffered() == 0 && alive(pc.raw) {
 			p.mu.Unlock()
 			return pc, true, nil
 		}
@@ -200,6 +220,9 @@ func (p *Pool) connect(ctx context.Context) (*pconn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.tlsConf == nil {
+		return newPconn(conn, conn), nil
+	}
 	tc := tls.Client(conn, p.tlsConf)
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	err = tc.HandshakeContext(hctx)
@@ -212,10 +235,14 @@ func (p *Pool) connect(ctx context.Context) (*pconn, error) {
 		tc.Close()
 		return nil, fmt.Errorf("the upstream chose protocol %q", np)
 	}
-	pc := &pconn{tc: tc, br: bufio.NewReaderSize(tc, 4<<10)}
-	pc.cw.w = tc
+	return newPconn(tc, conn), nil
+}
+
+func newPconn(c, raw net.Conn) *pconn {
+	pc := &pconn{tc: c, raw: raw, br: bufio.NewReaderSize(c, 4<<10)}
+	pc.cw.w = c
 	pc.bw = bufio.NewWriterSize(&pc.cw, smallBody+4<<10)
-	return pc, nil
+	return pc
 }
 
 // release ends an exchange: the connection goes back to the pool when keep

@@ -110,7 +110,7 @@ func newOut(t *testing.T, s *scripted, method, path, body string) *http.Request 
 
 // call is one round trip with its body read whole.
 func call(p *Pool, out *http.Request) (string, bool, error) {
-	resp, sent, err := p.RoundTrip(out)
+	resp, sent, err := RoundTrip(p, out)
 	if err != nil {
 		return "", sent, err
 	}
@@ -222,7 +222,7 @@ func TestPoolChunkedTrailersAndInterim(t *testing.T) {
 	})
 	p := s.pool()
 	defer p.Close()
-	resp, _, err := p.RoundTrip(newOut(t, s, "GET", "/", ""))
+	resp, _, err := RoundTrip(p, newOut(t, s, "GET", "/", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestPoolDoesNotKeep(t *testing.T) {
 		t.Cleanup(func() { close(hold) }) // before the upstream's own cleanup waits
 		p := s.pool()
 		defer p.Close()
-		resp, _, err := p.RoundTrip(newOut(t, s, "GET", "/", ""))
+		resp, _, err := RoundTrip(p, newOut(t, s, "GET", "/", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestPoolContextEndsTheWait(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, sent, err := p.RoundTrip(newOut(t, s, "GET", "/", "").WithContext(ctx))
+	_, sent, err := RoundTrip(p, newOut(t, s, "GET", "/", "").WithContext(ctx))
 	if !errors.Is(err, context.DeadlineExceeded) || !sent {
 		t.Fatalf("sent=%v err=%v, want the context's end after sending", sent, err)
 	}

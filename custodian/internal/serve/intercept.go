@@ -50,7 +50,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, rep)
 		return
 	}
-	resp, sent, err := ic.pool.RoundTrip(out)
+	resp, sent, err := relay.RoundTrip(ic.pool, out)
 	if err != nil {
 		if r.Context().Err() != nil {
 			s.log.Log(d.LogFields(499)...)
