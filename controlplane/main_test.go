@@ -194,4 +194,58 @@ func BenchmarkRenderCold(b *testing.B) {
 			})
 		}
 	}
+	// The disk's floor: the files a 400-target render writes, written by
+	// this process into a new DIR on the same disk, with nothing rendered.
+	// A fresh render on this disk costs at least this, whatever the render
+	// does (issue 12's stated limit for its on-disk row).
+	held := filepath.Join(dir, "held-400.json")
+	src := filepath.Join(dir, "floor-src")
+	if code, _, stderr := runCmd(b, roots, "render", "--manifest", held, "--ca", ca, "--out", src); code != 0 {
+		b.Fatal(stderr)
+	}
+	type file struct {
+		rel  string
+		data []byte
+		mode os.FileMode
+	}
+	var files []file
+	var dirs []string
+	filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			if rel != "." {
+				dirs = append(dirs, rel)
+			}
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		files = append(files, file{rel, data, info.Mode().Perm()})
+		return nil
+	})
+	b.Run("targets=400/files-only", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			target := filepath.Join(dir, fmt.Sprintf("floor-%d", i))
+			os.Mkdir(target, 0o755)
+			for _, d := range dirs {
+				os.Mkdir(filepath.Join(target, d), 0o755)
+			}
+			for _, f := range files {
+				if err := os.WriteFile(filepath.Join(target, f.rel), f.data, f.mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(len(files)), "files")
+		for i := 0; i < b.N; i++ {
+			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("floor-%d", i)))
+		}
+	})
 }

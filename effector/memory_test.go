@@ -14,7 +14,7 @@ import (
 )
 
 // rss is a process's resident memory now (VmRSS) in KiB.
-func rss(t *testing.T, pid int) int {
+func rss(t testing.TB, pid int) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
@@ -40,6 +40,27 @@ func TestSecretEffectsRSSFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED under -short: the memory test runs 1,000 effects")
 	}
+	first, last := secretEffectsRSS(t)
+	t.Logf("effector RSS after 100 effects naming a secret: %d KiB; after 1,000: %d KiB", first, last)
+	if last > 100<<10 || last-first > 32<<10 {
+		t.Errorf("RSS %d KiB after 1,000 (%d KiB after 100): want under 100 MiB and within 32 MiB", last, first)
+	}
+}
+
+// BenchmarkSecretEffectsRSS reports the same run's resident memory for
+// make bench's goal row (rss-MiB after 1,000, growth-MiB from 100 to
+// 1,000). It runs once whatever b.N is.
+func BenchmarkSecretEffectsRSS(b *testing.B) {
+	first, last := secretEffectsRSS(b)
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(last)/1024, "rss-MiB")
+	b.ReportMetric(float64(last-first)/1024, "growth-MiB")
+}
+
+// secretEffectsRSS runs the 1,000 effects and returns the Effector's RSS
+// in KiB after the first 100 and after all.
+func secretEffectsRSS(t testing.TB) (first, last int) {
 	r := newRig(t, nil)
 	p := r.site.run(t, nil)
 	c := &client.Client{Key: placementKey, Addresses: func(context.Context) ([]string, error) { return []string{p.addr}, nil },
@@ -82,11 +103,7 @@ func TestSecretEffectsRSSFlat(t *testing.T) {
 		wg.Wait()
 	}
 	run(0, 100)
-	first := rss(t, p.cmd.Process.Pid)
+	first = rss(t, p.cmd.Process.Pid)
 	run(100, 1000)
-	last := rss(t, p.cmd.Process.Pid)
-	t.Logf("effector RSS after 100 effects naming a secret: %d KiB; after 1,000: %d KiB", first, last)
-	if last > 100<<10 || last-first > 32<<10 {
-		t.Errorf("RSS %d KiB after 1,000 (%d KiB after 100): want under 100 MiB and within 32 MiB", last, first)
-	}
+	return first, rss(t, p.cmd.Process.Pid)
 }

@@ -9,13 +9,16 @@
 // Each -goal (repeatable) is one of the issues' goal rows, checked against
 // a row of the table and printed below it with a pass or short mark:
 //
-//	-goal 'FIGURE|ROW|UNIT|OP|VALUE'
+//	-goal 'FIGURE|ROW|UNIT|OP|VALUE[|LIMIT]'
 //
 // ROW is a regexp naming the benchmark, UNIT the unit read from it, OP one
 // of >= <= ==, and VALUE a number or @ROW2[+N] (another row's value of the
-// same unit, plus N). With JR2_BENCH_GOALS set, each goal row is appended
-// to that file as figure, measured, goal, mark (tab separated), the lines
-// make bench's summary prints.
+// same unit, plus N). LIMIT, printed beside a short row, says what stops
+// it; each {ROW UNIT} in it is replaced by that row's measured value, so a
+// floor measured in the same run stands beside the figure. With
+// JR2_BENCH_GOALS set, each goal row is appended to that file as figure,
+// measured, goal, mark, limit (tab separated; internal/benchgoal), the
+// lines make bench's summary prints.
 //
 // Lines that report a failure (FAIL, panic, --- FAIL) pass through to
 // stderr, so a failing benchmark still shows why. It only formats and
@@ -31,6 +34,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"jr2.dev/boundary/internal/benchgoal"
 )
 
 type row struct {
@@ -43,9 +48,9 @@ func main() {
 	vs := flag.String("vs", "", "regexp naming the reference benchmark for the ratio column")
 	unit := flag.String("unit", "ns/op", "the unit the ratio column compares")
 	var goals []string
-	flag.Func("goal", "a goal row: 'FIGURE|ROW|UNIT|OP|VALUE' (repeatable)", func(v string) error {
-		if len(strings.Split(v, "|")) != 5 {
-			return fmt.Errorf("want FIGURE|ROW|UNIT|OP|VALUE, got %q", v)
+	flag.Func("goal", "a goal row: 'FIGURE|ROW|UNIT|OP|VALUE[|LIMIT]' (repeatable)", func(v string) error {
+		if n := len(strings.Split(v, "|")); n != 5 && n != 6 {
+			return fmt.Errorf("want FIGURE|ROW|UNIT|OP|VALUE[|LIMIT], got %q", v)
 		}
 		goals = append(goals, v)
 		return nil
@@ -86,18 +91,22 @@ func main() {
 			os.Exit(2)
 		}
 		writeGoals(os.Stdout, marks)
-		if f := os.Getenv("JR2_BENCH_GOALS"); f != "" {
-			if err := appendGoals(f, marks); err != nil {
-				fmt.Fprintln(os.Stderr, "benchtable:", err)
-				os.Exit(1)
-			}
+		var lines []string
+		for _, m := range marks {
+			lines = append(lines, strings.Join([]string{m.figure, m.now, m.goal, m.mark, m.limit}, "\t"))
+		}
+		if err := benchgoal.Append(lines); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+			os.Exit(1)
 		}
 	}
 }
 
-// mark is one goal row checked: its figure, what was measured, the goal
-// and "pass" or "short".
-type mark struct{ figure, now, goal, mark string }
+// mark is one goal row checked: its figure, what was measured, the goal,
+// "pass" or "short", and for a short row what stops it.
+type mark struct{ figure, now, goal, mark, limit string }
+
+var limitRef = regexp.MustCompile(`\{(\S+) (\S+)\}`)
 
 func checkGoals(rows []row, goals []string) ([]mark, error) {
 	find := func(expr, unit string) (float64, bool, error) {
@@ -117,6 +126,16 @@ func checkGoals(rows []row, goals []string) ([]mark, error) {
 	for _, g := range goals {
 		f := strings.Split(g, "|")
 		figure, expr, unit, op, want := f[0], f[1], f[2], f[3], f[4]
+		limit := ""
+		if len(f) == 6 {
+			limit = limitRef.ReplaceAllStringFunc(f[5], func(ref string) string {
+				m := limitRef.FindStringSubmatch(ref)
+				if v, ok, err := find(m[1], m[2]); err == nil && ok {
+					return num(v) + " " + m[2]
+				}
+				return "(not measured)"
+			})
+		}
 		v, ok, err := find(expr, unit)
 		if err != nil {
 			return nil, err
@@ -163,27 +182,19 @@ func checkGoals(rows []row, goals []string) ([]mark, error) {
 				m.mark = "pass"
 			}
 		}
+		if m.mark == "short" {
+			m.limit = limit
+		}
 		out = append(out, m)
 	}
 	return out, nil
 }
 
 func writeGoals(w io.Writer, marks []mark) {
-	fmt.Fprintf(w, "\n| goal | now | goal | |\n| --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "\n| goal | now | goal | | limit |\n| --- | --- | --- | --- | --- |\n")
 	for _, m := range marks {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", m.figure, m.now, m.goal, m.mark)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.figure, m.now, m.goal, m.mark, m.limit)
 	}
-}
-
-func appendGoals(path string, marks []mark) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	for _, m := range marks {
-		fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", m.figure, m.now, m.goal, m.mark)
-	}
-	return f.Close()
 }
 
 var gomaxprocs = regexp.MustCompile(`-\d+$`)

@@ -44,8 +44,9 @@ func TestGoals(t *testing.T) {
 	}
 	marks, err := checkGoals(rows, []string{
 		"scrub|Scrub/secrets=64|MB/s|>=|1000",
-		"confine|Start/confine|ns/op|<=|@Start/bare+1500",
+		"confine|Start/confine|ns/op|<=|@Start/bare+1500|a bare exec is {Start/bare ns/op}, {Nothing ns/op}",
 		"missing|Nothing|ns/op|<=|1",
+		"met|Start/bare|ns/op|<=|2000|never shown when met",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +55,16 @@ func TestGoals(t *testing.T) {
 	for _, m := range marks {
 		got = append(got, m.figure+"="+m.now+"/"+m.mark)
 	}
-	want := "scrub=1200 MB/s/pass confine=3000 ns/op/short missing=not measured/short"
+	want := "scrub=1200 MB/s/pass confine=3000 ns/op/short missing=not measured/short met=1000 ns/op/pass"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
+	}
+	// A short row's limit has its references measured; a met row's is left out.
+	if l := marks[1].limit; l != "a bare exec is 1000 ns/op, (not measured)" {
+		t.Fatalf("limit %q", l)
+	}
+	if marks[0].limit != "" || marks[3].limit != "" {
+		t.Fatalf("a met row carries a limit: %q %q", marks[0].limit, marks[3].limit)
 	}
 	if _, err := checkGoals(rows, []string{"x|Start/bare|ns/op|<|1"}); err == nil {
 		t.Fatal("an unknown OP passed")
