@@ -131,7 +131,7 @@ func checkGoals(rows []row, goals []string) ([]mark, error) {
 			limit = limitRef.ReplaceAllStringFunc(f[5], func(ref string) string {
 				m := limitRef.FindStringSubmatch(ref)
 				if v, ok, err := find(m[1], m[2]); err == nil && ok {
-					return num(v) + " " + m[2]
+					return show(v, m[2])
 				}
 				return "(not measured)"
 			})
@@ -157,16 +157,17 @@ func checkGoals(rows []row, goals []string) ([]mark, error) {
 				rv += n
 			}
 			target, ok = rv, ok && rok
-			m.goal = fmt.Sprintf("%s %s %s (%s)", op, num(rv), unit, want[1:])
+			m.goal = fmt.Sprintf("%s %s (%s)", op, show(rv, unit), want[1:])
 		default:
 			n, err := strconv.ParseFloat(want, 64)
 			if err != nil {
 				return nil, fmt.Errorf("%q: %v", g, err)
 			}
 			target = n
+			m.goal = op + " " + show(n, unit)
 		}
 		if ok {
-			m.now = num(v) + " " + unit
+			m.now = show(v, unit)
 			pass := false
 			switch op {
 			case ">=":
@@ -273,6 +274,24 @@ func write(w io.Writer, title string, rows []row, units []string, ref *row, unit
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
+}
+
+// show is v in unit as a goal row prints it: a time per op in the unit a
+// reader takes in at a glance (346.7 ms, not 346734740 ns/op), anything
+// else as num and its unit.
+func show(v float64, unit string) string {
+	if unit == "ns/op" {
+		switch {
+		case v >= 1e9:
+			return strconv.FormatFloat(v/1e9, 'f', 2, 64) + " s"
+		case v >= 1e6:
+			return strconv.FormatFloat(v/1e6, 'f', 1, 64) + " ms"
+		case v >= 1e3:
+			return strconv.FormatFloat(v/1e3, 'f', 1, 64) + " µs"
+		}
+		return num(v) + " ns"
+	}
+	return num(v) + " " + unit
 }
 
 func num(v float64) string {

@@ -55,13 +55,16 @@ func TestGoals(t *testing.T) {
 	for _, m := range marks {
 		got = append(got, m.figure+"="+m.now+"/"+m.mark)
 	}
-	want := "scrub=1200 MB/s/pass confine=3000 ns/op/short missing=not measured/short met=1000 ns/op/pass"
+	want := "scrub=1200 MB/s/pass confine=3.0 µs/short missing=not measured/short met=1.0 µs/pass"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("got %q\nwant %q", strings.Join(got, " "), want)
 	}
 	// A short row's limit has its references measured; a met row's is left out.
-	if l := marks[1].limit; l != "a bare exec is 1000 ns/op, (not measured)" {
+	if l := marks[1].limit; l != "a bare exec is 1.0 µs, (not measured)" {
 		t.Fatalf("limit %q", l)
+	}
+	if marks[1].goal != "<= 2.5 µs (Start/bare+1500)" || marks[0].goal != ">= 1000 MB/s" {
+		t.Fatalf("goals %q %q", marks[1].goal, marks[0].goal)
 	}
 	if marks[0].limit != "" || marks[3].limit != "" {
 		t.Fatalf("a met row carries a limit: %q %q", marks[0].limit, marks[3].limit)
