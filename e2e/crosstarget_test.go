@@ -106,6 +106,46 @@ func testCrossTarget(t *testing.T, host Host) {
 			t.Errorf("B got %d requests", len(got))
 		}
 	})
+	// SNI B on a connection opened for A: the connection stays A's. custodian
+	// serve ends the handshake with A's leaf whatever the SNI; Envoy's one
+	// intercept listener picks the leaf by SNI, so it shows B's
+	// (envoy/README.md). Either way a Host naming B is refused (421), B's
+	// stand-in is refused at A (403) and never swapped, A's stand-in gets
+	// A's value at A, and nothing reaches B.
+	t.Run("SNI B", func(t *testing.T) {
+		for _, tc := range []struct {
+			hostHeader, key string
+			status          int
+			aGets           string // what A's upstream gets, "" for no request
+		}{
+			{b.target, keys[1], 421, ""}, {a.target, keys[1], 403, ""}, {a.target, keys[0], 200, values[keys[0]]},
+		} {
+			conn := tls.Client(p.tlsThrough(t, a.target), &tls.Config{ServerName: names[1], InsecureSkipVerify: true})
+			if err := conn.Handshake(); err != nil {
+				t.Fatalf("SNI B on a connection for A: the handshake failed: %v", err)
+			}
+			leaf := conn.ConnectionState().PeerCertificates[0].DNSNames
+			if host.Name() == "custodian serve" && (len(leaf) != 1 || leaf[0] != names[0]) {
+				t.Errorf("custodian serve ended SNI B on A's connection with the leaf of %v, want A's", leaf)
+			}
+			fmt.Fprintf(conn, "GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", tc.hostHeader, standIn(tc.key))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			conn.Close()
+			if err != nil {
+				t.Fatalf("SNI B, Host %s, stand-in of %s: no answer: %v", tc.hostHeader, tc.key, err)
+			}
+			if resp.StatusCode != tc.status {
+				t.Errorf("SNI B, Host %s, stand-in of %s: %d, want %d", tc.hostHeader, tc.key, resp.StatusCode, tc.status)
+			}
+			got := drain(a.hits)
+			if (tc.aGets == "" && len(got) != 0) || (tc.aGets != "" && (len(got) != 1 || got[0] != tc.aGets)) {
+				t.Errorf("SNI B, Host %s, stand-in of %s: A got %d requests (its own value: %v)", tc.hostHeader, tc.key, len(got), len(got) == 1 && got[0] == values[keys[0]])
+			}
+			if got := drain(b.hits); len(got) != 0 {
+				t.Errorf("SNI B on a connection for A reached B %d times", len(got))
+			}
+		}
+	})
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
 			t.Errorf("the host did not stop cleanly: %v", err)
