@@ -295,3 +295,48 @@ func TestReceiptsKilled(t *testing.T) {
 		t.Errorf("a changed record in killed receipts: exit %d; want 4 (TAMPERED)", code)
 	}
 }
+
+// TestReplayNonText: a non-text answer's bytes are never recorded (its
+// outcome carries none), so its replay has the recorded status, headers
+// and content type, and size 0. One whose upstream declared no type (the
+// Effector sniffed it live) replays as an empty text answer: no type,
+// body "" (docs/effector.md).
+func TestReplayNonText(t *testing.T) {
+	bin := bytes.Repeat([]byte{0, 1, 2, 0xff}, 64)
+	r := newRig(t, func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/declared/") {
+			w.Header().Set("Content-Type", "application/octet-stream")
+		} else {
+			w.Header()["Content-Type"] = nil // no Content-Type at all: the Effector sniffs it
+		}
+		w.Write(bin)
+	})
+	dir := t.TempDir()
+	starts := map[string]*wire.Start{"declared": get(r.url("/declared/1")), "sniffed": get(r.url("/sniffed/1"))}
+	order := []string{"declared", "sniffed"}
+	live := filepath.Join(dir, "live.jsonl")
+	liveOuts, _ := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": live}, starts, order)
+	r.up.Close()
+	replayOuts, _ := receiptsRun(t, r, map[string]string{"JR2_EFFECTOR_RECEIPTS": filepath.Join(dir, "replay.jsonl"),
+		"JR2_EFFECTOR_MODE": "replay", "JR2_EFFECTOR_MODE_FROM": live}, starts, order)
+	for i, id := range order {
+		var lo, ro wire.Outcome
+		if err := json.Unmarshal([]byte(liveOuts[i]), &lo); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(replayOuts[i]), &ro); err != nil {
+			t.Fatal(err)
+		}
+		if lo.Size != int64(len(bin)) || lo.Body != nil || lo.ContentType != "application/octet-stream" {
+			t.Errorf("%s live: size %d, body %v, type %q", id, lo.Size, lo.Body != nil, lo.ContentType)
+		}
+		wantType, wantBody := "application/octet-stream", false
+		if id == "sniffed" {
+			wantType, wantBody = "", true
+		}
+		if ro.Kind != wire.OutcomeResponse || ro.Status != 200 || ro.Size != 0 || (ro.Body != nil) != wantBody || (ro.Body != nil && *ro.Body != "") || ro.ContentType != wantType {
+			t.Errorf("%s replayed: kind %s status %d size %d body %v type %q; want a 200 of size 0, body %v (empty), type %q",
+				id, ro.Kind, ro.Status, ro.Size, ro.Body != nil, ro.ContentType, wantBody, wantType)
+		}
+	}
+}
