@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync"
 	"time"
 )
@@ -113,6 +114,47 @@ func idempotent(method string) bool {
 	return false
 }
 
+// checkFields refuses what net/http's Transport refuses before it writes
+// a byte and its request writer does not: a method that is not a token, a
+// header name that is not a token, a value holding a control byte (CR or
+// LF would end the header early). The words name no field: a name is
+// the agent's and could be anything.
+func checkFields(out *http.Request) error {
+	if !isToken(out.Method) {
+		return errors.New("the method is not a token")
+	}
+	for k, vs := range out.Header {
+		if !isToken(k) {
+			return errors.New("a header name is not a token")
+		}
+		for _, v := range vs {
+			for i := 0; i < len(v); i++ {
+				if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+					return errors.New("a header value holds a control byte")
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token: one or more tchar.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // errUnasked is an answer the Pool never asked for.
 var errUnasked = errors.New("the upstream switched protocols unasked")
 
@@ -134,6 +176,9 @@ func (p *Pool) RoundTrip(out *http.Request) (*http.Response, error) {
 }
 
 func (p *Pool) roundTrip(out *http.Request) (resp *http.Response, sent bool, err error) {
+	if err := checkFields(out); err != nil {
+		return nil, false, err
+	}
 	ctx := out.Context()
 	for attempt := 0; ; attempt++ {
 		pc, reused, err := p.get(ctx)

@@ -358,3 +358,141 @@ func TestPoolDirect(t *testing.T) {
 		}
 	}
 }
+
+// A request net/http's Transport would refuse before writing is refused
+// here too, with nothing sent and no field named in the words.
+func TestPoolRefusesBadFields(t *testing.T) {
+	s := newScripted(t, func(_ int, _ *http.Request, _ string, w *bufio.Writer) bool {
+		answerOK(w, "ok")
+		return true
+	})
+	p := s.pool()
+	defer p.Close()
+	for _, tc := range []struct {
+		name string
+		edit func(r *http.Request)
+	}{
+		{"method", func(r *http.Request) { r.Method = "GE T" }},
+		{"name", func(r *http.Request) { r.Header["X-Bad Name"] = []string{"v"} }},
+		{"value-lf", func(r *http.Request) { r.Header["X-Split"] = []string{"a\r\nX-Injected: 1"} }},
+		{"value-nul", func(r *http.Request) { r.Header["X-Nul"] = []string{"a\x00b"} }},
+	} {
+		r := newOut(t, s, "GET", "/", "")
+		tc.edit(r)
+		_, sent, err := RoundTrip(p, r)
+		if err == nil || sent || strings.Contains(err.Error(), "Injected") || strings.Contains(err.Error(), "Bad Name") {
+			t.Errorf("%s: sent=%v err=%v; want a refusal before sending that names no field", tc.name, sent, err)
+		}
+	}
+	if got := s.requests(); len(got) != 0 {
+		t.Fatalf("the upstream saw %q", got)
+	}
+	if got, _, err := call(p, newOut(t, s, "GET", "/ok", "")); err != nil || got != "200 ok" {
+		t.Fatalf("a good request after: %q %v", got, err)
+	}
+}
+
+// FuzzPoolAnswer: whatever bytes an upstream answers with, a round trip
+// through the Pool ends (an answer whose body reads to an end or an
+// error, within the deadline), and a connection whose answer left bytes
+// behind it is not used again: the next request goes on a new connection.
+func FuzzPoolAnswer(f *testing.F) {
+	for _, seed := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforged",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\n\r\n",
+		"garbage\r\n\r\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer l.Close()
+	var mu sync.Mutex
+	var answer []byte
+	conns := 0
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns++
+			a := answer
+			mu.Unlock()
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					c.Write(a)
+					if n == 0 {
+						// The end, a moment after the bytes: an answer cut
+						// short fails at once rather than at the deadline,
+						// and a second request in that moment reuses the
+						// connection if the Pool kept it.
+						time.AfterFunc(20*time.Millisecond, func() { c.(*net.TCPConn).CloseWrite() })
+					}
+				}
+			}()
+		}
+	}()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		mu.Lock()
+		answer, conns = data, 0
+		mu.Unlock()
+		p := NewPlainPool((&net.Dialer{}).DialContext, l.Addr().String())
+		defer p.Close()
+		for range 2 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+l.Addr().String()+"/", nil)
+			resp, _, err := RoundTrip(p, req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			cancel()
+		}
+		mu.Lock()
+		n := conns
+		mu.Unlock()
+		// Two requests: one connection only when the first answer was
+		// whole and nothing followed it.
+		if n == 1 && !exactlyOneAnswer(data) {
+			t.Fatalf("a connection whose answer was not exactly one whole answer was used again (%q)", data)
+		}
+	})
+}
+
+// exactlyOneAnswer reports whether data is one whole HTTP/1.1 answer to a
+// GET (1xx interim answers before it), kept alive, and nothing after it.
+func exactlyOneAnswer(data []byte) bool {
+	br := bufio.NewReader(bytes.NewReader(data))
+	req, _ := http.NewRequest("GET", "http://x/", nil)
+	for {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return false
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != 101 {
+			continue
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.Close {
+			return false
+		}
+		_, err = br.Peek(1)
+		return err == io.EOF
+	}
+}
