@@ -813,3 +813,34 @@ func runner(mode string) int {
 	}
 	return 0
 }
+
+// TestSweepRemovesGoneRunnersTempDirs: the TempDir of a runner that is
+// gone is removed; a live runner's, and anything not named as one, stay.
+func TestSweepRemovesGoneRunnersTempDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(filepath.Base(mine), "jr2-run-ca-"+strconv.Itoa(os.Getpid())+"-") || filepath.Dir(mine) != tmp {
+		t.Fatalf("TempDir made %s", mine)
+	}
+	dead := filepath.Join(tmp, "jr2-run-ca-"+strconv.Itoa(gone.Process.Pid)+"-123")
+	other := filepath.Join(tmp, "jr2-run-ca-notapid")
+	for _, d := range []string{dead, other} {
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepTempDirs()
+	for d, want := range map[string]bool{dead: false, mine: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", d, err == nil, want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Child struct{}
 // NewNetwork fails: Linux only.
 func NewNetwork() (*Network, error) { return nil, errLinux }
 
+// TempDir fails: Linux only.
+func TempDir() (string, error) { return "", errLinux }
+
 // Sweep fails: Linux only.
 func Sweep() ([]string, error) { return nil, errLinux }
 

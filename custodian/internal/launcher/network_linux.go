@@ -287,9 +287,11 @@ func removeRun(ipBin, name string) error {
 
 // Sweep removes the namespaces and resolv.conf directories of runs whose
 // runner process is gone (a runner killed outright cannot clean up after
-// itself). It returns the names it removed. A reused pid keeps a stale run
+// itself), and their temporary directories (TempDir). It returns the
+// names of the namespaces it removed. A reused pid keeps a stale run
 // until that pid is gone too.
 func Sweep() ([]string, error) {
+	sweepTempDirs()
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {
 		return nil, errors.New("launcher: the ip command is missing; install iproute2")
@@ -319,6 +321,35 @@ func Sweep() ([]string, error) {
 		removed = append(removed, name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// tempPrefix starts the name of a runner's temporary directory; the
+// runner's pid and a dash follow it.
+const tempPrefix = "jr2-run-ca-"
+
+// TempDir makes the runner's temporary directory (the run CA's file
+// lives there) under os.TempDir(), named after this process so that a
+// later Sweep removes it if this runner is killed before it can.
+func TempDir() (string, error) {
+	return os.MkdirTemp("", tempPrefix+strconv.Itoa(os.Getpid())+"-")
+}
+
+// sweepTempDirs removes the TempDir of every runner that is gone. What
+// cannot be read or removed is left: the next sweep tries again.
+func sweepTempDirs() {
+	entries, _ := os.ReadDir(os.TempDir())
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), tempPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || alive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+	}
 }
 
 // runnerPid reads the pid out of a run's name "jr2-<pid>-<hex>".

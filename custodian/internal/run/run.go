@@ -166,49 +166,49 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	pol, err := policy.Load(o.Policy)
 	if err != nil {
-		return 1, err
+		return refused(err)
 	}
 	bundlePath, err := filepath.Abs(o.Bundle)
 	if err != nil || o.Bundle == "" {
 		return 2, fmt.Errorf("%w: --bundle: name the file to write the record to", ErrUsage)
 	}
 	if err := pathsExist(pol); err != nil {
-		return 1, err
+		return refused(err)
 	}
 	if err := pol.Exposes(bundlePath); err != nil {
-		return 1, fmt.Errorf("policy: %w", err)
+		return refused(fmt.Errorf("policy: %w", err))
 	}
 	ports, err := caughtPorts(pol)
 	if err != nil {
-		return 1, err
+		return refused(err)
 	}
 	br, err := broker.New(pol, o.Environ)
 	if err != nil {
-		return 1, err
+		return refused(err)
 	}
 	id := runID()
 	ca, err := runca.New("jr2 run " + id)
 	if err != nil {
-		return 1, err
+		return refused(err)
 	}
 	// The seal's key lives in this process's memory only; its public half
 	// is printed once, before the command starts, and named in run-start.
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return 1, fmt.Errorf("custodian run: the bundle's key: %w", err)
+		return refused(fmt.Errorf("custodian run: the bundle's key: %w", err))
 	}
 	w, err := bundle.Create(bundlePath, bundle.Options{ContainsSecret: br.Contains, Key: priv})
 	if errors.Is(err, fs.ErrExist) {
 		return 1, fmt.Errorf("--bundle %s exists, and a bundle is never overwritten: pass another --bundle, or move it away (custodian verify %s says what it holds)", o.Bundle, o.Bundle)
 	}
 	if err != nil {
-		return 1, err
+		return refused(err)
 	}
 	layer, err := mode.New(mode.Config{Mode: modeName, From: o.From, Timing: o.Timing, Seed: o.Seed, Faults: o.Faults}, modeNames, w)
 	if err != nil {
 		w.Close()
 		os.Remove(bundlePath)
-		return 2, fmt.Errorf("%w: %v; the command did not start, and no bundle was written", ErrUsage, err)
+		return 2, fmt.Errorf("%w: %v"+notStarted, ErrUsage, err)
 	}
 	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports, layer: layer, pubkey: bundle.FormatKey(pub)}
 	fmt.Fprintf(o.Stderr, "custodian run: the bundle's key is %s (custodian verify --pubkey KEY %s proves the bundle is this run's)\n", r.pubkey, o.Bundle)
@@ -220,7 +220,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		if err := os.Remove(bundlePath); err != nil {
 			return code, errors.Join(runErr, fmt.Errorf("the command did not start, but its bundle could not be removed: %w", err))
 		}
-		return code, fmt.Errorf("%w; the command did not start, and no bundle was written", runErr)
+		return code, fmt.Errorf("%w"+notStarted, runErr)
 	}
 	end := runEnd{Exit: code, Error: errText(runErr), Unasked: layer.Unasked()}
 	end.Scrubbed = r.scrub(&end.Error)
@@ -233,6 +233,15 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	return code, runErr
 }
+
+// notStarted ends every refusal that comes before the command starts:
+// nothing ran, nothing was recorded, and the same line can run again
+// once the cause is fixed.
+const notStarted = "; the command did not start, and no bundle was written"
+
+// refused is a refusal before the bundle exists: exit 1 and the cause,
+// with notStarted.
+func refused(err error) (int, error) { return 1, fmt.Errorf("%w"+notStarted, err) }
 
 // The records' fields. Every string the runner chose (argv, the
 // directory, the policy's path, the variables' names, an error's text) is
@@ -326,7 +335,7 @@ func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int,
 		return 1, err
 	}
 	defer m.Close() // again after the explicit Close below: a no-op
-	caDir, err := os.MkdirTemp("", "jr2-run-ca-")
+	caDir, err := launcher.TempDir() // a killed runner's is removed by the next run's sweep
 	if err != nil {
 		return 1, fmt.Errorf("custodian run: %w", err)
 	}

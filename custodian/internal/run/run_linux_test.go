@@ -505,10 +505,28 @@ func TestKilledRunLeavesPrefix(t *testing.T) {
 	if len(runtest.Find(rs, "run-end", nil))+len(runtest.Find(rs, "seal", nil)) != 0 {
 		t.Error("a killed run wrote run-end or seal")
 	}
-	// The killed runner left its namespaces; a sweep (this one, or one
-	// another run started at the same time) removes them.
+	// The killed runner left its namespaces and its CA directory (named
+	// after its pid, under its TMPDIR); a sweep (this one, or one another
+	// run started at the same time) removes them.
+	var tmp string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			tmp = v
+		}
+	}
+	caDirs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "jr2-run-ca-"+strconv.Itoa(cmd.Process.Pid)+"-*"))
+		return m
+	}
+	if len(caDirs()) != 1 {
+		t.Fatalf("the killed runner left %v in its TMPDIR; want its one CA directory", caDirs())
+	}
+	t.Setenv("TMPDIR", tmp)
 	if _, err := launcher.Sweep(); err != nil {
 		t.Fatal(err)
+	}
+	if left := caDirs(); len(left) != 0 {
+		t.Errorf("after Sweep, the killed run's CA directory is left: %v", left)
 	}
 	left, _ := filepath.Glob("/run/netns/jr2-" + strconv.Itoa(cmd.Process.Pid) + "-*")
 	if len(left) != 0 {

@@ -94,6 +94,11 @@ write_paths = ["/nonexistent-jr2-project"]
 		if code != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: exit %d, %v; want %d and %q", tc.name, code, err, tc.code, tc.want)
 		}
+		// A refusal past the usage, before the bundle, says nothing ran and
+		// nothing was written (docs/run.md); an existing bundle is its own.
+		if code == 1 && tc.name != "bundle exists" && err != nil && !strings.HasSuffix(err.Error(), "; the command did not start, and no bundle was written") {
+			t.Errorf("%s: %q does not say the command did not start and no bundle was written", tc.name, err)
+		}
 		if err != nil && strings.Contains(err.Error(), "sk-a-long-enough-value") {
 			t.Errorf("%s: the error holds the value", tc.name)
 		}
