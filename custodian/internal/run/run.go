@@ -334,7 +334,7 @@ func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int,
 	if err != nil {
 		return 1, err
 	}
-	defer m.Close() // again after the explicit Close below: a no-op
+	defer m.Close()                  // again after the explicit Close below: a no-op
 	caDir, err := launcher.TempDir() // a killed runner's is removed by the next run's sweep
 	if err != nil {
 		return 1, fmt.Errorf("custodian run: %w", err)
