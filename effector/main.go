@@ -43,15 +43,17 @@ const usage = `usage:
 
   effector credential --password-file FILE --username USER --host HOST get|store|erase
       git's credential helper for an https push (the push's git runs it, not a person):
-      answers get for https at HOST with USER and the token read from FILE.
+      answers get for https at HOST with USER and the token read from FILE. --help: its synopsis.
 
   effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]…
                    [--node NAME] [--keep-dac-read-search] -- ARGV
       Landlock, every capability dropped, then execve ARGV (what a credentialed command
-      runs under; the Effector starts it, not a person).
+      runs under; the Effector starts it, not a person). --help: its synopsis; a --help after
+      -- is ARGV's.
 
   effector keep --report-fd N -- ARGV
       The keeper between the Effector and the confiner: runs ARGV and reports its end on fd N.
+      --help: its synopsis.
 
   effector help | -h | --help
       Print this text.

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/internal/usagetest"
 )
 
@@ -60,14 +62,18 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	} {
 		var flags []string
 		for _, l := range literals(t, tc.dir, flagRe) {
-			flags = append(flags, strings.TrimPrefix(l, "--"))
+			if l != "--help" { // every command takes it; usagetest leaves it out
+				flags = append(flags, strings.TrimPrefix(l, "--"))
+			}
 		}
 		if len(flags) == 0 {
 			t.Fatalf("%s: no flag found in %s", tc.section, tc.dir)
 		}
 		usagetest.Check(t, tc.section, usagetest.Section(t, usage, tc.section, tc.next), flags)
 	}
-	serveSection := usagetest.Section(t, usage, "  effector\n", "effector confine")
+	fs, _, _, _ := pushkind.CredentialFlags()
+	usagetest.Check(t, "effector credential", usagetest.Section(t, usage, "effector credential", "effector confine"), usagetest.Defined(fs))
+	serveSection := usagetest.Section(t, usage, "  effector\n", "effector credential")
 	envs := literals(t, "internal/config", regexp.MustCompile(`^(JR2_[A-Z_]+|POD_NAME|POD_IP|NODE_NAME)$`))
 	if len(envs) < 10 {
 		t.Fatalf("found only %q in package config", envs)
@@ -91,5 +97,35 @@ func TestHelp(t *testing.T) {
 		if code != tc.code || (code == 0) != (stdout.String() == usage) || (code == 0) != (stderr.Len() == 0) {
 			t.Errorf("%q: exit %d, stdout %d bytes, stderr %q; want %d", tc.args, code, stdout.Len(), stderr.String(), tc.code)
 		}
+	}
+}
+
+// TestSubcommandHelp: each sub-command, and effector-confine beside the
+// binary, prints its usage on stdout for --help and -h and exits 0; a
+// --help after "--" is the program's, not the usage.
+func TestSubcommandHelp(t *testing.T) {
+	confineBin := filepath.Join(filepath.Dir(binary), "effector-confine")
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{binary, "confine", "--help"}, "usage: effector confine "},
+		{[]string{binary, "keep", "-h"}, "usage: effector keep "},
+		{[]string{binary, "credential", "--help"}, "usage: effector credential "},
+		{[]string{confineBin, "--help"}, "usage: effector confine "},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(tc.argv[0], tc.argv[1:]...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err != nil || !strings.HasPrefix(stdout.String(), tc.want) || stderr.Len() != 0 {
+			t.Errorf("%q: %v, stdout %q, stderr %q; want exit 0 and %q on stdout", tc.argv[1:], err, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+	// After "--", --help is ARGV: confine runs it (here: not found, 127 or 126).
+	cmd := exec.Command(confineBin, "--", "--help")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() == 0 || strings.HasPrefix(string(out), "usage:") {
+		t.Errorf("effector-confine -- --help printed the usage (%q, exit %d); want --help run as the program", out, cmd.ProcessState.ExitCode())
 	}
 }

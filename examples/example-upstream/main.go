@@ -57,10 +57,14 @@ request with that credential's fingerprint, never the credential.
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// flags is the command's flag set; the usage names each (main_test.go).
+func flags() (fs *flag.FlagSet, listen, caOut *string) {
+	fs = flag.NewFlagSet("example-upstream", flag.ContinueOnError)
+	return fs, fs.String("listen", "", ""), fs.String("ca-out", "", "")
+}
+
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("example-upstream", flag.ContinueOnError)
-	listen := fs.String("listen", "", "")
-	caOut := fs.String("ca-out", "", "")
+	fs, listen, caOut := flags()
 	if ok, code := cliflag.Parse(fs, args, usage, stdout, stderr); !ok {
 		return code
 	}

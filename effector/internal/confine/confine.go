@@ -108,6 +108,12 @@ type Options struct {
 
 const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--read-tree DIR]... [--deny PATH]... [--node NAME] [--keep-dac-read-search] -- ARGV"
 
+// isHelp reports whether args ask for the usage alone (-h or --help and
+// nothing else); a --help after "--" is the program's.
+func isHelp(args []string) bool {
+	return len(args) == 1 && (args[0] == "-h" || args[0] == "--help")
+}
+
 // parseArgs reads the flags and ARGV. Each path must be absolute.
 func parseArgs(args []string) (Options, []string, error) {
 	var o Options

@@ -21,6 +21,10 @@ import (
 // success it does not return: the process is the command. Otherwise it
 // writes "effector confine: REASON" to stderr and returns 126.
 func Main(args []string) int {
+	if isHelp(args) {
+		fmt.Println(usage)
+		return 0
+	}
 	// The domain is the thread's: lock it from the probe to the execve,
 	// and never unlock it.
 	runtime.LockOSThread()

@@ -23,6 +23,10 @@ import (
 // its exit code: the child's code, 128+signal when a signal ended it, 126
 // when the keeper could not start it.
 func Main(args []string) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Println(usage)
+		return 0
+	}
 	fd, argv, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "effector keep: %v\n", err)

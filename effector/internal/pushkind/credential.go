@@ -12,6 +12,17 @@ import (
 	"jr2.dev/boundary/internal/effectorkey"
 )
 
+const credentialUsage = "usage: effector credential --password-file FILE --username USER --host HOST get|store|erase"
+
+// CredentialFlags is the credential helper's flag set; effector's usage
+// names each (effector/usage_test.go).
+func CredentialFlags() (fs *flag.FlagSet, file, user, host *string) {
+	fs = flag.NewFlagSet("credential", flag.ContinueOnError)
+	return fs, fs.String("password-file", "", "the token's file"),
+		fs.String("username", "", "the user the token is sent with"),
+		fs.String("host", "", "the host (and :port) the token is for")
+}
+
 // CredentialMain is `effector credential --password-file F --username U
 // --host H ACTION`: git's credential helper for an https push. git runs it
 // (through the push's command-line config) with the request on stdin; for
@@ -21,16 +32,17 @@ import (
 // reads. Any other request, "store" and "erase" get no answer. It returns
 // the exit code.
 func CredentialMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("credential", flag.ContinueOnError)
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Fprintln(stdout, credentialUsage)
+		return 0
+	}
+	fs, file, user, host := CredentialFlags()
 	fs.SetOutput(stderr)
-	file := fs.String("password-file", "", "the token's file")
-	user := fs.String("username", "", "the user the token is sent with")
-	host := fs.String("host", "", "the host (and :port) the token is for")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 || *file == "" || *user == "" || *host == "" {
-		fmt.Fprintln(stderr, "effector credential: want --password-file F --username U --host H get|store|erase")
+		fmt.Fprintln(stderr, "effector credential: want --password-file F --username U --host H get|store|erase; "+credentialUsage)
 		return 2
 	}
 	req, err := readCredentialRequest(stdin)
