@@ -85,7 +85,7 @@ func TestMain(m *testing.M) {
 func tools(t *testing.T) {
 	t.Helper()
 	built.Do(func() {
-		cmd := exec.Command("go", "build", "-o", bin+"/", "./controlplane", "./custodian", "./examples/example-upstream")
+		cmd := exec.Command("go", "build", "-o", bin+"/", "./controlplane", "./custodian", "./effector", "./examples/example-upstream")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -346,6 +346,40 @@ func TestExampleEffector(t *testing.T) {
 	}
 	if err := eff.Wait(); err != nil {
 		t.Errorf("the Effector after SIGTERM: %v; stderr %q", err, stderr.String())
+	}
+}
+
+// TestReadmeEffector: the README's Effector block, as written, from
+// examples/effector.json: the Effector names the placement, the secret and
+// the target it read, answers its health route, drains and exits 0 on
+// SIGTERM, and no output holds the value or a key.
+func TestReadmeEffector(t *testing.T) {
+	require(t, "ip", "curl", "openssl", "go")
+	bs, _ := blocks(t)
+	block, ok := bs["effector"]
+	if !ok {
+		t.Fatal("README.md has no block marked <!-- readme-walk: effector")
+	}
+	dir := t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	out := walk(t, dir, block, "")
+	for _, want := range []string{
+		"jr2.effector ready placement=instance replica=example secrets=EXAMPLE_API_KEY targets=1\n",
+		"ok\n", "jr2.effector action=drain-ended waiting=0\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the block's output holds no %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"effector-secrets/EXAMPLE_API_KEY", "effector.key", "signing.key"} {
+		raw, err := os.ReadFile(filepath.Join(dir, "examples", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := strings.TrimSpace(string(raw)); len(v) < 32 || strings.Contains(out, v) {
+			t.Errorf("%s: %d bytes, or its value is in the output", f, len(v))
+		}
 	}
 }
 
