@@ -47,6 +47,40 @@ func (w *world) testTunnels(t *testing.T) {
 		}
 	})
 
+	// The egress listener's own refusals, as raw bytes: a method other than
+	// CONNECT (405, not-connect) and CONNECT targets that are not host:port
+	// (400, target). Nothing is dialled for either.
+	run(t, "egress refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			line   string
+			status int
+			body   string
+		}{
+			{"GET http://" + ns.https() + "/ HTTP/1.1\r\nHost: " + ns.https(), 405, "jr2 custodian: this listener takes CONNECT only; use it as HTTPS_PROXY"},
+			{"CONNECT example.test:0 HTTP/1.1\r\nHost: example.test:0", 400, "jr2 custodian: a CONNECT target is host:port: the port must be a number from 1 to 65535"},
+			// No port: Envoy's HTTP/1 codec refuses it before the module
+			// sees it, with its own text (envoy/README.md).
+			{"CONNECT example.test HTTP/1.1\r\nHost: example.test", 400, map[bool]string{true: "Bad Request", false: "jr2 custodian: a CONNECT target is host:port: "}[w.host.Name() == "envoy"]},
+		} {
+			conn, err := net.DialTimeout("tcp", w.run.Egress, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "%s\r\n\r\n", tc.line)
+			conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				conn.Close()
+				t.Fatalf("%q: %v", tc.line, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			conn.Close()
+			if resp.StatusCode != tc.status || !strings.HasPrefix(string(b), tc.body) {
+				t.Errorf("%q: %d %q, want %d %q…", strings.SplitN(tc.line, "\r", 2)[0], resp.StatusCode, b, tc.status, tc.body)
+			}
+		}
+	})
+
 	run(t, "curl to an HTTPS host that is not bound", func(t *testing.T) {
 		resp := curlClient.do(t, w.env, request{Method: "GET", URL: httpsURL(ns.https(), "/hello")})
 		if want := "hello from the test namespace, GET /hello\n"; resp.Status != 200 || resp.Body != want {

@@ -1,11 +1,13 @@
 #!/bin/sh
 # envoy/validate.sh DIR — run `envoy --mode validate` on a directory that
-# `controlplane render` wrote. Render it with the plugin built (make plugin)
-# and DIR mounted where envoy.json says (the default --mount-dir is DIR's
-# own absolute path), e.g.:
+# `controlplane render` wrote. Render it for core Envoy with the module
+# built (make module) and DIR mounted where envoy.json says (the default
+# --mount-dir is DIR's own absolute path), e.g.:
 #
-#   controlplane render --manifest held.json --ca CA --out /tmp/pod --plugin "$PWD/bin/custodian.so"
+#   controlplane render --manifest held.json --ca CA --out /tmp/pod --data-plane module --module "$PWD/bin/custodian-module.so"
 #   envoy/validate.sh /tmp/pod
+#
+# (A golang render needs Envoy's contrib build; core Envoy refuses it.)
 #
 # Exits 2, and says so, where no envoy binary is on PATH.
 set -eu

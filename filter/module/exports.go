@@ -89,13 +89,8 @@ func routeOf(h uintptr) *routeConfig {
 }
 
 //export envoy_dynamic_module_on_http_filter_request_headers
-func envoy_dynamic_module_on_http_filter_request_headers(p1 C.uintptr_t, h C.uintptr_t, p2 C.bool) (st C.int) {
-	f := filterOf(uintptr(h))
-	if f == nil {
-		return statusStopIteration
-	}
-	defer guard(f, &st, statusStopIteration)
-	return C.int(f.requestHeaders())
+func envoy_dynamic_module_on_http_filter_request_headers(p1 C.uintptr_t, h C.uintptr_t, p2 C.bool) C.int {
+	return C.int(requestHeadersHook(func() abi { return cabi{f: p1} }, uintptr(h)))
 }
 
 //export envoy_dynamic_module_on_http_filter_request_body

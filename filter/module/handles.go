@@ -36,6 +36,20 @@ func filterOf(h uintptr) *moduleFilter {
 	return f
 }
 
+// requestHeadersHook is the request-headers hook behind its export: the
+// stream's filter decides; a stream with no filter (its creation failed
+// or panicked, and Envoy called on with a null pointer) is failed closed
+// with the fixed 502 on the ABI envoy gives for it, never held open.
+func requestHeadersHook(envoy func() abi, h uintptr) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		(&moduleFilter{x: envoy()}).fail()
+		return statusStopIteration
+	}
+	defer guard(f, &st, statusStopIteration)
+	return int32(f.requestHeaders())
+}
+
 // guard is every stream hook's deferred recover: the stream fails closed
 // and the hook returns stop.
 func guard[T ~int32](f *moduleFilter, st *T, stop int) {

@@ -318,3 +318,18 @@ func TestConfigRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestNoFilterFailsClosed: a stream whose filter was never made (its
+// creation failed or panicked, so Envoy calls on with a null pointer) gets
+// the fixed 502 and the mark false at its request headers, not a hold.
+func TestNoFilterFailsClosed(t *testing.T) {
+	fc, rc := pod(t)
+	_, x := newStream(fc, rc, swapRequest...)
+	st := requestHeadersHook(func() abi { return x }, 0)
+	if st != statusStopIteration || x.reply == nil || x.reply.status != 502 || x.reply.body != FailedBody {
+		t.Fatalf("status %d, reply %+v; want the fixed 502", st, x.reply)
+	}
+	if x.mark == nil || *x.mark {
+		t.Error("the mark was not set false")
+	}
+}
