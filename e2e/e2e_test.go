@@ -42,6 +42,7 @@ func TestE2E(t *testing.T) {
 				run(t, "git", func(t *testing.T) { t.Parallel(); w.testGit(t) })
 				run(t, "tunnels", func(t *testing.T) { t.Parallel(); w.testTunnels(t) })
 				run(t, "control", func(t *testing.T) { t.Parallel(); w.testControl(t) })
+				run(t, "health limits", func(t *testing.T) { t.Parallel(); w.testHealthLimits(t) })
 			})
 			run(t, "upstreams never saw a stand-in", w.testUpstreamsSawNoStandIn)
 			run(t, "log", w.testLog)
