@@ -61,6 +61,9 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("refusal with a body keeps the connection", p.testRefusalBody)
 	t.Run("OPTIONS star", p.testOptionsStar)
 	t.Run("ALPN quoting the peer", p.testALPN)
+	t.Run("credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
+	t.Run("a 302 passes as sent", p.testRedirect)
+	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
 			t.Errorf("the host did not stop cleanly: %v", err)
@@ -144,6 +147,20 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 // reading the body.
 func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 	p.hits <- r.RequestURI
+	switch r.URL.Path {
+	case "/v1/redirect":
+		w.Header().Set("Location", "https://elsewhere.example/v1/next?x=1")
+		w.WriteHeader(http.StatusFound)
+		return
+	case "/v1/trailers":
+		// The key it got, echoed in a trailer: the answer's trailers are
+		// scrubbed like its headers.
+		w.Header().Set("Trailer", "X-Echo")
+		io.WriteString(w, "body ")
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Echo", "got "+r.Header.Get("X-Api-Key"))
+		return
+	}
 	enc, ok := strings.CutPrefix(r.URL.Path, "/v1/hop/")
 	if !ok {
 		io.WriteString(w, "ok")
@@ -347,6 +364,71 @@ func (p *hopPod) testOptionsStar(t *testing.T) {
 	if got := drain(p.hits); len(got) != 0 {
 		t.Errorf("OPTIONS * reached the upstream: %q", got)
 	}
+}
+
+// roundTrip sends one raw request on a connection opened for the bound
+// target and returns the answer, body read.
+func (p *hopPod) roundTrip(t *testing.T, raw string) (*http.Response, string) {
+	t.Helper()
+	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	defer tc.Close()
+	io.WriteString(tc, raw)
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the body: %v", err)
+	}
+	return resp, string(b)
+}
+
+// testDuplicateHeader: rule 6 — a credential header sent twice is
+// refused, and nothing reaches the upstream.
+func (p *hopPod) testDuplicateHeader(t *testing.T, _ Host) {
+	drain(p.hits)
+	si := standIn(hopName)
+	resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, si, si))
+	want := "jr2 custodian: header x-api-key was sent more than once; send it once" // the secret's own spelling, in both hosts
+	if resp.StatusCode != 400 || body != want {
+		t.Errorf("x-api-key twice: %d %q, want 400 %q", resp.StatusCode, body, want)
+	}
+	if got := drain(p.hits); len(got) != 0 {
+		t.Errorf("a refused request reached the upstream: %q", got)
+	}
+}
+
+// testRedirect: a 302 reaches the client with its Location as the
+// upstream sent it (no host follows it, none rewrites it).
+func (p *hopPod) testRedirect(t *testing.T) {
+	resp, _ := p.roundTrip(t, fmt.Sprintf("GET /v1/redirect HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName)))
+	if loc := resp.Header.Get("Location"); resp.StatusCode != 302 || loc != "https://elsewhere.example/v1/next?x=1" {
+		t.Errorf("302: %d Location %q", resp.StatusCode, loc)
+	}
+	if got := drain(p.hits); len(got) != 1 || got[0] != "/v1/redirect" {
+		t.Errorf("the upstream got %q", got)
+	}
+}
+
+// testTrailers: a trailer that echoes the value reaches the client with
+// the value's label in its place, after the whole body (custodian serve);
+// Envoy, whose HTTP/1 codec takes no trailers unless enable_trailers is
+// on (it stays off: it would pass the agent's request trailers upstream
+// unjudged), drops it (envoy/README.md). Neither passes the value.
+func (p *hopPod) testTrailers(t *testing.T, host Host) {
+	resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/trailers HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nTE: trailers\r\nConnection: close\r\n\r\n", p.target, standIn(hopName)))
+	if resp.StatusCode != 200 || body != "body " {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	want := "got [secret:" + hopName + "]"
+	if host.Name() == "envoy" {
+		want = ""
+	}
+	if got := resp.Trailer.Get("X-Echo"); got != want {
+		t.Errorf("the trailer is %q, want %q", redact(got, p.value), want)
+	}
+	drain(p.hits)
 }
 
 func (p *hopPod) testALPN(t *testing.T) {
