@@ -52,6 +52,7 @@ type hopPod struct {
 	token  string // the Sandbox token's value
 	roots  *x509.CertPool
 	hits   chan string // each request target the upstream got
+	down   string      // a bound target where nothing listens, 127.0.0.1:port
 }
 
 func testHopByHop(t *testing.T, host Host) {
@@ -63,6 +64,7 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("ALPN quoting the peer", p.testALPN)
 	t.Run("credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
 	t.Run("a 302 passes as sent", p.testRedirect)
+	t.Run("a bound target that refuses the dial", p.testUnreachable)
 	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
@@ -95,8 +97,14 @@ func newHopPod(t *testing.T, host Host) *hopPod {
 	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(p.upstream))
 	orch := serveLoopback(t, http.HandlerFunc(p.orchestrator))
 
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.down = l.Addr().String()
+	l.Close() // nothing listens there now
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
-		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
+		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target, p.down}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
 	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, filter.TokenName: p.token})
 	p.roots = roots
 	p.run = host.Start(t, dir, "")
@@ -396,6 +404,23 @@ func (p *hopPod) testDuplicateHeader(t *testing.T, _ Host) {
 	}
 	if got := drain(p.hits); len(got) != 0 {
 		t.Errorf("a refused request reached the upstream: %q", got)
+	}
+}
+
+// testUnreachable: a bound target where nothing listens gets the 502 of
+// a request that was not sent — the engine's text in custodian serve, the
+// rendered mapper's in Envoy (its flag UF), the reason each host's own.
+func (p *hopPod) testUnreachable(t *testing.T) {
+	tc := tls.Client(p.tlsThrough(t, p.down), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	defer tc.Close()
+	fmt.Fprintf(tc, "GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.down, standIn(hopName))
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if want := "jr2 custodian: " + p.down + " could not be reached: "; resp.StatusCode != 502 || !strings.HasPrefix(string(b), want) {
+		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, b, want)
 	}
 }
 
