@@ -65,6 +65,7 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
 	t.Run("a 302 passes as sent", p.testRedirect)
 	t.Run("a bound target that refuses the dial", p.testUnreachable)
+	t.Run("an upstream that resets after the request", p.testReset)
 	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
@@ -156,6 +157,13 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 	p.hits <- r.RequestURI
 	switch r.URL.Path {
+	case "/v1/reset":
+		// The request arrived whole; the connection ends with no answer.
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.(*tls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+		return
 	case "/v1/redirect":
 		w.Header().Set("Location", "https://elsewhere.example/v1/next?x=1")
 		w.WriteHeader(http.StatusFound)
@@ -421,6 +429,18 @@ func (p *hopPod) testUnreachable(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if want := "jr2 custodian: " + p.down + " could not be reached: "; resp.StatusCode != 502 || !strings.HasPrefix(string(b), want) {
 		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, b, want)
+	}
+}
+
+// testReset: an upstream that reads the request and resets the
+// connection gets the 502 of a request that may have reached it.
+func (p *hopPod) testReset(t *testing.T) {
+	resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/reset HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName)))
+	if want := "jr2 custodian: " + p.target + " did not answer; the request may have reached it: "; resp.StatusCode != 502 || !strings.HasPrefix(body, want) {
+		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, body, want)
+	}
+	if got := drain(p.hits); len(got) == 0 {
+		t.Error("the upstream never got the request")
 	}
 }
 
