@@ -51,8 +51,9 @@ type hopPod struct {
 	value  string // HOP_KEY's value
 	token  string // the Sandbox token's value
 	roots  *x509.CertPool
-	hits   chan string // each request target the upstream got
-	down   string      // a bound target where nothing listens, 127.0.0.1:port
+	hits   chan string   // each request target the upstream got
+	down   string        // a bound target where nothing listens, 127.0.0.1:port
+	gone   chan struct{} // a /v1/hold answer's request ended (the client went away)
 }
 
 func testHopByHop(t *testing.T, host Host) {
@@ -66,6 +67,7 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("a 302 passes as sent", p.testRedirect)
 	t.Run("a bound target that refuses the dial", p.testUnreachable)
 	t.Run("an upstream that resets after the request", p.testReset)
+	t.Run("a client that aborts mid-answer", p.testAbort)
 	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
@@ -93,7 +95,7 @@ func testHopByHop(t *testing.T, host Host) {
 
 func newHopPod(t *testing.T, host Host) *hopPod {
 	tmp := t.TempDir()
-	p := &hopPod{value: sentinel(t, hopName), token: sentinel(t, filter.TokenName), hits: make(chan string, 256)}
+	p := &hopPod{value: sentinel(t, hopName), token: sentinel(t, filter.TokenName), hits: make(chan string, 256), gone: make(chan struct{}, 4)}
 	upCA := testpki.NewCA(t, "e2e hop upstream CA")
 	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(p.upstream))
 	orch := serveLoopback(t, http.HandlerFunc(p.orchestrator))
@@ -157,6 +159,17 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 	p.hits <- r.RequestURI
 	switch r.URL.Path {
+	case "/v1/hold":
+		// A first chunk (longer than the tail the scrubber holds back
+		// across chunks), then nothing until the request ends.
+		io.WriteString(w, strings.Repeat("first ", 700))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			p.gone <- struct{}{}
+		case <-time.After(30 * time.Second):
+		}
+		return
 	case "/v1/reset":
 		// The request arrived whole; the connection ends with no answer.
 		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
@@ -442,6 +455,32 @@ func (p *hopPod) testReset(t *testing.T) {
 	if got := drain(p.hits); len(got) == 0 {
 		t.Error("the upstream never got the request")
 	}
+}
+
+// testAbort: a client that goes away mid-answer ends the upstream's
+// request too (its connection is closed or reset, not left to hang), and
+// the host serves the next request.
+func (p *hopPod) testAbort(t *testing.T) {
+	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	fmt.Fprintf(tc, "GET /v1/hold HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\n\r\n", p.target, standIn(hopName))
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 600)
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != strings.Repeat("first ", 100) {
+		t.Fatalf("the first chunk: %q %v", first, err)
+	}
+	tc.Close() // the client goes away mid-answer
+	select {
+	case <-p.gone:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the upstream's request did not end after the client went away")
+	}
+	if resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName))); resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("the next request: %d %q", resp.StatusCode, body)
+	}
+	drain(p.hits)
 }
 
 // testRedirect: a 302 reaches the client with its Location as the
