@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ type hopPod struct {
 	hits   chan string   // each request target the upstream got
 	down   string        // a bound target where nothing listens, 127.0.0.1:port
 	gone   chan struct{} // a /v1/hold answer's request ended (the client went away)
+	added  atomic.Int64  // requests the upstream got with a header of Envoy's own (x-envoy-*)
 }
 
 func testHopByHop(t *testing.T, host Host) {
@@ -69,6 +71,11 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("an upstream that resets after the request", p.testReset)
 	t.Run("a client that aborts mid-answer", p.testAbort)
 	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
+	t.Run("no header of the host's own upstream", func(t *testing.T) {
+		if n := p.added.Load(); n != 0 {
+			t.Errorf("%d requests reached the upstream with an x-envoy-* header", n)
+		}
+	})
 	t.Run("output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
 			t.Errorf("the host did not stop cleanly: %v", err)
@@ -158,6 +165,11 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 // reading the body.
 func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 	p.hits <- r.RequestURI
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "x-envoy") {
+			p.added.Add(1)
+		}
+	}
 	switch r.URL.Path {
 	case "/v1/hold":
 		// A first chunk (longer than the tail the scrubber holds back
