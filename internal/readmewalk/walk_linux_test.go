@@ -211,21 +211,29 @@ func require(t *testing.T, tools ...string) {
 	}
 }
 
+// walkBlock runs the README's block marked name as written, from a copy
+// of examples/ in a new directory, with the tools built onto PATH, and
+// returns the directory and what the block printed.
+func walkBlock(t *testing.T, name string) (dir, out string) {
+	t.Helper()
+	require(t, "ip", "curl", "openssl", "go")
+	bs, _ := blocks(t)
+	block, ok := bs[name]
+	if !ok {
+		t.Fatalf("README.md has no block marked <!-- readme-walk: %s", name)
+	}
+	dir = t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	return dir, walk(t, dir, block, "")
+}
+
 // TestReadmeByHand: the by-hand section, as written: the upstream got the
 // value, the agent's curl held and saw only the stand-in and the scrubbed
 // echo, render named the Sandbox token's value file and what a loopback
 // target means, and no output holds a form of the value.
 func TestReadmeByHand(t *testing.T) {
-	require(t, "ip", "curl", "openssl", "go")
-	bs, _ := blocks(t)
-	block, ok := bs["by-hand"]
-	if !ok {
-		t.Fatal("README.md has no block marked <!-- readme-walk: by-hand")
-	}
-	dir := t.TempDir()
-	tools(t)
-	copyExamples(t, dir)
-	out := walk(t, dir, block, "")
+	dir, out := walkBlock(t, "by-hand")
 
 	raw, err := os.ReadFile(filepath.Join(dir, "examples", "values", "EXAMPLE_API_KEY"))
 	if err != nil {
@@ -354,16 +362,7 @@ func TestExampleEffector(t *testing.T) {
 // the target it read, answers its health route, drains and exits 0 on
 // SIGTERM, and no output holds the value or a key.
 func TestReadmeEffector(t *testing.T) {
-	require(t, "ip", "curl", "openssl", "go")
-	bs, _ := blocks(t)
-	block, ok := bs["effector"]
-	if !ok {
-		t.Fatal("README.md has no block marked <!-- readme-walk: effector")
-	}
-	dir := t.TempDir()
-	tools(t)
-	copyExamples(t, dir)
-	out := walk(t, dir, block, "")
+	dir, out := walkBlock(t, "effector")
 	for _, want := range []string{
 		"jr2.effector ready placement=instance replica=example secrets=EXAMPLE_API_KEY targets=1\n",
 		"ok\n", "jr2.effector action=drain-ended waiting=0\n",
