@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/stream/streamtest"
 )
 
 // The module's Go side against a fake of Envoy's ABI, written from Envoy's
@@ -126,6 +128,12 @@ func pod(t *testing.T) (*filterConfig, *routeConfig) {
 			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
 		},
 	}
+	return podOf(t, c, anthropic)
+}
+
+// podOf is c's filter-level config and an intercept route toward target.
+func podOf(t *testing.T, c filter.Config, target string) (*filterConfig, *routeConfig) {
+	t.Helper()
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +146,7 @@ func pod(t *testing.T) (*filterConfig, *routeConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := newRouteConfig(pluginconf.PluginName, pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: anthropic}.Marshal())
+	rc, err := newRouteConfig(pluginconf.PluginName, pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: target}.Marshal())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,4 +340,49 @@ func TestNoFilterFailsClosed(t *testing.T) {
 	if x.mark == nil || *x.mark {
 		t.Error("the mark was not set false")
 	}
+}
+
+// TestConformance: the stream suite both Envoy adapters run
+// (filter/stream/streamtest), here over the fake ABI.
+func TestConformance(t *testing.T) {
+	fc, rc := podOf(t, streamtest.Config(t, t.TempDir()), streamtest.Target)
+	streamtest.Run(t, moduleDriver{fc, rc})
+}
+
+type moduleDriver struct {
+	fc *filterConfig
+	rc *routeConfig
+}
+
+func (d moduleDriver) Run(t *testing.T, req []filter.Header, a streamtest.Answer) streamtest.Exchange {
+	var kv []string
+	for _, h := range req {
+		kv = append(kv, h.Name, h.Value)
+	}
+	f, x := newStream(d.fc, d.rc, kv...)
+	defer f.streamComplete()
+	st := f.requestHeaders()
+	if x.reply != nil {
+		if st != statusStopIteration {
+			t.Errorf("a local reply, and the request headers returned %d", st)
+		}
+		return streamtest.Exchange{Status: x.reply.status, Body: x.reply.body, Marked: x.mark != nil && *x.mark}
+	}
+	e := streamtest.Exchange{Forwarded: append([]filter.Header(nil), x.hdr[requestHeader]...), Marked: x.mark != nil && *x.mark}
+	x.hdr[responseHeader] = append(streamtest.H(":status", a.Status), a.Headers...)
+	if st := f.responseHeaders(len(a.Chunks) == 0); st != statusContinue || x.reply != nil {
+		t.Fatalf("response headers: %d, reply %+v", st, x.reply)
+	}
+	var body []byte
+	for i, c := range a.Chunks {
+		x.chunk = []byte(c)
+		if st := f.responseBody(i == len(a.Chunks)-1); st != statusContinue {
+			t.Fatalf("response body: %d", st)
+		}
+		body = append(body, x.chunk...)
+	}
+	e.Body = string(append(body, x.appended...))
+	e.Headers = x.hdr[responseHeader]
+	e.Status, _ = strconv.Atoi(header(e.Headers, ":status"))
+	return e
 }
