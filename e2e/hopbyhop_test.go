@@ -66,6 +66,8 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("OPTIONS star", p.testOptionsStar)
 	t.Run("ALPN quoting the peer", p.testALPN)
 	t.Run("credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
+	t.Run("a stand-in anywhere else", func(t *testing.T) { p.testStandInElsewhere(t, host) })
+	t.Run("an upstream that answers garbage", p.testGarbage)
 	t.Run("a 302 passes as sent", p.testRedirect)
 	t.Run("a bound target that refuses the dial", p.testUnreachable)
 	t.Run("an upstream that resets after the request", p.testReset)
@@ -180,6 +182,13 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			p.gone <- struct{}{}
 		case <-time.After(30 * time.Second):
+		}
+		return
+	case "/v1/garbage":
+		// Not HTTP: the request arrived whole, no answer can be read.
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
+			c.Close()
 		}
 		return
 	case "/v1/reset":
@@ -491,6 +500,41 @@ func (p *hopPod) testAbort(t *testing.T) {
 	}
 	if resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName))); resp.StatusCode != 200 || body != "ok" {
 		t.Errorf("the next request: %d %q", resp.StatusCode, body)
+	}
+	drain(p.hits)
+}
+
+// testStandInElsewhere: rule 10 — the stand-in in the path or in a header
+// value it is not bound to is refused 403 naming the place, and nothing
+// reaches the upstream.
+func (p *hopPod) testStandInElsewhere(t *testing.T, _ Host) {
+	si := standIn(hopName)
+	for _, tc := range []struct {
+		path, extra, place string
+	}{
+		{"/v1/" + si, "", "the path"},
+		// (In a header name: this secret's name holds "_", so rule 2 answers first.)
+		{"/v1/x", "x-note: " + si + "\r\n", "header x-note"}, // as the header came, in both hosts
+	} {
+		drain(p.hits)
+		resp, body := p.roundTrip(t, fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\n%sConnection: close\r\n\r\n", tc.path, p.target, si, tc.extra))
+		want := "jr2 custodian: the stand-in of " + hopName + " is in " + tc.place + "; a stand-in rides only a header its secret is bound to, and is never sent upstream"
+		if resp.StatusCode != 403 || body != want {
+			t.Errorf("%s: %d %q, want 403 %q", tc.place, resp.StatusCode, body, want)
+		}
+		if got := drain(p.hits); len(got) != 0 {
+			t.Errorf("%s: a refused request reached the upstream: %q", tc.place, got)
+		}
+	}
+}
+
+// testGarbage: an upstream that reads the request and answers something
+// that is not HTTP gets the may-have-reached-it 502 (Envoy: its protocol
+// error flag).
+func (p *hopPod) testGarbage(t *testing.T) {
+	resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/garbage HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName)))
+	if want := "jr2 custodian: " + p.target + " did not answer; the request may have reached it: "; resp.StatusCode != 502 || !strings.HasPrefix(body, want) {
+		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, body, want)
 	}
 	drain(p.hits)
 }
