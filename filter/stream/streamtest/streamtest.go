@@ -144,6 +144,12 @@ func Run(t *testing.T, d Driver) {
 			}
 		})
 	}
+	t.Run("an encoding it cannot read", func(t *testing.T) {
+		e := d.Run(t, req("GET", "/v1/x", "x-api-key", StandIn), Answer{Status: "200", Headers: H("content-encoding", "br"), Chunks: []string{"\x1b\x03"}})
+		if want := "jr2 custodian: " + Target + " answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on"; e.Status != 502 || e.Body != want {
+			t.Errorf("the agent got %d %q, want 502 %q", e.Status, e.Body, want)
+		}
+	})
 	t.Run("scrub a header", func(t *testing.T) {
 		e := d.Run(t, req("GET", "/v1/x", "x-api-key", StandIn), Answer{Status: "200", Headers: H("x-echo", "key "+Value), Chunks: []string{"ok"}})
 		if v, _ := get(e.Headers, "x-echo"); v != "key [secret:"+Secret+"]" || e.Status != 200 || e.Body != "ok" {
