@@ -187,7 +187,7 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 	case "/v1/garbage":
 		// Not HTTP: the request arrived whole, no answer can be read.
 		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-			io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
+			io.WriteString(c, "NOT HTTP "+r.Header.Get("X-Api-Key")+"\r\n\r\n") // the value, where an error may quote it
 			c.Close()
 		}
 		return
@@ -534,7 +534,12 @@ func (p *hopPod) testStandInElsewhere(t *testing.T, _ Host) {
 func (p *hopPod) testGarbage(t *testing.T) {
 	resp, body := p.roundTrip(t, fmt.Sprintf("GET /v1/garbage HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.target, standIn(hopName)))
 	if want := "jr2 custodian: " + p.target + " did not answer; the request may have reached it: "; resp.StatusCode != 502 || !strings.HasPrefix(body, want) {
-		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, body, want)
+		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, redact(body, p.value), want)
+	}
+	for _, f := range scrub.Forms([]byte(p.value)) {
+		if strings.Contains(body, string(f)) {
+			t.Errorf("the 502 quotes the upstream's bytes with a form of the value: %q", redact(body, p.value))
+		}
 	}
 	drain(p.hits)
 }
