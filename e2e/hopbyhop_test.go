@@ -420,7 +420,13 @@ func (p *hopPod) testOptionsStar(t *testing.T) {
 // target and returns the answer, body read.
 func (p *hopPod) roundTrip(t *testing.T, raw string) (*http.Response, string) {
 	t.Helper()
-	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	return p.roundTripTo(t, p.target, raw)
+}
+
+// roundTripTo is roundTrip on a connection opened for target.
+func (p *hopPod) roundTripTo(t *testing.T, target, raw string) (*http.Response, string) {
+	t.Helper()
+	tc := tls.Client(p.tlsThrough(t, target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
 	defer tc.Close()
 	io.WriteString(tc, raw)
 	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
@@ -453,15 +459,8 @@ func (p *hopPod) testDuplicateHeader(t *testing.T, _ Host) {
 // a request that was not sent — the engine's text in custodian serve, the
 // rendered mapper's in Envoy (its flag UF), the reason each host's own.
 func (p *hopPod) testUnreachable(t *testing.T) {
-	tc := tls.Client(p.tlsThrough(t, p.down), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
-	defer tc.Close()
-	fmt.Fprintf(tc, "GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.down, standIn(hopName))
-	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if want := "jr2 custodian: " + p.down + " could not be reached: "; resp.StatusCode != 502 || !strings.HasPrefix(string(b), want) {
+	resp, b := p.roundTripTo(t, p.down, fmt.Sprintf("GET /v1/x HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nConnection: close\r\n\r\n", p.down, standIn(hopName)))
+	if want := "jr2 custodian: " + p.down + " could not be reached: "; resp.StatusCode != 502 || !strings.HasPrefix(b, want) {
 		t.Errorf("%d %q, want 502 %q…", resp.StatusCode, b, want)
 	}
 }
