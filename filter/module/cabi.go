@@ -95,8 +95,7 @@ func (x cabi) appendBody(kind int, b []byte) {
 
 // sendResponse answers the stream. The header array handed to Envoy must
 // hold no Go pointer, so it and its strings live in C memory for the call.
-func (x cabi) sendResponse(status int, body, details string, extra []filter.Header) {
-	hs := append([]filter.Header{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, extra...)
+func (x cabi) sendResponse(status int, body, details string, hs []filter.Header) {
 	size := C.size_t(unsafe.Sizeof(C.jr2_module_header{}))
 	arr := (*C.jr2_module_header)(C.malloc(size * C.size_t(len(hs))))
 	defer C.free(unsafe.Pointer(arr))

@@ -69,23 +69,8 @@ func configHandle(parse func() (any, error)) (h C.uintptr_t) {
 }
 
 //export envoy_dynamic_module_on_http_filter_new
-func envoy_dynamic_module_on_http_filter_new(conf, envoyFilter C.uintptr_t) (h C.uintptr_t) {
-	defer func() {
-		if recover() != nil {
-			h = 0 // Envoy closes the stream
-		}
-	}()
-	f := &moduleFilter{x: cabi{f: envoyFilter}, route: routeOf}
-	if c, ok := handleValue(uintptr(conf)).(*filterConfig); ok {
-		f.conf = c
-	}
-	return C.uintptr_t(cgo.NewHandle(f))
-}
-
-// routeOf is the per-route config behind a handle Envoy gave back.
-func routeOf(h uintptr) *routeConfig {
-	r, _ := handleValue(h).(*routeConfig)
-	return r
+func envoy_dynamic_module_on_http_filter_new(conf, envoyFilter C.uintptr_t) C.uintptr_t {
+	return C.uintptr_t(newFilterHook(uintptr(conf), cabi{f: envoyFilter}))
 }
 
 //export envoy_dynamic_module_on_http_filter_request_headers
@@ -104,51 +89,27 @@ func envoy_dynamic_module_on_http_filter_request_trailers(p1 C.uintptr_t, h C.ui
 }
 
 //export envoy_dynamic_module_on_http_filter_response_headers
-func envoy_dynamic_module_on_http_filter_response_headers(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) (st C.int) {
-	f := filterOf(uintptr(h))
-	if f == nil {
-		return statusStopIteration
-	}
-	defer guard(f, &st, statusStopIteration)
-	return C.int(f.responseHeaders(bool(endStream)))
+func envoy_dynamic_module_on_http_filter_response_headers(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) C.int {
+	return C.int(responseHeadersHook(uintptr(h), bool(endStream)))
 }
 
 //export envoy_dynamic_module_on_http_filter_response_body
-func envoy_dynamic_module_on_http_filter_response_body(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) (st C.int) {
-	f := filterOf(uintptr(h))
-	if f == nil {
-		return statusStopNoBuffer
-	}
-	defer guard(f, &st, statusStopNoBuffer)
-	return C.int(f.responseBody(bool(endStream)))
+func envoy_dynamic_module_on_http_filter_response_body(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) C.int {
+	return C.int(responseBodyHook(uintptr(h), bool(endStream)))
 }
 
 //export envoy_dynamic_module_on_http_filter_response_trailers
-func envoy_dynamic_module_on_http_filter_response_trailers(p1 C.uintptr_t, h C.uintptr_t) (st C.int) {
-	f := filterOf(uintptr(h))
-	if f == nil {
-		return statusStopIteration
-	}
-	defer guard(f, &st, statusStopIteration)
-	return C.int(f.responseTrailers())
+func envoy_dynamic_module_on_http_filter_response_trailers(p1 C.uintptr_t, h C.uintptr_t) C.int {
+	return C.int(responseTrailersHook(uintptr(h)))
 }
 
 //export envoy_dynamic_module_on_http_filter_stream_complete
 func envoy_dynamic_module_on_http_filter_stream_complete(p1 C.uintptr_t, h C.uintptr_t) {
-	defer func() { _ = recover() }()
-	if f := filterOf(uintptr(h)); f != nil {
-		f.streamComplete()
-	}
+	streamCompleteHook(uintptr(h))
 }
 
 //export envoy_dynamic_module_on_http_filter_destroy
-func envoy_dynamic_module_on_http_filter_destroy(h C.uintptr_t) {
-	defer func() { _ = recover() }()
-	if f := filterOf(uintptr(h)); f != nil {
-		f.streamComplete() // idempotent: Done runs its work once
-	}
-	deleteHandle(uintptr(h))
-}
+func envoy_dynamic_module_on_http_filter_destroy(h C.uintptr_t) { destroyHook(uintptr(h)) }
 
 // The module makes no callouts, opens no streams and schedules nothing:
 // these hooks exist because Envoy resolves them at load.

@@ -36,10 +36,37 @@ func filterOf(h uintptr) *moduleFilter {
 	return f
 }
 
-// requestHeadersHook is the request-headers hook behind its export: the
-// stream's filter decides; a stream with no filter (its creation failed
-// or panicked, and Envoy called on with a null pointer) is failed closed
-// with the fixed 502 on the ABI envoy gives for it, never held open.
+// The stream hooks behind their exports, in Go's types: the exports only
+// convert, so a test drives the very code Envoy calls (filter/module's
+// TestConformance).
+
+// newFilterHook makes one stream's filter over x, with the filter config
+// behind conf; a conf that is no live config leaves the filter without
+// one, and it refuses the request. A panic is no filter (0): Envoy then
+// calls on with a null pointer, which requestHeadersHook fails closed.
+func newFilterHook(conf uintptr, x abi) (h uintptr) {
+	defer func() {
+		if recover() != nil {
+			h = 0
+		}
+	}()
+	f := &moduleFilter{x: x, route: routeOf}
+	if c, ok := handleValue(conf).(*filterConfig); ok {
+		f.conf = c
+	}
+	return uintptr(cgo.NewHandle(f))
+}
+
+// routeOf is the per-route config behind a handle Envoy gave back.
+func routeOf(h uintptr) *routeConfig {
+	r, _ := handleValue(h).(*routeConfig)
+	return r
+}
+
+// requestHeadersHook: the stream's filter decides; a stream with no
+// filter (its creation failed or panicked, and Envoy called on with a null
+// pointer) is failed closed with the fixed 502 on the ABI envoy gives for
+// it, never held open.
 func requestHeadersHook(envoy func() abi, h uintptr) (st int32) {
 	f := filterOf(h)
 	if f == nil {
@@ -48,6 +75,53 @@ func requestHeadersHook(envoy func() abi, h uintptr) (st int32) {
 	}
 	defer guard(f, &st, statusStopIteration)
 	return int32(f.requestHeaders())
+}
+
+// The response hooks of a stream with no filter stop: its request was
+// failed closed.
+
+func responseHeadersHook(h uintptr, endStream bool) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		return statusStopIteration
+	}
+	defer guard(f, &st, statusStopIteration)
+	return int32(f.responseHeaders(endStream))
+}
+
+func responseBodyHook(h uintptr, endStream bool) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		return statusStopNoBuffer
+	}
+	defer guard(f, &st, statusStopNoBuffer)
+	return int32(f.responseBody(endStream))
+}
+
+func responseTrailersHook(h uintptr) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		return statusStopIteration
+	}
+	defer guard(f, &st, statusStopIteration)
+	return int32(f.responseTrailers())
+}
+
+func streamCompleteHook(h uintptr) {
+	defer func() { _ = recover() }()
+	if f := filterOf(h); f != nil {
+		f.streamComplete()
+	}
+}
+
+// destroyHook releases the stream; its Done runs once, whether or not
+// stream_complete came first.
+func destroyHook(h uintptr) {
+	defer func() { _ = recover() }()
+	if f := filterOf(h); f != nil {
+		f.streamComplete()
+	}
+	deleteHandle(h)
 }
 
 // guard is every stream hook's deferred recover: the stream fails closed

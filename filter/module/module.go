@@ -43,7 +43,8 @@ type abi interface {
 	body(kind int) []byte
 	drainBody(kind int, n int)
 	appendBody(kind int, b []byte)
-	// sendResponse answers with a text/plain body and extra headers.
+	// sendResponse answers with body and exactly these headers (Envoy adds
+	// :status and content-length).
 	sendResponse(status int, body, details string, headers []filter.Header)
 	setMark(v bool)
 	clearRouteCache()
@@ -213,7 +214,7 @@ func (f *moduleFilter) fail() {
 	f.replied = true
 	func() {
 		defer func() { _ = recover() }()
-		f.x.sendResponse(502, FailedBody, "jr2_custodian_"+stream.ReasonInternal, nil)
+		f.x.sendResponse(502, FailedBody, "jr2_custodian_"+stream.ReasonInternal, replyHeaders(nil))
 	}()
 }
 
@@ -232,7 +233,13 @@ func (f *moduleFilter) Log(line string)  { logInfo(line) }
 
 func (f *moduleFilter) SendLocalReply(_ bool, status int, text, details string, headers []filter.Header) {
 	f.replied = true
-	f.x.sendResponse(status, text, details, headers)
+	f.x.sendResponse(status, text, details, replyHeaders(headers))
+}
+
+// replyHeaders is the header set of every local reply: text/plain, then
+// the reply's own (rule 9's challenge).
+func replyHeaders(extra []filter.Header) []filter.Header {
+	return append([]filter.Header{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, extra...)
 }
 
 // AppendResponseBody adds b after the last chunk, from the trailers phase
