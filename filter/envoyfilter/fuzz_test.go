@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/filter/stream"
+	"jr2.dev/boundary/filter/stream/streamtest"
 )
 
 // FuzzParse: no plugin config panics Parse (its recovery would hide one,
@@ -105,61 +105,9 @@ func FuzzRequestFromHeaders(f *testing.F) {
 	})
 }
 
-// FuzzDecodeHeaders: any request on any route, and a response with a value
-// cut anywhere in it: the adapter never panics (no reason=internal),
-// answers or forwards, marks exactly what it forwards, and neither its
-// logs, its replies, nor what the agent gets hold a value; an intercepted
-// or control request's upstream holds no stand-in.
-func FuzzDecodeHeaders(f *testing.F) {
-	f.Add(uint8(0), "GET", "api.anthropic.com", "/v1/x", "x-api-key", anthropicStandIn, "body ", uint8(5))
-	f.Add(uint8(0), "POST", "api.anthropic.com:443", "/v1/../v1/x?q=jr2-held-GITHUB_TOKEN", "authorization", "Bearer "+anthropicStandIn, "", uint8(0))
-	f.Add(uint8(1), "GET", "127.0.0.1:8081", "/agents/a/surface", "authorization", "Bearer "+tokenStandIn, "x", uint8(9))
-	f.Add(uint8(1), "POST", "127.0.0.1:8081", "/fetch", "Authorization", "bearer "+tokenStandIn, "", uint8(1))
-	f.Add(uint8(2), "CONNECT", "API.anthropic.com.:443", "", "x", "y", "", uint8(0))
-	f.Add(uint8(2), "CONNECT", "0x7f.1:443", "", "", "", "", uint8(0))
-	f.Add(uint8(3), "GET", "github.com", "/", "authorization", basic("u", githubStandIn), "", uint8(3))
-	pd := newPod(f, testConfig())
-	cfgs := []interface{}{
-		pd.route(f, pluginconf.RoleIntercept, anthropic),
-		pd.route(f, pluginconf.RoleControl, ""),
-		pd.route(f, pluginconf.RoleEgress, ""),
-		pd.route(f, pluginconf.RoleIntercept, github),
-	}
-	f.Fuzz(func(t *testing.T, role uint8, method, authority, path, hname, hvalue, body string, cut uint8) {
-		cfg := cfgs[int(role)%len(cfgs)]
-		req := headers(":method", method, ":authority", authority, ":path", path, hname, hvalue)
-		k := int(cut) % len(anthropicValue)
-		resp := &upstream{
-			headers: headers(":status", "200", "x-echo", hvalue+tokenValue),
-			chunks:  []string{body + anthropicValue[:k], anthropicValue[k:] + body},
-		}
-		o := exchange(t, cfg, req, resp)
-		for _, l := range o.logs {
-			if strings.Contains(l, "reason="+ReasonInternal) {
-				t.Fatalf("a callback panicked: %q", o.logs)
-			}
-			noSentinel(t, "a log line", l)
-			noStandIn(t, "a log line", l)
-		}
-		forwarded := o.decodeStatus == api.Continue
-		if o.cb.meta.marked() != forwarded {
-			t.Fatalf("marked %v, forwarded %v", o.cb.meta.marked(), forwarded)
-		}
-		if o.local != nil {
-			noSentinel(t, "a local reply", o.local.body)
-		}
-		tunnel := forwarded && cfg == cfgs[2]
-		if !tunnel {
-			noSentinel(t, "the body the agent got", o.body())
-		}
-		if forwarded && !tunnel {
-			noSentinel(t, "the headers the agent got", o.headers.String())
-			for name, vs := range o.upstreamReq.m {
-				noStandIn(t, "the upstream request", name+": "+strings.Join(vs, ","))
-			}
-		}
-	})
-}
+// FuzzStream: the shared suite's fuzz target (streamtest.Fuzz) over the
+// SDK's fakes.
+func FuzzStream(f *testing.F) { streamtest.Fuzz(f, sdkDriver{}) }
 
 func first(vs []string) string {
 	if len(vs) == 0 {

@@ -5,6 +5,8 @@
 // (filter/module, core Envoy). An adapter only translates its SDK or ABI
 // into the small interfaces here (Headers, Body, Host); every rule of the
 // stream lives in this package, so a rule cannot differ between the two.
+// Both adapters run one conformance suite (package streamtest) over their
+// own fakes of Envoy, so a translation cannot differ either.
 //
 // # Invariant
 //

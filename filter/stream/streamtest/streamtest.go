@@ -1,78 +1,173 @@
-// Package streamtest is the conformance suite both Envoy adapters of the
-// stream machine run over their own fake of Envoy — the golang filter's
-// (filter/envoyfilter, over fakes of its SDK) and the dynamic module's
-// (filter/module, over a fake of its C ABI): the same requests and
-// answers, the same expected bytes. A rule or a translation that differs
-// between the two adapters fails one of them here.
+// Package streamtest is the conformance suite of the stream machine's two
+// Envoy adapters — the golang filter's (filter/envoyfilter, over fakes of
+// its SDK) and the dynamic module's (filter/module, over a fake of its C
+// ABI). Every case of the adapters' stream behaviour lives here once:
+// each role's request decisions and refusal texts, the response scrub
+// (headers, chunks, gzip, trailers, resets), the log lines, the mark, the
+// route cache, and failing closed on a panic. A rule or a translation that
+// differs between the two adapters fails one of them here.
 //
-// It holds data and a runner only; each adapter's test supplies a Driver
-// that turns a case into calls on its fake.
+// An adapter's test supplies a Driver: its own fake of Envoy's side of one
+// stream, reached only through the hooks Envoy calls (Stream). The suite
+// holds one model of Envoy's filter manager around those hooks (exchange):
+// what the agent receives, what goes upstream, and the RBAC filter that
+// refuses a request the filter did not mark.
 package streamtest
 
 import (
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
 )
 
+// The suite's pod.
 const (
-	// Target is the one bound target of Config.
-	Target = "api.anthropic.com:443"
-	// Secret is held for Target in x-api-key, on /v1/ paths.
-	Secret = "ANTHROPIC_API_KEY"
-	// Value is Secret's value: a sentinel no answer may carry.
-	Value = "sk-ant-STREAMTEST-c4Vn8Qz2Lm6Xr1Tb"
-	// token is the Sandbox token's value.
-	token = "tok-STREAMTEST-k9Pw3Hs7Jd2Fq5Zn"
+	Anthropic    = "api.anthropic.com:443"
+	GitHub       = "github.com:443"
+	Orchestrator = "jr2-orchestrator.jr2.svc:4000"
+	Sandbox      = "ws-7f3a"
 )
 
-// StandIn is Secret's stand-in.
-var StandIn = filter.StandIn(Secret)
+// Sentinel values: a case fails if one reaches the agent, a log line or a
+// reply.
+const (
+	AnthropicValue = "sk-ant-STREAMTEST-c4Vn8Qz2Lm6Xr1Tb"
+	GitHubValue    = "ghp_STREAMTEST_github_Wq4Zr8Tn2Ks"
+	TokenValue     = "tok-STREAMTEST-k9Pw3Hs7Jd2Fq5Zn"
+	// HexValue is all lowercase, so that a host name can spell it.
+	HexValue = "deadbeefcafe0123456789streamtest"
+)
 
-// Config is the engine config every adapter loads, its value files
-// written into dir.
+var sentinels = []string{AnthropicValue, GitHubValue, TokenValue, HexValue}
+
+// The stand-ins of the pod's secrets.
+var (
+	AnthropicStandIn = filter.StandIn("ANTHROPIC_API_KEY")
+	GitHubStandIn    = filter.StandIn("GITHUB_TOKEN")
+	TokenStandIn     = filter.StandIn(filter.TokenName)
+	HexStandIn       = filter.StandIn("HEX_TOKEN")
+	standIns         = []string{AnthropicStandIn, GitHubStandIn, TokenStandIn, HexStandIn}
+)
+
+// Config is the engine config of the suite's pod, its value files written
+// into dir.
 func Config(t testing.TB, dir string) filter.Config {
 	t.Helper()
-	for name, v := range map[string]string{Secret: Value, filter.TokenName: token} {
+	for name, v := range map[string]string{"ANTHROPIC_API_KEY": AnthropicValue, "GITHUB_TOKEN": GitHubValue, filter.TokenName: TokenValue, "HEX_TOKEN": HexValue} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return filter.Config{
-		Pod: "ws-streamtest", Sandbox: "ws-streamtest", Orchestrator: "jr2-orchestrator.jr2.svc:4000", ValuesDir: dir,
+		Pod: Sandbox, Sandbox: Sandbox, Orchestrator: Orchestrator, ValuesDir: dir,
 		Listeners: filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 		Secrets: []filter.SecretConfig{
-			{Name: Secret, StandIn: StandIn, Targets: []string{Target}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+			{Name: "ANTHROPIC_API_KEY", StandIn: AnthropicStandIn, Targets: []string{Anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", StandIn: GitHubStandIn, Targets: []string{"api.github.com:443", GitHub}, Headers: filter.DefaultHeaders},
+			{Name: filter.TokenName, StandIn: TokenStandIn, Headers: []string{"authorization"}},
+			{Name: "HEX_TOKEN", StandIn: HexStandIn, Targets: []string{"a.example:443"}, Headers: []string{"x-k"}},
 		},
 	}
 }
 
-// Answer is what the upstream answers a forwarded request with.
-type Answer struct {
-	Status  string
+// Driver builds an adapter's streams.
+type Driver interface {
+	// Pod loads c as the adapter's filter-level config, as Envoy would.
+	Pod(t testing.TB, c filter.Config) Pod
+}
+
+// Pod is one loaded filter-level config.
+type Pod interface {
+	// Stream starts one stream on a route of role (intercept routes
+	// toward target), its per-route config built as Envoy builds it.
+	Stream(t *testing.T, role pluginconf.Role, target string) Stream
+	// Unrouted starts one stream on a route that carries no per-route
+	// config: Envoy hands the filter its filter-level config alone.
+	Unrouted(t *testing.T) Stream
+}
+
+// Stream is one stream of the adapter, reached through the hooks Envoy
+// calls, each through the adapter's fake of Envoy's side. A header list
+// goes in as Envoy's map holds it and comes back as the hook left the map.
+// stop reports a hook's "stop iteration"; a hook that answers anything the
+// model cannot place fails the test inside the driver.
+type Stream interface {
+	RequestHeaders(h []filter.Header) (out []filter.Header, stop bool)
+	ResponseHeaders(h []filter.Header, endStream bool) (out []filter.Header, stop bool)
+	ResponseData(chunk []byte, endStream bool) (out []byte, stop bool)
+	// ResponseTrailers also returns what the hook added to the body
+	// before the trailers.
+	ResponseTrailers(t []filter.Header) (out []filter.Header, added []byte, stop bool)
+	// Destroy ends the stream as Envoy does, whether or not it completed.
+	Destroy()
+
+	// Replies is every local reply the stream sent, in order.
+	Replies() []Reply
+	// Mark is the jr2.custodian/decided mark: whether it is set, and to
+	// what.
+	Mark() (set, value bool)
+	// RouteClears counts the times the route cache was cleared.
+	RouteClears() int
+	// Logs is every line the stream logged since it began.
+	Logs() []string
+	// Scrubbing reports whether the stream holds a body scrubber.
+	Scrubbing() bool
+	// PanicOn makes the fake panic wherever the adapter touches where:
+	// "request headers", "response headers", "response body", "response
+	// trailers" or "mark".
+	PanicOn(where string)
+}
+
+// Reply is one local reply as the adapter handed it to Envoy.
+type Reply struct {
+	Status  int
+	Body    string
+	Details string
+	// Headers are the reply's own, besides :status and content-length
+	// (which Envoy adds).
 	Headers []filter.Header
-	Chunks  []string
+}
+
+// Answer is what the upstream answers a forwarded request with. No Chunks
+// and no Trailers: a headers-only answer.
+type Answer struct {
+	Status   string
+	Headers  []filter.Header
+	Chunks   []string
+	Trailers []filter.Header
 }
 
 // Exchange is what one request and, when it went upstream, its answer
 // came to.
 type Exchange struct {
-	Status    int             // what the agent got
-	Headers   []filter.Header // the answer's headers as the agent got them
-	Body      string          // the body the agent read, every piece in order
-	Forwarded []filter.Header // the request as it went upstream; nil when refused
-	Marked    bool            // the request carried the mark the RBAC filter needs
+	// What the agent got.
+	Status   int
+	Headers  []filter.Header // the answer's headers, :status included
+	Writes   []string        // each piece of body passed on, in order
+	Trailers []filter.Header // nil: none passed
+	Reset    bool            // the stream was reset after its headers
+
+	// Forwarded is the request as it went upstream; nil when it did not.
+	Forwarded []filter.Header
+	// Local is the adapter's own reply, if it made one.
+	Local *Reply
+	// The mark as the stream ended.
+	MarkSet, Marked bool
+	RouteCleared    bool
+	Logs            []string
+	// Dropped: after the adapter stopped the answer, a further chunk of
+	// the upstream's was fed and passed nothing.
+	Dropped bool
 }
 
-// Driver runs one case on an adapter: req on a new intercept stream
-// toward Target and, when it is forwarded, a answering it.
-type Driver interface {
-	Run(t *testing.T, req []filter.Header, a Answer) Exchange
-}
+// Body is every piece of body the agent got.
+func (e Exchange) Body() string { return strings.Join(e.Writes, "") }
 
 // H builds headers from name, value pairs.
 func H(kv ...string) []filter.Header {
@@ -83,77 +178,185 @@ func H(kv ...string) []filter.Header {
 	return hs
 }
 
-func get(hs []filter.Header, name string) (string, bool) {
+// Lines renders headers as sorted "name: value" lines.
+func Lines(hs []filter.Header) string {
+	var l []string
 	for _, h := range hs {
-		if strings.EqualFold(h.Name, name) {
-			return h.Value, true
-		}
+		l = append(l, h.Name+": "+h.Value)
 	}
-	return "", false
+	sort.Strings(l)
+	return strings.Join(l, "\n")
 }
 
-var ok = Answer{Status: "200", Headers: H("content-type", "text/plain"), Chunks: []string{"ok"}}
+func get(hs []filter.Header, name string) string {
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
+}
 
-// Run runs every case on d.
+// Run runs the whole suite on d.
 func Run(t *testing.T, d Driver) {
-	req := func(method, path string, extra ...string) []filter.Header {
-		return H(append([]string{":method", method, ":authority", "api.anthropic.com", ":path", path, ":scheme", "https"}, extra...)...)
-	}
-	t.Run("swap", func(t *testing.T) {
-		e := d.Run(t, req("POST", "/v1/messages", "x-api-key", StandIn), ok)
-		if v, _ := get(e.Forwarded, "x-api-key"); v != Value || !e.Marked || e.Status != 200 || e.Body != "ok" {
-			t.Errorf("forwarded x-api-key is the value: %v, marked %v, the agent got %d %q", v == Value, e.Marked, e.Status, e.Body)
+	pod := d.Pod(t, Config(t, t.TempDir()))
+	noSandbox := Config(t, t.TempDir())
+	noSandbox.Sandbox = ""
+	s := suite{pod: pod, noSandbox: d.Pod(t, noSandbox)}
+	t.Run("intercept", s.intercept)
+	t.Run("control", s.control)
+	t.Run("egress", s.egress)
+	t.Run("answers", s.answers)
+	t.Run("stream ends", s.streamEnds)
+	t.Run("panics", s.panics)
+	t.Run("no route config", s.unrouted)
+	t.Run("sentinels", s.sentinels)
+}
+
+type suite struct{ pod, noSandbox Pod }
+
+// exchange runs one request (and, when it goes upstream, a; nil: the
+// stream ends before any answer) through s, the way Envoy's filter manager
+// does with the rendered RBAC filter after the Custodian's:
+//
+//   - a local reply from the request headers goes through the filter's
+//     response hooks to the agent;
+//   - a request that went on without the mark is answered 403 by RBAC;
+//   - a local reply from the response headers (none sent yet) goes
+//     straight to the agent; one from a body chunk or the trailers
+//     (headers already sent) resets the stream;
+//   - once the filter stopped the answer, a further chunk of the
+//     upstream's must pass nothing.
+//
+// Whatever happened, no held value reached the agent, a reply or a log.
+func exchange(t *testing.T, s Stream, req []filter.Header, a *Answer) (e Exchange) {
+	t.Helper()
+	defer func() {
+		s.Destroy()
+		e.Logs = s.Logs()
+		e.MarkSet, e.Marked = s.Mark()
+		e.RouteCleared = s.RouteClears() > 0
+		noValue(t, e)
+	}()
+	out, stop := s.RequestHeaders(append([]filter.Header(nil), req...))
+	rs := s.Replies()
+	if stop {
+		if len(rs) != 1 {
+			t.Fatalf("the request headers stopped after %d local replies, want one", len(rs))
 		}
-	})
-	t.Run("strip", func(t *testing.T) {
-		e := d.Run(t, req("GET", "/v1/models", "x-api-key", StandIn, "authorization", "Bearer agent-own", "proxy-authorization", "Basic eA=="), ok)
-		for _, n := range []string{"authorization", "proxy-authorization"} {
-			if _, there := get(e.Forwarded, n); there || e.Forwarded == nil {
-				t.Errorf("%s went upstream (forwarded: %v)", n, e.Forwarded != nil)
+		e.Local = &rs[0]
+		through(t, s, &e, replyAnswer(rs[0]))
+		return e
+	}
+	if len(rs) != 0 {
+		t.Fatalf("the request headers went on after a local reply")
+	}
+	if set, v := s.Mark(); !set || !v {
+		through(t, s, &e, &Answer{Status: "403", Headers: H("content-length", "19", "content-type", "text/plain"), Chunks: []string{"RBAC: access denied"}})
+		return e
+	}
+	e.Forwarded = out
+	if a != nil {
+		through(t, s, &e, a)
+	}
+	return e
+}
+
+// replyAnswer is the answer Envoy builds for a local reply.
+func replyAnswer(r Reply) *Answer {
+	return &Answer{Status: strconv.Itoa(r.Status), Headers: append(H("content-length", strconv.Itoa(len(r.Body))), r.Headers...), Chunks: []string{r.Body}}
+}
+
+// through passes an answer through the stream's response hooks.
+func through(t *testing.T, s Stream, e *Exchange, a *Answer) {
+	t.Helper()
+	h := append(H(":status", a.Status), a.Headers...)
+	before := len(s.Replies())
+	out, stop := s.ResponseHeaders(h, len(a.Chunks) == 0 && a.Trailers == nil)
+	if stop {
+		r := newReply(t, s, before, "the response headers")
+		e.Local = &r
+		d := replyAnswer(r)
+		e.Status, e.Headers, e.Writes = r.Status, append(H(":status", d.Status), d.Headers...), d.Chunks
+		e.Dropped = dropsRest(t, s)
+		return
+	}
+	e.Status, _ = strconv.Atoi(get(out, ":status"))
+	e.Headers = out
+	for i, c := range a.Chunks {
+		before := len(s.Replies())
+		b, stop := s.ResponseData([]byte(c), i == len(a.Chunks)-1 && a.Trailers == nil)
+		if stop {
+			r := newReply(t, s, before, "a body chunk")
+			e.Local, e.Reset = &r, true
+			e.Dropped = dropsRest(t, s)
+			return
+		}
+		e.Writes = append(e.Writes, string(b))
+	}
+	if a.Trailers == nil {
+		return
+	}
+	before = len(s.Replies())
+	tr, added, stop := s.ResponseTrailers(append([]filter.Header(nil), a.Trailers...))
+	if stop {
+		r := newReply(t, s, before, "the trailers")
+		e.Local, e.Reset = &r, true
+		return
+	}
+	if len(added) > 0 {
+		e.Writes = append(e.Writes, string(added))
+	}
+	e.Trailers = tr
+}
+
+// newReply is the reply a stopping response hook must have sent: a stop
+// with none would leave the agent waiting.
+func newReply(t *testing.T, s Stream, before int, where string) Reply {
+	t.Helper()
+	rs := s.Replies()
+	if len(rs) != before+1 {
+		t.Fatalf("%s stopped after %d new local replies, want one", where, len(rs)-before)
+	}
+	return rs[len(rs)-1]
+}
+
+// dropsRest feeds one more chunk of the upstream's, holding a value, after
+// the filter stopped the answer: it must stop and pass nothing.
+func dropsRest(t *testing.T, s Stream) bool {
+	t.Helper()
+	b, stop := s.ResponseData([]byte("late "+AnthropicValue), true)
+	if !stop || len(b) != 0 {
+		t.Errorf("a chunk after the answer was stopped: stop %v, %d bytes passed", stop, len(b))
+		return false
+	}
+	return true
+}
+
+// noValue fails when a held value is anywhere the agent, a reply or a log
+// can read it.
+func noValue(t *testing.T, e Exchange) {
+	t.Helper()
+	where := map[string]string{
+		"the answer's headers": Lines(e.Headers), "the body": e.Body(), "the trailers": Lines(e.Trailers),
+		"the logs": strings.Join(e.Logs, "\n"),
+	}
+	if e.Local != nil {
+		where["the local reply"] = e.Local.Body + "\n" + e.Local.Details + "\n" + Lines(e.Local.Headers)
+	}
+	for w, s := range where {
+		for _, v := range sentinels {
+			if strings.Contains(s, v) {
+				t.Errorf("%s hold a held value", w)
 			}
 		}
-	})
-	for _, r := range []struct {
-		name   string
-		req    []filter.Header
-		status int
-		body   string
-	}{
-		{"method", req("TRACE", "/v1/x", "x-api-key", StandIn), 405, "jr2 custodian: method TRACE is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
-		{"underscore", req("GET", "/v1/x", "x-api-key", StandIn, "x_trace", "1"), 400, `jr2 custodian: header x_trace has "_" in its name; header names here use "-"`},
-		{"host", H(":method", "GET", ":authority", "evil.example", ":path", "/v1/x", "x-api-key", StandIn), 421, "jr2 custodian: the Host header must name " + Target},
-		{"encoded path", req("GET", "/v1/%2e%2e/admin", "x-api-key", StandIn), 400, `jr2 custodian: the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`},
-		{"path", req("GET", "/admin", "x-api-key", StandIn), 403, "jr2 custodian: " + Secret + " may not be sent to this path; its paths are /v1/"},
-		{"twice", req("GET", "/v1/x", "x-api-key", StandIn, "x-api-key", StandIn), 400, "jr2 custodian: header x-api-key was sent more than once; send it once"},
-		{"stand-in in the query", req("GET", "/v1/x?k="+StandIn, "x-api-key", StandIn), 403, "jr2 custodian: the stand-in of " + Secret + " is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream"},
-	} {
-		t.Run("refuse "+r.name, func(t *testing.T) {
-			e := d.Run(t, r.req, ok)
-			if e.Status != r.status || e.Body != r.body || e.Forwarded != nil || e.Marked {
-				t.Errorf("%d %q (forwarded %v, marked %v), want %d %q, nothing forwarded", e.Status, e.Body, e.Forwarded != nil, e.Marked, r.status, r.body)
-			}
-		})
 	}
-	for _, split := range []int{1, 7, len(Value) - 1} {
-		t.Run("scrub across chunks", func(t *testing.T) {
-			echo := "echo: " + Value + " end"
-			cut := len("echo: ") + split
-			e := d.Run(t, req("POST", "/v1/messages", "x-api-key", StandIn), Answer{Status: "200", Headers: H("content-type", "text/plain"), Chunks: []string{echo[:cut], echo[cut:]}})
-			if want := "echo: [secret:" + Secret + "] end"; e.Status != 200 || e.Body != want {
-				t.Errorf("split at %d: the agent got %d %q, want %q", split, e.Status, e.Body, want)
-			}
-		})
+	for _, v := range standIns {
+		if strings.Contains(Lines(e.Forwarded), v) {
+			t.Errorf("a stand-in went upstream")
+		}
+		if strings.Contains(strings.Join(e.Logs, "\n"), v) {
+			t.Errorf("a log line holds a stand-in")
+		}
 	}
-	t.Run("an encoding it cannot read", func(t *testing.T) {
-		e := d.Run(t, req("GET", "/v1/x", "x-api-key", StandIn), Answer{Status: "200", Headers: H("content-encoding", "br"), Chunks: []string{"\x1b\x03"}})
-		if want := "jr2 custodian: " + Target + " answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on"; e.Status != 502 || e.Body != want {
-			t.Errorf("the agent got %d %q, want 502 %q", e.Status, e.Body, want)
-		}
-	})
-	t.Run("scrub a header", func(t *testing.T) {
-		e := d.Run(t, req("GET", "/v1/x", "x-api-key", StandIn), Answer{Status: "200", Headers: H("x-echo", "key "+Value), Chunks: []string{"ok"}})
-		if v, _ := get(e.Headers, "x-echo"); v != "key [secret:"+Secret+"]" || e.Status != 200 || e.Body != "ok" {
-			t.Errorf("the agent got %d, x-echo %q, %q", e.Status, strings.ReplaceAll(v, Value, "<the value>"), e.Body)
-		}
-	})
 }
