@@ -72,6 +72,7 @@ func testHopByHop(t *testing.T, host Host) {
 	t.Run("a bound target that refuses the dial", p.testUnreachable)
 	t.Run("an upstream that resets after the request", p.testReset)
 	t.Run("a client that aborts mid-answer", p.testAbort)
+	t.Run("an upstream that resets mid-answer", p.testCut)
 	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
 	t.Run("no header of the host's own upstream", func(t *testing.T) {
 		if n := p.added.Load(); n != 0 {
@@ -193,6 +194,16 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/v1/reset":
 		// The request arrived whole; the connection ends with no answer.
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.(*tls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+		return
+	case "/v1/cut":
+		// An answer begun (a chunk ending in the start of the value),
+		// then the connection reset mid-body.
+		io.WriteString(w, strings.Repeat("first ", 100)+p.value[:10])
+		w.(http.Flusher).Flush()
 		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			c.(*tls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
 			c.Close()
@@ -475,6 +486,31 @@ func (p *hopPod) testReset(t *testing.T) {
 	if got := drain(p.hits); len(got) == 0 {
 		t.Error("the upstream never got the request")
 	}
+}
+
+// testCut: an upstream that resets its connection mid-answer never looks
+// like a complete answer to the agent (its read of the body fails), and
+// the start of the value the scrubber held back is not passed on.
+func (p *hopPod) testCut(t *testing.T) {
+	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	defer tc.Close()
+	tc.SetDeadline(time.Now().Add(15 * time.Second))
+	fmt.Fprintf(tc, "GET /v1/cut HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\n\r\n", p.target, standIn(hopName))
+	resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Errorf("the agent read a whole answer (%d, %d bytes) from an upstream that reset mid-answer", resp.StatusCode, len(got))
+	}
+	if resp.StatusCode != 200 || !strings.HasPrefix(strings.Repeat("first ", 100), string(got)) && !strings.HasPrefix(string(got), strings.Repeat("first ", 100)) {
+		t.Errorf("%d, the agent read %d bytes that are not the answer's start", resp.StatusCode, len(got))
+	}
+	if strings.Contains(string(got), p.value[:10]) {
+		t.Error("the start of the value the scrubber held back reached the agent")
+	}
+	drain(p.hits)
 }
 
 // testAbort: a client that goes away mid-answer ends the upstream's
