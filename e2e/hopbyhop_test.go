@@ -162,12 +162,18 @@ func serveLoopback(t *testing.T, h http.Handler) string {
 	return srv.Listener.Addr().String()
 }
 
+// bigText is the start of a /v1/big answer.
+var bigText = strings.Repeat("0123456789abcdef", 2048) + " "
+
 // upstream is the bound target: /v1/hop/<enc> answers the credential it
 // got, encoded as enc (gzip truly, any other name not at all), with
 // Connection naming Content-Encoding; anything else answers "ok" without
 // reading the body.
 func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
-	p.hits <- r.RequestURI
+	select {
+	case p.hits <- r.RequestURI:
+	default: // the GC stress sends more than any case reads
+	}
 	for k := range r.Header {
 		if strings.HasPrefix(strings.ToLower(k), "x-envoy") {
 			p.added.Add(1)
@@ -208,6 +214,10 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 			c.(*tls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}
+		return
+	case "/v1/big":
+		// 32 KiB the scrubber must pass through, then the key it got.
+		io.WriteString(w, bigText+r.Header.Get("X-Api-Key"))
 		return
 	case "/v1/redirect":
 		w.Header().Set("Location", "https://elsewhere.example/v1/next?x=1")
