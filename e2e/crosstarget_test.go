@@ -84,7 +84,7 @@ func testCrossTarget(t *testing.T, host Host) {
 		return resp.StatusCode, string(body)
 	}
 	for _, key := range keys {
-		t.Run("Host B, stand-in of "+key, func(t *testing.T) {
+		run(t, "Host B, stand-in of "+key, func(t *testing.T) {
 			code, body := send(t, b.target, key)
 			if want := "jr2 custodian: the Host header must name " + a.target; code != 421 || !strings.HasPrefix(body, want) {
 				t.Errorf("Host %s on a connection for %s: %d %q; want 421 %q", b.target, a.target, code, body, want)
@@ -94,7 +94,7 @@ func testCrossTarget(t *testing.T, host Host) {
 			}
 		})
 	}
-	t.Run("Host A", func(t *testing.T) {
+	run(t, "Host A", func(t *testing.T) {
 		code, body := send(t, a.target, keys[0])
 		if code != 200 || body != "ok" {
 			t.Errorf("Host %s: %d %q; want 200 ok", a.target, code, body)
@@ -112,7 +112,7 @@ func testCrossTarget(t *testing.T, host Host) {
 	// (envoy/README.md). Either way a Host naming B is refused (421), B's
 	// stand-in is refused at A (403) and never swapped, A's stand-in gets
 	// A's value at A, and nothing reaches B.
-	t.Run("SNI B", func(t *testing.T) {
+	run(t, "SNI B", func(t *testing.T) {
 		for _, tc := range []struct {
 			hostHeader, key string
 			status          int
@@ -146,7 +146,7 @@ func testCrossTarget(t *testing.T, host Host) {
 			}
 		}
 	})
-	t.Run("output", func(t *testing.T) {
+	run(t, "output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
 			t.Errorf("the host did not stop cleanly: %v", err)
 		}

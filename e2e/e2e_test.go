@@ -48,11 +48,10 @@ func TestE2E(t *testing.T) {
 			run(t, "log", w.testLog)
 		})
 	}
-	checkCases(t, hosts)
 }
 
-// cases records every case (subtest) the suite starts, by host: the name
-// below TestE2E/<host>/.
+// cases records every case (subtest) the suites start with run, by host:
+// Test…/<host>/<case> as "Test…/<case>".
 var cases = struct {
 	mu sync.Mutex
 	m  map[string][]string
@@ -68,7 +67,7 @@ func run(t *testing.T, name string, f func(*testing.T)) bool {
 			}
 			if parts := strings.SplitN(t.Name(), "/", 3); len(parts) == 3 {
 				cases.mu.Lock()
-				cases.m[parts[1]] = append(cases.m[parts[1]], parts[2])
+				cases.m[parts[1]] = append(cases.m[parts[1]], parts[0]+"/"+parts[2])
 				cases.mu.Unlock()
 			}
 		}()
@@ -76,37 +75,53 @@ func run(t *testing.T, name string, f func(*testing.T)) bool {
 	})
 }
 
-// checkCases prints how many cases ran against each host and fails if a
-// host ran none or the hosts ran different sets.
-func checkCases(t *testing.T, hosts []Host) {
+// checkCases prints how many cases ran against each host, over every
+// suite that runs a case with run below Test…/<host>/, and returns 1 if a
+// host ran none or the hosts ran different sets. It runs after every test
+// (runMain); a run that recorded no case at all (go test -run naming
+// none of them) prints nothing, and make test, which needs the summary
+// file, fails.
+func checkCases() int {
 	cases.mu.Lock()
 	defer cases.mu.Unlock()
+	if len(cases.m) == 0 {
+		return 0
+	}
+	var hosts []string
+	switch os.Getenv(hostEnv) {
+	case "serve":
+		hosts = []string{serveHost{}.Name()}
+	case "envoy":
+		hosts = []string{envoyHost{}.Name()}
+	default:
+		hosts = []string{serveHost{}.Name(), envoyHost{}.Name()}
+	}
+	failed := false
+	fail := func(format string, a ...any) {
+		failed = true
+		fmt.Fprintf(os.Stderr, format+"\n", a...)
+	}
 	var sets []map[string]bool
 	var counts []string
 	for _, h := range hosts {
-		key := strings.ReplaceAll(h.Name(), " ", "_")
 		set := map[string]bool{}
-		for _, c := range cases.m[key] {
+		for _, c := range cases.m[strings.ReplaceAll(h, " ", "_")] {
 			set[c] = true
 		}
 		if len(set) == 0 {
-			t.Errorf("e2e: no case ran against %s", h.Name())
+			fail("e2e: no case ran against %s", h)
 		}
 		sets = append(sets, set)
-		counts = append(counts, fmt.Sprintf("%d against %s", len(set), h.Name()))
+		counts = append(counts, fmt.Sprintf("%d against %s", len(set), h))
 	}
 	equal := true
 	for i := 1; i < len(sets); i++ {
-		for c := range sets[0] {
-			if !sets[i][c] {
-				equal = false
-				t.Errorf("e2e: case %q ran against %s, not against %s", c, hosts[0].Name(), hosts[i].Name())
-			}
-		}
-		for c := range sets[i] {
-			if !sets[0][c] {
-				equal = false
-				t.Errorf("e2e: case %q ran against %s, not against %s", c, hosts[i].Name(), hosts[0].Name())
+		for _, pair := range [][2]int{{0, i}, {i, 0}} {
+			for c := range sets[pair[0]] {
+				if !sets[pair[1]][c] {
+					equal = false
+					fail("e2e: case %q ran against %s, not against %s", c, hosts[pair[0]], hosts[pair[1]])
+				}
 			}
 		}
 	}
@@ -121,11 +136,15 @@ func checkCases(t *testing.T, hosts []Host) {
 	fmt.Print(line)
 	// go test ./... shows a passing package's output only with -v; make
 	// test prints this file after the run instead.
-	if p := os.Getenv("JR2_E2E_SUMMARY"); p != "" {
+	if p := os.Getenv("JR2_E2E_SUMMARY"); p != "" && !failed {
 		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
-			t.Errorf("e2e: write the summary: %v", err)
+			fail("e2e: write the summary: %v", err)
 		}
 	}
+	if failed {
+		return 1
+	}
+	return 0
 }
 
 // testRender checks what controlplane render wrote against the spec:

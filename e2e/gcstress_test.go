@@ -22,7 +22,7 @@ func TestGCStress(t *testing.T) {
 			t.Setenv("GOGC", "1")
 			t.Setenv("GODEBUG", "gctrace=1") // the runtime writes a line per collection
 			p := newHopPod(t, host)
-			t.Run("600 requests at GOGC=1", func(t *testing.T) { p.testGCStress(t) })
+			run(t, "600 requests at GOGC=1", func(t *testing.T) { p.testGCStress(t) })
 		})
 	}
 }

@@ -60,26 +60,26 @@ type hopPod struct {
 
 func testHopByHop(t *testing.T, host Host) {
 	p := newHopPod(t, host)
-	t.Run("encoding named by Connection", p.testEncoding)
-	t.Run("control encoding named by Connection", p.testControlEncoding)
-	t.Run("refusal with a body keeps the connection", p.testRefusalBody)
-	t.Run("OPTIONS star", p.testOptionsStar)
-	t.Run("ALPN quoting the peer", p.testALPN)
-	t.Run("credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
-	t.Run("a stand-in anywhere else", func(t *testing.T) { p.testStandInElsewhere(t, host) })
-	t.Run("an upstream that answers garbage", p.testGarbage)
-	t.Run("a 302 passes as sent", p.testRedirect)
-	t.Run("a bound target that refuses the dial", p.testUnreachable)
-	t.Run("an upstream that resets after the request", p.testReset)
-	t.Run("a client that aborts mid-answer", p.testAbort)
-	t.Run("an upstream that resets mid-answer", p.testCut)
-	t.Run("trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
-	t.Run("no header of the host's own upstream", func(t *testing.T) {
+	run(t, "encoding named by Connection", p.testEncoding)
+	run(t, "control encoding named by Connection", p.testControlEncoding)
+	run(t, "refusal with a body keeps the connection", p.testRefusalBody)
+	run(t, "OPTIONS star", p.testOptionsStar)
+	run(t, "ALPN quoting the peer", p.testALPN)
+	run(t, "credential header twice", func(t *testing.T) { p.testDuplicateHeader(t, host) })
+	run(t, "a stand-in anywhere else", func(t *testing.T) { p.testStandInElsewhere(t, host) })
+	run(t, "an upstream that answers garbage", p.testGarbage)
+	run(t, "a 302 passes as sent", p.testRedirect)
+	run(t, "a bound target that refuses the dial", p.testUnreachable)
+	run(t, "an upstream that resets after the request", p.testReset)
+	run(t, "a client that aborts mid-answer", p.testAbort)
+	run(t, "an upstream that resets mid-answer", p.testCut)
+	run(t, "trailers scrubbed", func(t *testing.T) { p.testTrailers(t, host) })
+	run(t, "no header of the host's own upstream", func(t *testing.T) {
 		if n := p.added.Load(); n != 0 {
 			t.Errorf("%d requests reached the upstream with an x-envoy-* header", n)
 		}
 	})
-	t.Run("output", func(t *testing.T) {
+	run(t, "output", func(t *testing.T) {
 		if err := p.run.Stop(); err != nil {
 			t.Errorf("the host did not stop cleanly: %v", err)
 		}

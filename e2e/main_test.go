@@ -75,7 +75,11 @@ func runMain(m *testing.M) int {
 	if bins.moduleErr = goBuildShared(bins.module, "./filter/module/custodian-module"); bins.moduleErr != nil {
 		bins.module = ""
 	}
-	return m.Run()
+	code := m.Run()
+	if c := checkCases(); code == 0 {
+		code = c
+	}
+	return code
 }
 
 // goBuildShared builds pkg as a c-shared object into out.
