@@ -63,8 +63,8 @@ func newEnvoyHost(t *testing.T) Host {
 }
 
 // envoyBinary is the Envoy the suite runs (internal/envoybin: the pinned
-// version), or "" with why.
-func envoyBinary() (string, error) { return envoybin.Find() }
+// version), or why there is none; looked up once per test binary.
+var envoyBinary = sync.OnceValues(envoybin.Find)
 
 // Host starts "the Custodian" from a rendered directory. The suite speaks
 // to what Start returns only through its listeners and its output.
