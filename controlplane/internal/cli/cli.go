@@ -48,7 +48,8 @@ const Usage = `usage:
   controlplane render --manifest held.json --ca CA --out DIR [--ca-bundle extra-roots.pem]
                       [--values-dir /etc/jr2/custodian/values] [--data-plane golang|module]
                       [--plugin /opt/jr2/lib/custodian.so] [--module /opt/jr2/lib/custodian-module.so]
-                      [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca] [--allow-local-targets]
+                      [--module-in-pod] [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca]
+                      [--health 0.0.0.0:15021] [--allow-local-targets]
       Render one pod's directory: envoy.json, custodian.json, harness.env, tls/ (one leaf
       per bound host:port, reused while valid), ca/extra.crt, ca/bundle.crt, ca/upstream.crt.
       Prints one summary line on stdout, then on stderr the value files the Custodian
@@ -68,12 +69,18 @@ const Usage = `usage:
         --plugin          golang: the Go filter's shared object in the Custodian container
         --module          module: the engine's dynamic module (make module) in the Custodian
                           container, an absolute path Envoy opens as it is: any file name,
-                          no search path, no environment variable
+                          no search path, no environment variable. Render refuses one
+                          that is not a readable file on this machine, unless --module-in-pod
+        --module-in-pod   --module is where the Custodian container sees the module, not a
+                          file on this machine: render does not look for it
         --mount-dir       where DIR is mounted for Envoy (default: DIR's absolute path);
                           envoy.json names the leaves and ca/upstream.crt under it
         --harness-ca-dir  where the Harness container sees DIR/ca (harness.env's
                           NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO,
-                          …); on one machine, DIR/ca's absolute path ("$PWD/pod/ca")
+                          …), an absolute path; on one machine, DIR/ca's ("$PWD/pod/ca")
+        --health          the health listener's address in envoy.json and custodian.json
+                          (IP:port; default every interface, for the kubelet); on one
+                          machine 127.0.0.1:15021
         --allow-local-targets  accept bound targets on loopback and other guarded addresses
                           (tests and demos on one machine; never in a pod). harness.env's
                           NO_PROXY (localhost,127.0.0.1,::1) sends every client to those
@@ -104,16 +111,27 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case args[0] == "ca" && len(args) > 1 && args[1] == "init":
 		return caInit(args[2:], stdout, stderr)
+	case args[0] == "ca" && len(args) > 1 && isHelp(args[1]):
+		fmt.Fprint(stdout, Usage)
+		return ExitOK
+	case args[0] == "ca":
+		fmt.Fprintf(stderr, "controlplane ca: the one ca command is \"controlplane ca init --dir CA\"\n%s", Usage)
+		return ExitUsage
 	case args[0] == "render":
 		return renderCmd(args[1:], stdout, stderr)
 	case args[0] == "key":
 		return key(args[1:], stdout, stderr)
-	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
+	case isHelp(args[0]):
 		fmt.Fprint(stdout, Usage)
 		return ExitOK
 	}
 	fmt.Fprintf(stderr, "controlplane: unknown command %q\n%s", strings.Join(args[:min(2, len(args))], " "), Usage)
 	return ExitUsage
+}
+
+// isHelp reports whether arg asks for the usage.
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "--help" || arg == "-help"
 }
 
 // flags parses args into fs and checks that each required flag is set. It
@@ -161,24 +179,26 @@ func caInit(args []string, stdout, stderr io.Writer) int {
 
 // renderFlags are the render command's flags.
 type renderFlags struct {
-	manifest, ca, out, bundle, valuesDir, dataPlane, plugin, module, mountDir, harnessCA *string
-	allowLocal                                                                           *bool
+	manifest, ca, out, bundle, valuesDir, dataPlane, plugin, module, mountDir, harnessCA, health *string
+	allowLocal, moduleInPod                                                                      *bool
 }
 
 func newRenderFlags() (*flag.FlagSet, *renderFlags) {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	return fs, &renderFlags{
-		manifest:   fs.String("manifest", "", ""),
-		ca:         fs.String("ca", "", ""),
-		out:        fs.String("out", "", ""),
-		bundle:     fs.String("ca-bundle", "", ""),
-		valuesDir:  fs.String("values-dir", render.DefaultValuesDir, ""),
-		dataPlane:  fs.String("data-plane", string(bootstrap.DataPlaneGolang), ""),
-		plugin:     fs.String("plugin", render.DefaultPlugin, ""),
-		module:     fs.String("module", render.DefaultModule, ""),
-		mountDir:   fs.String("mount-dir", "", ""),
-		harnessCA:  fs.String("harness-ca-dir", render.DefaultHarnessCADir, ""),
-		allowLocal: fs.Bool("allow-local-targets", false, ""),
+		manifest:    fs.String("manifest", "", ""),
+		ca:          fs.String("ca", "", ""),
+		out:         fs.String("out", "", ""),
+		bundle:      fs.String("ca-bundle", "", ""),
+		valuesDir:   fs.String("values-dir", render.DefaultValuesDir, ""),
+		dataPlane:   fs.String("data-plane", string(bootstrap.DataPlaneGolang), ""),
+		plugin:      fs.String("plugin", render.DefaultPlugin, ""),
+		module:      fs.String("module", render.DefaultModule, ""),
+		mountDir:    fs.String("mount-dir", "", ""),
+		harnessCA:   fs.String("harness-ca-dir", render.DefaultHarnessCADir, ""),
+		allowLocal:  fs.Bool("allow-local-targets", false, ""),
+		health:      fs.String("health", filter.DefaultHealth, ""),
+		moduleInPod: fs.Bool("module-in-pod", false, ""),
 	}
 }
 
@@ -205,6 +225,15 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "controlplane render: %v; nothing was written\n", err)
 		return ExitFail
 	}
+	if *f.moduleInPod && dp != bootstrap.DataPlaneModule {
+		fmt.Fprintf(stderr, "controlplane render: --module-in-pod is read only with --data-plane module; drop it\n")
+		return ExitUsage
+	}
+	if dp == bootstrap.DataPlaneModule && !*f.moduleInPod && filepath.IsAbs(*f.module) {
+		if err := readableFile(*f.module); err != nil {
+			return fail(fmt.Errorf("--module: %w; build it (make module writes bin/custodian-module.so) and name its absolute path, or add --module-in-pod if the path is where the Custodian container sees it, not a file on this machine", err))
+		}
+	}
 	m, err := readLimited(*f.manifest, manifest.MaxSize)
 	if err != nil {
 		return fail(fmt.Errorf("--manifest: %w", err))
@@ -212,7 +241,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	var extra []byte
 	if *f.bundle != "" {
 		if extra, err = readLimited(*f.bundle, 64<<20); err != nil {
-			return fail(fmt.Errorf("--ca-bundle: %w", err))
+			return fail(fmt.Errorf("--ca-bundle: %w; name a PEM file of the extra roots that exists now (a CA file its server removes when it stops must be rendered while that server runs), or drop --ca-bundle", err))
 		}
 	}
 	_, roots, err := pki.SystemRoots()
@@ -222,7 +251,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	res, err := render.Render(render.Options{
 		Manifest: m, CADir: *f.ca, OutDir: *f.out, CABundle: extra, SystemRoots: roots,
 		ValuesDir: *f.valuesDir, DataPlane: dp, Plugin: *f.plugin, Module: *f.module, MountDir: *f.mountDir, HarnessCADir: *f.harnessCA, Now: time.Now(),
-		AllowLocalTargets: *f.allowLocal,
+		AllowLocalTargets: *f.allowLocal, Health: *f.health,
 	})
 	var refused *manifest.Refused
 	if errors.As(err, &refused) {
@@ -345,6 +374,24 @@ func key(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, effectorkey.Hex(k, *placement))
 	return ExitOK
+}
+
+// readableFile is nil when path is a regular file this process can open
+// for reading.
+func readableFile(path string) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
 }
 
 // readLimited reads a file of at most limit bytes.

@@ -28,7 +28,8 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, cli.ExitUsage, "usage:"},
 		{[]string{"rotate"}, cli.ExitUsage, `unknown command "rotate"`},
-		{[]string{"ca"}, cli.ExitUsage, `unknown command "ca"`},
+		{[]string{"ca"}, cli.ExitUsage, `controlplane ca: the one ca command is "controlplane ca init --dir CA"`},
+		{[]string{"ca", "list"}, cli.ExitUsage, `controlplane ca: the one ca command is "controlplane ca init --dir CA"`},
 		{[]string{"ca", "init"}, cli.ExitUsage, "--dir is required"},
 		{[]string{"render", "--manifest", "m.json", "--ca", "ca"}, cli.ExitUsage, "--out is required"},
 		{[]string{"render", "--manifst", "m.json"}, cli.ExitUsage, "flag provided but not defined: -manifst"},
@@ -153,5 +154,49 @@ func TestRender(t *testing.T) {
 	code, _, stderr = run("render", "--manifest", filepath.Join(dir, "none.json"), "--ca", ca, "--out", out3)
 	if code != cli.ExitFail || !strings.Contains(stderr, "--manifest:") || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("missing manifest: %d %q", code, stderr)
+	}
+}
+
+// TestRenderPathsAndHealth: a relative --harness-ca-dir is refused as a
+// relative --values-dir is (harness.env would name a path that holds only
+// where render ran); --health moves the health listener in custodian.json
+// and envoy.json, and a --health that is not IP:port is refused; a
+// --ca-bundle that is gone names the fix (issue 21 items 2, 4, 7).
+func TestRenderPathsAndHealth(t *testing.T) {
+	roots(t)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca")
+	if code, _, errOut := run("ca", "init", "--dir", ca); code != 0 {
+		t.Fatal(errOut)
+	}
+	held := filepath.Join("..", "..", "testdata", "manifests", "small.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--harness-ca-dir", "pod/ca"}, `controlplane render: --harness-ca-dir "pod/ca" is relative; write an absolute path, where the Harness container sees DIR/ca (on one machine: DIR/ca's absolute path, "$PWD/pod/ca"): harness.env names it, wherever the Harness runs from; nothing was written` + "\n"},
+		{[]string{"--health", "localhost:15021"}, `controlplane render: --health "localhost:15021": want IP:port, such as 127.0.0.1:15021 (one machine) or 0.0.0.0:15021 (a pod's kubelet); nothing was written` + "\n"},
+		{[]string{"--ca-bundle", "upstream-ca.pem"}, "controlplane render: --ca-bundle: open upstream-ca.pem: no such file or directory; name a PEM file of the extra roots that exists now (a CA file its server removes when it stops must be rendered while that server runs), or drop --ca-bundle; nothing was written\n"},
+	} {
+		out := filepath.Join(dir, "refused")
+		code, stdout, stderr := run(append([]string{"render", "--manifest", held, "--ca", ca, "--out", out}, tc.args...)...)
+		if code != cli.ExitFail || stdout != "" || stderr != tc.want {
+			t.Errorf("%v: exit %d, %q\n got: %q\nwant: %q", tc.args, code, stdout, stderr, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%v: DIR was created", tc.args)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out, "--health", "127.0.0.1:15021"); code != 0 {
+		t.Fatal(stderr)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(out, "custodian.json"))
+	envoy, _ := os.ReadFile(filepath.Join(out, "envoy.json"))
+	if !bytes.Contains(cfg, []byte(`"health": "127.0.0.1:15021"`)) || bytes.Contains(cfg, []byte("0.0.0.0")) {
+		t.Errorf("--health 127.0.0.1:15021 did not reach custodian.json:\n%s", cfg)
+	}
+	if !bytes.Contains(envoy, []byte(`"address":"127.0.0.1","port_value":15021`)) || bytes.Contains(envoy, []byte(`"address":"0.0.0.0","port_value":15021`)) {
+		t.Errorf("--health 127.0.0.1:15021 did not reach envoy.json's health listener")
 	}
 }

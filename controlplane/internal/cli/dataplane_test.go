@@ -11,7 +11,10 @@ import (
 
 // TestRenderDataPlane: --data-plane module renders the dynamic-modules
 // filter loading --module by its path; a wrong plane, or the other plane's
-// object flag, is a usage error that names the fix and writes nothing.
+// object flag, is a usage error that names the fix and writes nothing; a
+// --module that is not a readable file here is refused, naming the flag
+// and the fix, unless --module-in-pod says the path is the container's
+// (issue 21 item 2).
 func TestRenderDataPlane(t *testing.T) {
 	roots(t)
 	dir := t.TempDir()
@@ -21,7 +24,7 @@ func TestRenderDataPlane(t *testing.T) {
 	}
 	held := filepath.Join("..", "..", "testdata", "manifests", "small.json")
 	out := filepath.Join(dir, "module")
-	code, _, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out, "--data-plane", "module", "--module", "/opt/m/custodian-module.so")
+	code, _, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out, "--data-plane", "module", "--module", "/opt/m/custodian-module.so", "--module-in-pod")
 	if code != cli.ExitOK {
 		t.Fatal(stderr)
 	}
@@ -39,10 +42,20 @@ func TestRenderDataPlane(t *testing.T) {
 		t.Error("--data-plane module: envoy.json still names the golang filter")
 	}
 
+	module := filepath.Join(dir, "custodian-module.so")
+	os.WriteFile(module, []byte("an ELF stands here"), 0o644)
+	if code, _, stderr := run("render", "--manifest", held, "--ca", ca, "--out", filepath.Join(dir, "here"), "--data-plane", "module", "--module", module); code != cli.ExitOK {
+		t.Errorf("--module naming a file on this machine: %s", stderr)
+	}
+	const moduleFix = "; build it (make module writes bin/custodian-module.so) and name its absolute path, or add --module-in-pod if the path is where the Custodian container sees it, not a file on this machine; nothing was written\n"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--data-plane", "module", "--module", filepath.Join(dir, "examples", "bin", "custodian-module.so")}, "controlplane render: --module: open " + filepath.Join(dir, "examples", "bin", "custodian-module.so") + ": no such file or directory" + moduleFix},
+		{[]string{"--data-plane", "module"}, "controlplane render: --module: open /opt/jr2/lib/custodian-module.so: no such file or directory" + moduleFix},
+		{[]string{"--data-plane", "module", "--module", dir}, "controlplane render: --module: " + dir + " is not a regular file" + moduleFix},
+		{[]string{"--module-in-pod"}, "controlplane render: --module-in-pod is read only with --data-plane module; drop it\n"},
 		{[]string{"--data-plane", "contrib"}, `controlplane render: --data-plane "contrib": want golang (the contrib golang filter, --plugin) or module (core Envoy's dynamic module, --module)` + "\n"},
 		{[]string{"--data-plane", "module", "--plugin", "/opt/x.so"}, "controlplane render: --plugin is not read with --data-plane module, which loads --module; drop it or choose the other data plane\n"},
 		{[]string{"--module", "/opt/m.so"}, "controlplane render: --module is not read with --data-plane golang, which loads --plugin; drop it or choose the other data plane\n"},

@@ -28,7 +28,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 // TestHelp: help, -h and --help, alone or after a command, print Usage on
 // stdout and exit 0.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"render", "--help"}, {"ca", "init", "-h"}, {"key", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"render", "--help"}, {"ca", "init", "-h"}, {"ca", "--help"}, {"ca", "-h"}, {"key", "--help"}} {
 		code, out, errOut := run(args...)
 		if code != cli.ExitOK || out != cli.Usage || errOut != "" {
 			t.Errorf("%q: exit %d, stdout %d bytes, stderr %q; want 0 and the usage", args, code, len(out), errOut)

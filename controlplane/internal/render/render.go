@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -97,8 +98,13 @@ type Options struct {
 	// MountDir is where DIR is mounted for Envoy; empty means DIR's
 	// absolute path.
 	MountDir string
-	// HarnessCADir is where the Harness sees DIR/ca.
+	// HarnessCADir is where the Harness sees DIR/ca: an absolute path,
+	// written into harness.env.
 	HarnessCADir string
+	// Health is the health listener's address (IP:port) in custodian.json
+	// and envoy.json; empty is filter.DefaultHealth, every interface, for
+	// the kubelet.
+	Health string
 	// AllowLocalTargets accepts bound targets on guarded addresses (tests
 	// and demos on one machine) and marks custodian.json so; never in a pod.
 	AllowLocalTargets bool
@@ -140,6 +146,14 @@ func Render(o Options) (*Result, error) {
 	if !filepath.IsAbs(o.ValuesDir) {
 		return nil, fmt.Errorf("--values-dir %q is relative; write an absolute path, where the Custodian container mounts the values: custodian.json names it for both hosts, wherever they run from", o.ValuesDir)
 	}
+	if !filepath.IsAbs(o.HarnessCADir) {
+		return nil, fmt.Errorf("--harness-ca-dir %q is relative; write an absolute path, where the Harness container sees DIR/ca (on one machine: DIR/ca's absolute path, \"$PWD/pod/ca\"): harness.env names it, wherever the Harness runs from", o.HarnessCADir)
+	}
+	if o.Health != "" {
+		if _, err := netip.ParseAddrPort(o.Health); err != nil {
+			return nil, fmt.Errorf("--health %q: want IP:port, such as 127.0.0.1:15021 (one machine) or 0.0.0.0:15021 (a pod's kubelet)", o.Health)
+		}
+	}
 	out, err := filepath.Abs(o.OutDir)
 	if err != nil {
 		return nil, err
@@ -149,6 +163,9 @@ func Render(o Options) (*Result, error) {
 	}
 	cfg := Config(m, o.ValuesDir)
 	cfg.LocalTargets = o.AllowLocalTargets
+	if o.Health != "" {
+		cfg.Listeners.Health = o.Health
+	}
 	cfgJSON, err := marshalConfig(cfg)
 	if err != nil {
 		return nil, err
