@@ -291,6 +291,31 @@ func TestStartRefused(t *testing.T) {
 	}
 }
 
+// TestPortInUse: a port another process listens on stops the start with
+// the listener, the variable that moves it and what may hold it (issue 21
+// item 8), and no path.
+func TestPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	r := newRig(t, nil)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(binary)
+	for k, v := range r.site.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "JR2_EFFECTOR_PORT="+strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	want := "effector: the Effector's listener: cannot listen on port " + strconv.Itoa(port) + ": bind: address already in use; something else listens there (another Effector may be running): stop it, or move this listener with JR2_EFFECTOR_PORT=PORT\n"
+	if code := cmd.ProcessState.ExitCode(); code != 1 || stdout.String() != "jr2.effector action=exit reason=listen\n" || stderr.String() != want {
+		t.Errorf("exit %d, stdout %q\n got: %q\nwant: %q", code, stdout.String(), stderr.String(), want)
+	}
+}
+
 // TestRefusedAfterRestart: a start signed before the process restarted is
 // refused by the new process, unsigned, and starts nothing.
 func TestRefusedAfterRestart(t *testing.T) {

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/cliflag"
+	"jr2.dev/boundary/internal/listenerr"
 )
 
 const usage = `usage: example-upstream --listen HOST:PORT --ca-out FILE
@@ -90,7 +91,7 @@ func serve(listen, caOut string, stdout io.Writer) error {
 	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {
-		return err
+		return listenerr.Wrap(err, "the upstream's listener", "--listen HOST:PORT", "another example-upstream")
 	}
 	defer l.Close()
 	if err := writeAtomic(caOut, caPEM); err != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net"
+	"path/filepath"
 	"testing"
 
 	"jr2.dev/boundary/internal/usagetest"
@@ -21,5 +23,21 @@ func TestUsage(t *testing.T) {
 	stdout.Reset()
 	if code := run(nil, &stdout, &stderr); code != 2 {
 		t.Errorf("no flags: exit %d, want 2", code)
+	}
+}
+
+// TestAddressInUse: a --listen address another process holds is refused
+// with the flag that moves it and what may hold it (issue 21 item 8).
+func TestAddressInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"--listen", held.Addr().String(), "--ca-out", filepath.Join(t.TempDir(), "ca.pem")}, &stdout, &stderr)
+	want := "example-upstream: the upstream's listener: listen tcp " + held.Addr().String() + ": bind: address already in use; something else listens there (another example-upstream may be running): stop it, or move this listener with --listen HOST:PORT\n"
+	if code != 1 || stderr.String() != want {
+		t.Errorf("exit %d\n got: %q\nwant: %q", code, stderr.String(), want)
 	}
 }

@@ -64,3 +64,32 @@ func TestOptionsStarIsDecided(t *testing.T) {
 	default:
 	}
 }
+
+// TestAddressInUseNamesTheFix: a second Custodian on a running one's
+// addresses is refused, per listener, with the listener, the flag that
+// moves it and that another Custodian may be running (issue 21 item 8).
+func TestAddressInUseNamesTheFix(t *testing.T) {
+	f := newFixture(t, nil)
+	const holder = "; something else listens there (another custodian serve, or an Envoy run from a rendered envoy.json, may be running): stop it, or move this listener with "
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Control: f.control}, "control listener: listen tcp " + f.control + ": bind: address already in use" + holder + "--control ADDR"},
+		{Options{Egress: f.egress}, "egress listener: listen tcp " + f.egress + ": bind: address already in use" + holder + "--egress ADDR (and the clients' HTTPS_PROXY with it)"},
+		{Options{Health: f.health}, "health listener: listen tcp " + f.health + ": bind: address already in use" + holder + "--health ADDR"},
+	} {
+		tc.o.ConfigPath, tc.o.Log = f.config, io.Discard
+		srv, err := New(tc.o)
+		if err == nil {
+			srv.control.Close()
+			srv.egress.Close()
+			srv.health.Close()
+			t.Errorf("a second Custodian on %+v started", tc.o)
+			continue
+		}
+		if err.Error() != tc.want {
+			t.Errorf("got  %v\nwant %s", err, tc.want)
+		}
+	}
+}

@@ -46,6 +46,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
 )
 
@@ -141,17 +142,20 @@ func New(o Options) (*Server, error) {
 		}
 		return def
 	}
+	// What may hold a Custodian's address: another Custodian of this or
+	// another rendered directory, in either host.
+	const holder = "another custodian serve, or an Envoy run from a rendered envoy.json,"
 	if s.control, err = net.Listen("tcp", addr(o.Control, cfg.Listeners.Control)); err != nil {
-		return nil, fmt.Errorf("control listener: %w", err)
+		return nil, listenerr.Wrap(err, "control listener", "--control ADDR", holder)
 	}
 	if s.egress, err = net.Listen("tcp", addr(o.Egress, cfg.Listeners.Egress)); err != nil {
 		s.control.Close()
-		return nil, fmt.Errorf("egress listener: %w", err)
+		return nil, listenerr.Wrap(err, "egress listener", "--egress ADDR (and the clients' HTTPS_PROXY with it)", holder)
 	}
 	if s.health, err = net.Listen("tcp", addr(o.Health, cfg.Listeners.Health)); err != nil {
 		s.control.Close()
 		s.egress.Close()
-		return nil, fmt.Errorf("health listener: %w", err)
+		return nil, listenerr.Wrap(err, "health listener", "--health ADDR", holder)
 	}
 	return s, nil
 }

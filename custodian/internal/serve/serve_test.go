@@ -185,6 +185,7 @@ type fixture struct {
 	cancel   context.CancelFunc
 	done     chan error
 	dead     string // a bound target nothing listens on
+	config   string // custodian.json's path
 }
 
 // newFixture renders a directory by hand (controlplane render is tested on
@@ -249,7 +250,7 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv = srv
+	f.srv, f.config = srv, o.ConfigPath
 	f.control, f.egress, f.health = srv.Addrs()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.done = cancel, make(chan error, 1)

@@ -42,6 +42,7 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/landlock"
+	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
 	"jr2.dev/boundary/internal/mode"
 )
@@ -102,7 +103,7 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	defer srv.Close()
 	ln, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.Port)))
 	if err != nil {
-		return exit("listen", fmt.Errorf("%s: cannot listen on port %d: %w", config.EnvPort, cfg.Port, errors.Unwrap(err)))
+		return exit("listen", listenerr.Wrap(fmt.Errorf("cannot listen on port %d: %w", cfg.Port, errors.Unwrap(err)), "the Effector's listener", config.EnvPort+"=PORT", "another Effector"))
 	}
 	hs := &http.Server{
 		Handler:           srv,
