@@ -50,6 +50,12 @@ func TestHelp(t *testing.T) {
 		{nil, 2, usage},
 		{[]string{"sevre"}, 2, `custodian: unknown command "sevre"`},
 		{[]string{"serve", "--cofig", "x"}, 2, "flag provided but not defined: -cofig"},
+		// issue 21 item 8: a usage error says what is missing.
+		{[]string{"serve"}, 2, "custodian serve: --config is required: the custodian.json of a directory controlplane render wrote (render --out DIR writes DIR/custodian.json)\n" + serve.Usage},
+		{[]string{"serve", "--config", "x", "extra"}, 2, `custodian serve: unexpected argument "extra"; every input is a flag`},
+		{[]string{"run", "--bundle", "b", "--", "true"}, 2, "custodian run: --policy is required: the policy file (TOML), such as examples/policy.toml\n" + run.Usage},
+		{[]string{"run", "--policy", "p", "--", "true"}, 2, "custodian run: --bundle is required: the bundle to write, a file that does not exist yet\n"},
+		{[]string{"run", "--policy", "p", "--bundle", "b"}, 2, "custodian run: no command: write it after --, such as -- sh -c 'curl https://example.com/'\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := dispatch(tc.args, &stdout, &stderr)

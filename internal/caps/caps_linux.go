@@ -156,3 +156,13 @@ func (s *sets) put(permitted, effective, inheritable set) {
 		}
 	}
 }
+
+// Effective reports whether the calling thread holds capability c in its
+// effective set (c is a unix.CAP_* number).
+func Effective(c int) (bool, error) {
+	s, err := get()
+	if err != nil {
+		return false, err
+	}
+	return s.effective().has(c), nil
+}

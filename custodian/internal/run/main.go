@@ -35,7 +35,10 @@ OUT.jsonl, a hash-chained bundle that custodian verify checks. Linux, as root.
                   which must verify
   --timing PACE   replay: fast (the default) or recorded (the recorded gaps)
   --seed N        faults: the seed of the draws
-  --faults SPEC   faults: the rates, e.g. write=0.1,read=0.02 or HOST=0.5
+  --faults SPEC   faults: SELECTOR=RATE[:KIND+KIND…], comma-separated; SELECTOR
+                  read, write, * or a host, RATE 0 to 1, KIND error, rate-limit,
+                  timeout, truncate, corrupt or reset (default: all), e.g.
+                  '*=0.5:error+rate-limit' or write=0.1,example.com=0.5:reset
 
 The exit code is CMD's; 2 for a usage error; 1 when the run was refused or
 could not start, 110-127 when the contained child could not be set up. A run
@@ -53,8 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	o.Argv = fs.Args()
-	if o.Policy == "" || o.Bundle == "" || len(o.Argv) == 0 {
-		fmt.Fprint(stderr, Usage)
+	if missing := missingArgs(o); missing != "" {
+		fmt.Fprintf(stderr, "custodian run: %s\n%s", missing, Usage)
 		return 2
 	}
 	code, err := Run(context.Background(), *o)
@@ -70,6 +73,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// missingArgs says what a command line without a policy, a bundle or a
+// command lacks, and how to give it; "" when nothing is missing.
+func missingArgs(o *Options) string {
+	switch {
+	case o.Policy == "":
+		return "--policy is required: the policy file (TOML), such as examples/policy.toml"
+	case o.Bundle == "":
+		return "--bundle is required: the bundle to write, a file that does not exist yet"
+	case len(o.Argv) == 0:
+		return "no command: write it after --, such as -- sh -c 'curl https://example.com/'"
+	}
+	return ""
 }
 
 // Flags is the flag set Main parses, and the Options it fills: the usage

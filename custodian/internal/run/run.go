@@ -39,6 +39,8 @@
 //     bundle refused where a read or write path would expose it;
 //  2. the secrets' values are read from the runner's environment and the
 //     engine built; a missing or unusable value refuses the run, naming it;
+//     a runner that is not root, or lacks CAP_SYS_ADMIN or CAP_NET_ADMIN,
+//     is refused, saying so (no key is announced, no bundle written);
 //  3. the bundle is created (it must not exist), runs left by a killed
 //     runner are swept, run-start and policy are recorded;
 //  4. the namespaces are made; the mediator listens on its address for DNS
@@ -184,6 +186,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	br, err := broker.New(pol, o.Environ)
 	if err != nil {
+		return refused(err)
+	}
+	if err := privileged(); err != nil {
 		return refused(err)
 	}
 	id := runID()

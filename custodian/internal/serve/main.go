@@ -34,8 +34,8 @@ ready line names what was bound. SIGTERM or SIGINT stops it gracefully.
 
 On one machine (no pod): render with --values-dir "$PWD/values" (each value a
 file there), --harness-ca-dir "$PWD/DIR/ca" (harness.env's trust files where
-this machine sees them) and, for a bound target on loopback,
---allow-local-targets; then serve with --health 127.0.0.1:15021.
+this machine sees them), --health 127.0.0.1:15021 and, for a bound target on
+loopback, --allow-local-targets (or serve with --health 127.0.0.1:15021).
 `
 
 // Main runs `custodian serve` with args (the words after "serve") and
@@ -46,8 +46,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if ok, code := cliflag.Parse(fs, args, Usage, stdout, stderr); !ok {
 		return code
 	}
-	if o.ConfigPath == "" || fs.NArg() != 0 {
-		fmt.Fprint(stderr, Usage)
+	switch {
+	case o.ConfigPath == "":
+		fmt.Fprintf(stderr, "custodian serve: --config is required: the custodian.json of a directory controlplane render wrote (render --out DIR writes DIR/custodian.json)\n%s", Usage)
+		return 2
+	case fs.NArg() != 0:
+		fmt.Fprintf(stderr, "custodian serve: unexpected argument %q; every input is a flag\n%s", fs.Arg(0), Usage)
 		return 2
 	}
 	o.Log = stdout
