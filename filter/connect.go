@@ -80,27 +80,15 @@ func guardReply(target, why string) *Reply {
 	return reply(403, ReasonGuard, target+" is guarded ("+why+"); a tunnel never reaches it")
 }
 
-// logTarget is t with any stand-in in it replaced by "[stand-in]", and any
-// value scrubbed: a log line never carries either, even one an agent put in
-// a CONNECT target.
+// logTarget is t as a log line shows it: "[stand-in]" whole when t holds
+// a stand-in's prefix in any case (the rest of such a name is the agent's
+// choice too, and Envoy's access log, which cannot cut a stand-in out of
+// a string, writes the same), else t with any value scrubbed.
 func (e *Engine) logTarget(t string) string {
-	t = e.scrubber.String(t)
-	lt := strings.ToLower(t)
-	if !strings.Contains(lt, StandInPrefix) {
-		return t
+	if containsFoldASCII(t, StandInPrefix) || strings.Contains(strings.ToLower(t), StandInPrefix) {
+		return "[stand-in]"
 	}
-	for _, si := range e.standIns {
-		lsi := strings.ToLower(si)
-		for {
-			i := strings.Index(lt, lsi)
-			if i < 0 {
-				break
-			}
-			t = t[:i] + "[stand-in]" + t[i+len(si):]
-			lt = lt[:i] + "[stand-in]" + lt[i+len(lsi):]
-		}
-	}
-	return t
+	return e.scrubber.String(t)
 }
 
 // LogTarget is Target as the log shows it (any stand-in redacted).

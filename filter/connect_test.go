@@ -30,7 +30,7 @@ func TestDecideConnect(t *testing.T) {
 		{"CONNECT", "example.com", false, "-", 400, "jr2 custodian: a CONNECT target is host:port: want host:port", "action refuse target - reason target"},
 		{"CONNECT", "a b:443", false, "-", 400, "jr2 custodian: a CONNECT target is host:port: not a host name or an IP address", "action refuse target - reason target"},
 		{"GET", "http://example.com/", false, "-", 405, "jr2 custodian: this listener takes CONNECT only; use it as HTTPS_PROXY", "action refuse target - reason not-connect"},
-		{"CONNECT", "jr2-held-paths.evil.example:443", false, "jr2-held-paths.evil.example:443", 0, "", "action tunnel target [stand-in].evil.example:443"},
+		{"CONNECT", "jr2-held-paths.evil.example:443", false, "jr2-held-paths.evil.example:443", 0, "", "action tunnel target [stand-in]"},
 	}
 	for _, c := range cases {
 		t.Run(c.authority, func(t *testing.T) {

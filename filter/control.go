@@ -12,7 +12,7 @@ import (
 //	GET  /agents/{id}/deliveries/{d}  → the same path (a read)
 //	POST /fetch                       → /sandboxes/{sandbox}/fetch (the ask)
 //
-// Anything else is 404, and POST /fetch is 404 where the pod has no
+// Anything else is 404 (a target holding '#' too), and POST /fetch is 404 where the pod has no
 // Sandbox. The bearer must be the token's stand-in (else 403) and becomes
 // the token; every other credential header is removed, and range and
 // if-range too (see rangeHeaders); a stand-in anywhere else is 403. r is
@@ -29,6 +29,12 @@ func (e *Engine) decideControl(r *Request) Decision {
 	upstream, read, ok := e.route(r.Method, path)
 	if e.cfg.Orchestrator == "" {
 		d.Target, ok = "-", false
+	}
+	if strings.IndexByte(r.Path, '#') >= 0 {
+		// A fragment is never part of a request target; Envoy refuses it
+		// before any filter runs, and the rendered control listener maps
+		// that refusal onto this 404.
+		ok = false
 	}
 	if !ok {
 		if r.Method == "POST" && path == "/fetch" {
@@ -56,7 +62,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
 		return d
 	}
-	if d.Reply = e.duplicate(info); d.Reply != nil {
+	if d.Reply = e.duplicate(r.Headers, info); d.Reply != nil {
 		return d
 	}
 	var bearer string

@@ -31,6 +31,27 @@ func encodedSeparator(path string) bool {
 	}
 }
 
+// badEscape reports whether path holds a '%' that is not followed by two
+// hex digits.
+func badEscape(path string) bool {
+	for {
+		i := strings.IndexByte(path, '%')
+		if i < 0 {
+			return false
+		}
+		if i+2 >= len(path) {
+			return true
+		}
+		if _, ok := unhex(path[i+1]); !ok {
+			return true
+		}
+		if _, ok := unhex(path[i+2]); !ok {
+			return true
+		}
+		path = path[i+3:]
+	}
+}
+
 // NormalizePath is what the path check judges and what goes upstream: every
 // '\' read as '/', a segment that is "." or ".." before a ';' (Tomcat's
 // "..;jsessionid") read as that dot segment, and dot segments removed as

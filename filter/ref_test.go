@@ -47,11 +47,19 @@ func (e *Engine) refDecideRequest(target string, r *Request) Decision {
 	// 4
 	path, query, hasQuery := splitRequestTarget(r.Path)
 	if encodedSeparator(path) {
-		d.Reply = reply(400, ReasonEncoded, `the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`)
+		d.Reply = reply(400, ReasonEncoded, EncodedText)
+		return d
+	}
+	if refBadEscape(path) {
+		d.Reply = reply(400, ReasonEncoded, BadEscapeText)
 		return d
 	}
 	if !strings.HasPrefix(path, "/") {
 		d.Reply = reply(400, ReasonPath, NotAPathText)
+		return d
+	}
+	if strings.Contains(r.Path, "#") {
+		d.Reply = reply(400, ReasonPath, FragmentText)
 		return d
 	}
 	norm := refNormalizePath(path)
@@ -125,7 +133,7 @@ func (e *Engine) refCountCredentials(hs []Header) (map[string]int, *Reply) {
 		n := strings.ToLower(h.Name)
 		if e.cred[n] {
 			count[n]++
-			if count[n] == 2 {
+			if count[n] == 2 || strings.Contains(h.Value, ",") {
 				return nil, reply(400, ReasonDuplicate, "header "+n+" was sent more than once; send it once")
 			}
 		}
@@ -284,8 +292,11 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 	d := Decision{Target: e.cfg.Orchestrator}
 	path, query, hasQuery := splitRequestTarget(r.Path)
 	upstream, read, ok := e.route(r.Method, path)
+	if e.cfg.Orchestrator == "" || strings.Contains(r.Path, "#") {
+		ok = false
+	}
 	if e.cfg.Orchestrator == "" {
-		d.Target, ok = "-", false
+		d.Target = "-"
 	}
 	if !ok {
 		if r.Method == "POST" && path == "/fetch" {
@@ -398,4 +409,17 @@ func refRangeHeaders(hs []Header) []string {
 		}
 	}
 	return out
+}
+
+// refBadEscape: a '%' not followed by two hex digits.
+func refBadEscape(path string) bool {
+	for i := 0; i < len(path); i++ {
+		if path[i] != '%' {
+			continue
+		}
+		if i+2 >= len(path) || !strings.ContainsRune("0123456789abcdefABCDEF", rune(path[i+1])) || !strings.ContainsRune("0123456789abcdefABCDEF", rune(path[i+2])) {
+			return true
+		}
+	}
+	return false
 }

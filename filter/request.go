@@ -13,6 +13,46 @@ import (
 // refusal onto this same text (controlplane's bootstrap).
 const NotAPathText = "the request target must be a path that starts with /"
 
+// FragmentText is rule 5's answer to a request target that holds '#': a
+// fragment is never part of a request target (RFC 9112 section 3.2), and
+// a server could cut the path there where the path check did not. Envoy's
+// connection manager refuses it before any filter runs
+// (path_normalization_failed); the rendered intercept listener maps that
+// refusal onto this same text.
+const FragmentText = `the request target holds "#"; a fragment is never sent, send the path and query only`
+
+// EncodedText and BadEscapeText are rule 4's answers.
+const (
+	EncodedText   = `the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`
+	BadEscapeText = `the path holds a "%" that does not begin a %XX escape (such as IIS's %u002e); send "%" as %25`
+)
+
+// pathEscapes is rule 4: an encoded separator (%2f, %2e, %5c in any case)
+// a server behind might read as the separator the path check did not see,
+// or a '%' that does not begin two hex digits — IIS reads %u002e as '.',
+// and net/http refuses the request line.
+func pathEscapes(path string) *Reply {
+	if encodedSeparator(path) {
+		return reply(400, ReasonEncoded, EncodedText)
+	}
+	if badEscape(path) {
+		return reply(400, ReasonEncoded, BadEscapeText)
+	}
+	return nil
+}
+
+// notAPath is rule 5's first half: a request target that does not start
+// with '/' (OPTIONS *, an absolute URI), or one that holds a fragment.
+func notAPath(target string) *Reply {
+	if !strings.HasPrefix(target, "/") {
+		return reply(400, ReasonPath, NotAPathText)
+	}
+	if strings.IndexByte(target, '#') >= 0 {
+		return reply(400, ReasonPath, FragmentText)
+	}
+	return nil
+}
+
 // DecideRequest decides one request intercepted toward target (a bound
 // host:port, as DecideConnect returned it), by the rules of the spec's "An
 // intercepted request", in their order:
@@ -20,10 +60,11 @@ const NotAPathText = "the request target must be a path that starts with /"
 //  1. a method other than GET HEAD POST PUT PATCH DELETE OPTIONS: 405
 //  2. a header name with '_': 400
 //  3. a Host that does not name the target: 421
-//  4. %2f, %2e or %5c in the path: 400
-//  5. the normalised path outside the secret's paths: 403 (the upstream
-//     gets the normalised path)
-//  6. a credential header sent twice: 400
+//  4. %2f, %2e or %5c in the path, or a '%' that begins no %XX escape: 400
+//  5. a target that is not a path, or holds '#': 400; the normalised path
+//     outside the secret's paths: 403 (the upstream gets the normalised
+//     path)
+//  6. a credential header sent twice, or holding ',': 400
 //  7. the swap, in each header the secret names: the stand-in alone, one
 //     auth scheme and the stand-in, or Basic base64(user:stand-in)
 //  8. every credential header that no swap made is removed
@@ -75,12 +116,11 @@ func (e *Engine) decideRequest(d *Decision, r *Request) {
 	}
 	// 4
 	path, query, hasQuery := splitRequestTarget(r.Path)
-	if encodedSeparator(path) {
-		d.Reply = reply(400, ReasonEncoded, `the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`)
+	if d.Reply = pathEscapes(path); d.Reply != nil {
 		return
 	}
-	if !strings.HasPrefix(path, "/") {
-		d.Reply = reply(400, ReasonPath, NotAPathText)
+	// 5
+	if d.Reply = notAPath(r.Path); d.Reply != nil {
 		return
 	}
 	var norm string
@@ -109,7 +149,7 @@ func (e *Engine) decideRequest(d *Decision, r *Request) {
 		return
 	}
 	// 6
-	if d.Reply = e.duplicate(info); d.Reply != nil {
+	if d.Reply = e.duplicate(r.Headers, info); d.Reply != nil {
 		return
 	}
 	// 9
@@ -248,10 +288,13 @@ func underscoreName(hs []Header, info []hinfo) *Reply {
 }
 
 // duplicate is rule 6: the first credential header sent a second time
-// (by lowercase name) is answered 400.
-func (e *Engine) duplicate(info []hinfo) *Reply {
+// (by lowercase name), or whose value holds ',', is answered 400. A value
+// with ',' is a list of two (RFC 9110 section 5.3): Envoy's codec joins a
+// repeated authorization (one of its inline headers) into one value with
+// ',' before any filter sees it, so a host could not tell the two apart.
+func (e *Engine) duplicate(hs []Header, info []hinfo) *Reply {
 	for i, in := range info {
-		if in.cred >= 0 && credAmong(info[:i], in.cred) {
+		if in.cred >= 0 && (credAmong(info[:i], in.cred) || strings.IndexByte(hs[i].Value, ',') >= 0) {
 			return reply(400, ReasonDuplicate, "header "+e.credList[in.cred]+" was sent more than once; send it once")
 		}
 	}
