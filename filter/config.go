@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"jr2.dev/boundary/filter/dialguard"
 )
@@ -56,6 +57,26 @@ type Config struct {
 	// (controlplane render --allow-local-targets): in a pod the agent shares
 	// loopback, and a server it starts there would be handed the value.
 	LocalTargets bool `json:"localTargets,omitempty"`
+	// ValueGraceSeconds is how long, after a rotation replaced a value,
+	// the old value is still scrubbed (under its secret's label) from
+	// what the agent reads: a late log line or a cached body can still
+	// echo it. 0 (or absent) is DefaultValueGrace; at most MaxValueGrace.
+	ValueGraceSeconds int `json:"valueGraceSeconds,omitempty"`
+}
+
+// DefaultValueGrace is how long an old value stays scrubbed after a
+// rotation when custodian.json names no valueGraceSeconds.
+const DefaultValueGrace = 15 * time.Minute
+
+// MaxValueGrace bounds valueGraceSeconds: a day.
+const MaxValueGrace = 24 * time.Hour
+
+// ValueGrace is c's grace window for old values.
+func (c *Config) ValueGrace() time.Duration {
+	if c.ValueGraceSeconds <= 0 {
+		return DefaultValueGrace
+	}
+	return time.Duration(c.ValueGraceSeconds) * time.Second
 }
 
 // Listeners are the three listen addresses of a Custodian.
@@ -143,6 +164,9 @@ func (c *Config) check() error {
 		if _, _, err := SplitTarget(c.Orchestrator); err != nil {
 			return fmt.Errorf("orchestrator: %q: %v", c.Orchestrator, err)
 		}
+	}
+	if c.ValueGraceSeconds < 0 || time.Duration(c.ValueGraceSeconds)*time.Second > MaxValueGrace {
+		return fmt.Errorf("valueGraceSeconds: %d is outside 0–%d; write how many seconds an old value stays scrubbed after a rotation (0: %d)", c.ValueGraceSeconds, int(MaxValueGrace/time.Second), int(DefaultValueGrace/time.Second))
 	}
 	if c.Sandbox != "" && !validID(c.Sandbox) {
 		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)

@@ -15,6 +15,7 @@ import (
 // built and safe for concurrent use by any number of streams.
 type Engine struct {
 	cfg       *Config
+	live      *Live              // the engine's lineage when its values follow their files; nil for a fixed engine
 	secrets   []*held            // table order
 	byName    map[string]*held   //
 	byTarget  map[string][]*held // canonical host:port -> secrets bound to it, table order
@@ -129,6 +130,14 @@ func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTar
 // New builds an engine from a parsed config and the values LoadValues read.
 // Every held secret must have its value.
 func New(c *Config, values map[string][]byte) (*Engine, error) {
+	return newEngine(c, values, nil)
+}
+
+// newEngine is New whose scrubber also replaces every form of each retired
+// value (a value of the secret before a rotation, within the grace window)
+// with the secret's own label. A retired value is never sent: only values
+// are put in Set headers.
+func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte) (*Engine, error) {
 	if c == nil {
 		return nil, errors.New("engine: no config")
 	}
@@ -173,7 +182,7 @@ func New(c *Config, values map[string][]byte) (*Engine, error) {
 			e.cred[hd] = true
 		}
 		e.standIns = append(e.standIns, s.StandIn)
-		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: h.value})
+		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: h.value, Built: retired[s.Name]})
 	}
 	sc, err := scrub.New(secrets)
 	if err != nil {
@@ -216,6 +225,17 @@ func (e *Engine) DialBound(target string, addr netip.Addr) *Reply {
 		return nil
 	}
 	return e.AllowDial(target, addr)
+}
+
+// Latest is the engine a new request or stream decides with: the newest
+// of e's lineage when its values follow their files (see Live), else e
+// itself. A host calls it once per request (or stream) and decides the
+// whole request, and its response, with what it returned.
+func (e *Engine) Latest() *Engine {
+	if e.live == nil {
+		return e
+	}
+	return e.live.Engine()
 }
 
 // Config returns the engine's config. The caller must not modify it.

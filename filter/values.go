@@ -1,15 +1,10 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/filter/strength"
-	"jr2.dev/boundary/internal/effectorkey"
 )
 
 // LoadValues reads the value of each held secret of c from c.ValuesDir,
@@ -28,38 +23,48 @@ import (
 // echo its guesses learns which guess was replaced; with at least 2^64
 // candidates that oracle is of no use.
 func LoadValues(c *Config) (map[string][]byte, error) {
-	vals := make(map[string][]byte, len(c.Secrets))
-	for _, s := range c.Secrets {
-		b, err := os.ReadFile(filepath.Join(c.ValuesDir, s.Name))
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("held secret %s: no value file %s in the value directory; mount the secret's value there", s.Name, s.Name)
-			}
-			return nil, fmt.Errorf("held secret %s: cannot read its value file: %w", s.Name, errors.Unwrap(err))
-		}
-		v := effectorkey.TrimNewline(b)
-		if err := checkValue(s.Name, v); err != nil {
-			return nil, err
-		}
-		vals[s.Name] = v
-	}
-	return vals, nil
+	return loadValues(c, nil)
 }
 
+// The words a refused value is logged with (action=reload result=refused
+// reason=<word>), one per load-time rule.
+const (
+	ReasonMissing      = "missing"       // no value file
+	ReasonUnreadable   = "unreadable"    // the file cannot be read
+	ReasonEmpty        = "empty"         // the value is empty
+	ReasonShort        = "short"         // shorter than scrub.MinLen
+	ReasonNotPrintable = "not-printable" // a byte outside 0x20–0x7E
+	ReasonGuessable    = "guessable"     // below the guess floor
+	ReasonChanging     = "changing"      // the directory kept changing while it was read
+)
+
+// ValueError is the refusal of one held secret's value: the secret, the
+// rule's word, and a sentence that names the secret and the fix. None of
+// them holds the value, its length or a path.
+type ValueError struct {
+	Secret string // the secret's name; "-" when no one secret is at fault
+	Word   string // one of the Reason words
+	err    error
+}
+
+func (e *ValueError) Error() string { return e.err.Error() }
+func (e *ValueError) Unwrap() error { return e.err }
+
 func checkValue(name string, v []byte) error {
+	refuse := func(word string, err error) error { return &ValueError{Secret: name, Word: word, err: err} }
 	switch {
 	case len(v) == 0:
-		return fmt.Errorf("held secret %s: the value is empty; write the credential into its file", name)
+		return refuse(ReasonEmpty, fmt.Errorf("held secret %s: the value is empty; write the credential into its file", name))
 	case len(v) < scrub.MinLen:
-		return fmt.Errorf("held secret %s: the value is shorter than %d bytes; a value that short would be scrubbed from ordinary text", name, scrub.MinLen)
+		return refuse(ReasonShort, fmt.Errorf("held secret %s: the value is shorter than %d bytes; a value that short would be scrubbed from ordinary text", name, scrub.MinLen))
 	}
 	for i, c := range v {
 		if c < 0x20 || c > 0x7e {
-			return fmt.Errorf("held secret %s: byte %d of the value is outside 0x20-0x7E; a header value must be printable ASCII", name, i)
+			return refuse(ReasonNotPrintable, fmt.Errorf("held secret %s: byte %d of the value is outside 0x20-0x7E; a header value must be printable ASCII", name, i))
 		}
 	}
 	if err := strength.Check(v); err != nil {
-		return fmt.Errorf("held secret %s: %w", name, err)
+		return refuse(ReasonGuessable, fmt.Errorf("held secret %s: %w", name, err))
 	}
 	return nil
 }

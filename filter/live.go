@@ -1,0 +1,266 @@
+package filter
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"jr2.dev/boundary/internal/effectorkey"
+)
+
+// Live is the engine of one custodian.json whose values follow their files:
+// a rotation of the value directory (the kubelet's new timestamped
+// directory and ..data swap, or a plain rename of one file) becomes a new
+// engine, swapped in whole, with no restart.
+//
+// Invariants:
+//   - A reload reads the whole set of values, as it was on disk at one
+//     moment (see Watch), and holds every value to LoadValues' rules. A set
+//     that breaks one changes nothing: the engine that served goes on
+//     serving, one line names the secret and the rule's word, and the next
+//     change is read again.
+//   - The swap is one atomic pointer store. A request (and its response)
+//     is decided wholly with the engine Engine or Engine.Latest returned
+//     when it began: never with a mix of two sets.
+//   - A value a rotation replaced is never sent again, and is still
+//     scrubbed, under its secret's label, for the grace window
+//     (Config.ValueGrace) after it was replaced; then it is dropped.
+//   - Log lines carry secret names, counts and rule words: never a value,
+//     its length, or a path.
+type Live struct {
+	cfg   *Config
+	grace time.Duration
+	log   func(kv ...string)
+	now   func() time.Time
+	cur   atomic.Pointer[Engine]
+
+	mu          sync.Mutex
+	retired     []retiredValue
+	refused     bool     // the last reload was refused
+	lastRefusal [32]byte // digest of what the last refused reload read, so one bad set logs once
+}
+
+// retiredValue is a value a rotation replaced, scrubbed until until.
+type retiredValue struct {
+	name  string
+	value []byte
+	until time.Time
+}
+
+// LiveOptions configure a Live.
+type LiveOptions struct {
+	// Log receives each reload's pairs (action=reload …). It may be called
+	// from the watcher's goroutine: it must not call into a host that
+	// allows calls only from its own threads (Envoy).
+	Log func(kv ...string)
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// NewLive builds the first engine from c and the values LoadValues read.
+func NewLive(c *Config, values map[string][]byte, o LiveOptions) (*Live, error) {
+	l := &Live{cfg: c, grace: c.ValueGrace(), log: o.Log, now: o.Now}
+	if l.log == nil {
+		l.log = func(...string) {}
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	e, err := newEngine(c, values, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.live = l
+	l.cur.Store(e)
+	return l, nil
+}
+
+// Engine is the engine a new request decides with.
+func (l *Live) Engine() *Engine { return l.cur.Load() }
+
+// Config is the config every engine of l shares.
+func (l *Live) Config() *Config { return l.cfg }
+
+// readSet reads the whole value set as LoadValues does, and a digest of
+// every byte it read and of its refusal, which only tells one read from
+// another and never leaves the process.
+func (l *Live) readSet() (map[string][]byte, [32]byte, error) {
+	h := sha256.New()
+	vals, err := loadValues(l.cfg, h)
+	var ve *ValueError
+	if errors.As(err, &ve) {
+		fmt.Fprintf(h, "\x00%s\x00%s", ve.Secret, ve.Word)
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return vals, d, err
+}
+
+// apply takes a set read at one moment: it is refused (logged once per
+// distinct set) or swapped in, with the values it replaces retired.
+func (l *Live) apply(vals map[string][]byte, digest [32]byte, err error) {
+	defer func() {
+		for _, v := range vals {
+			clear(v)
+		}
+	}()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		err = l.swapLocked(vals)
+	}
+	if err != nil {
+		if l.refused && digest == l.lastRefusal {
+			return
+		}
+		l.refused, l.lastRefusal = true, digest
+		secret, word := "-", "engine"
+		var ve *ValueError
+		if errors.As(err, &ve) {
+			secret, word = ve.Secret, ve.Word
+		}
+		l.log("action", "reload", "result", "refused", "secret", secret, "reason", word)
+		return
+	}
+}
+
+// swapLocked builds the engine of vals and swaps it in, when vals differ
+// from the values serving (or the last reload was refused).
+func (l *Live) swapLocked(vals map[string][]byte) error {
+	old := l.cur.Load()
+	now := l.now()
+	changed := false
+	var retired []retiredValue
+	for _, s := range old.secrets {
+		if !bytes.Equal(s.value, vals[s.name]) {
+			changed = true
+			retired = append(retired, retiredValue{name: s.name, value: bytes.Clone(s.value), until: now.Add(l.grace)})
+		}
+	}
+	if !changed && !l.refused {
+		return nil
+	}
+	next := l.keepLocked(now, vals)
+	next = append(next, retired...)
+	e, err := newEngine(l.cfg, vals, retiredMap(next))
+	if err != nil {
+		for _, r := range retired {
+			clear(r.value)
+		}
+		return err
+	}
+	e.live = l
+	l.dropLocked(next)
+	l.retired = next
+	l.cur.Store(e)
+	l.refused = false
+	l.log("action", "reload", "result", "ok", "secrets", fmt.Sprint(len(old.secrets)))
+	return nil
+}
+
+// keepLocked is the retired values still within their window at now, less
+// any that is a value of vals again.
+func (l *Live) keepLocked(now time.Time, vals map[string][]byte) []retiredValue {
+	var keep []retiredValue
+	for _, r := range l.retired {
+		if now.Before(r.until) && !bytes.Equal(vals[r.name], r.value) {
+			keep = append(keep, r)
+		}
+	}
+	return keep
+}
+
+// dropLocked clears the retired values that are not in keep.
+func (l *Live) dropLocked(keep []retiredValue) {
+	for _, r := range l.retired {
+		kept := false
+		for _, k := range keep {
+			if &k.value[0] == &r.value[0] {
+				kept = true
+				break
+			}
+		}
+		if !kept {
+			clear(r.value)
+		}
+	}
+}
+
+func retiredMap(rs []retiredValue) map[string][][]byte {
+	m := map[string][][]byte{}
+	for _, r := range rs {
+		m[r.name] = append(m[r.name], r.value)
+	}
+	return m
+}
+
+// Expire drops the retired values whose window ended by now: the engine is
+// rebuilt from the values serving and the retired values left. It reads no
+// file and logs nothing. It returns when the next retired value ends (zero
+// when none is left).
+func (l *Live) Expire() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	cur := l.cur.Load()
+	vals := map[string][]byte{}
+	for _, s := range cur.secrets {
+		vals[s.name] = s.value
+	}
+	keep := l.keepLocked(now, vals)
+	if len(keep) != len(l.retired) {
+		if e, err := newEngine(l.cfg, vals, retiredMap(keep)); err == nil {
+			e.live = l
+			l.dropLocked(keep)
+			l.retired = keep
+			l.cur.Store(e)
+		}
+	}
+	var next time.Time
+	for _, r := range l.retired {
+		if next.IsZero() || r.until.Before(next) {
+			next = r.until
+		}
+	}
+	return next
+}
+
+// loadValues is LoadValues, writing every byte it reads to h when h is not
+// nil.
+func loadValues(c *Config, h hash.Hash) (map[string][]byte, error) {
+	vals := make(map[string][]byte, len(c.Secrets))
+	fail := func(err error) (map[string][]byte, error) {
+		for _, v := range vals {
+			clear(v)
+		}
+		return nil, err
+	}
+	for _, s := range c.Secrets {
+		b, err := os.ReadFile(filepath.Join(c.ValuesDir, s.Name))
+		if h != nil {
+			fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(b))
+			h.Write(b)
+		}
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fail(&ValueError{Secret: s.Name, Word: ReasonMissing, err: fmt.Errorf("held secret %s: no value file %s in the value directory; mount the secret's value there", s.Name, s.Name)})
+			}
+			return fail(&ValueError{Secret: s.Name, Word: ReasonUnreadable, err: fmt.Errorf("held secret %s: cannot read its value file: %w", s.Name, errors.Unwrap(err))})
+		}
+		v := effectorkey.TrimNewline(b)
+		if err := checkValue(s.Name, v); err != nil {
+			clear(b)
+			return fail(err)
+		}
+		vals[s.Name] = v
+	}
+	return vals, nil
+}
