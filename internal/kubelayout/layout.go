@@ -194,7 +194,9 @@ type Mount struct {
 // Layout lays out under dir (one directory per volume, by name) every
 // volume that container c of pod mounts, with the pod's fsGroup, and
 // returns c's mounts in the order a runtime makes them: by the depth of
-// the target, in c's order among equals. dir must exist.
+// the target, in c's order among equals. dir must exist. A volume already
+// under dir (laid out for another container of the Pod) is mounted as it
+// is: the kubelet sets a volume up once per Pod.
 func Layout(dir string, pod *corev1.Pod, c *corev1.Container, objs Objects) ([]Mount, error) {
 	var fsGroup *int64
 	if sc := pod.Spec.SecurityContext; sc != nil {
@@ -218,6 +220,9 @@ func Layout(dir string, pod *corev1.Pod, c *corev1.Container, objs Objects) ([]M
 			return nil, fmt.Errorf("kubelayout: container %q: volumeMount %q uses subPathExpr, which this layout does not model", c.Name, vm.Name)
 		}
 		vdir := filepath.Join(dir, vol.Name)
+		if _, err := os.Lstat(vdir); err == nil {
+			done[vol.Name] = true // laid out for another container of the Pod
+		}
 		if !done[vol.Name] {
 			if err := layoutVolume(vdir, vol, nestedMountpoints(pod, vol.Name), objs, fsGroup); err != nil {
 				return nil, err
