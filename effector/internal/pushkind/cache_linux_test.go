@@ -41,13 +41,17 @@ type cacheRig struct {
 }
 
 // newCacheRig moves the fixture's worktree to origin (two more commits),
-// makes the cache a bare clone of it under Repos, and clones the worktree
-// again as form says — "shared" (git clone --shared from the cache),
+// makes the cache of the remote url (CacheName) a bare clone of it under
+// Repos, and clones the worktree again as form says — "shared" (git clone --shared from the cache),
 // "reference" (--reference the cache, from origin), "shallow" (--depth 1
 // from origin, no cache) — then commits the agent's own change in it.
-func newCacheRig(t *testing.T, r *rig, form string) *cacheRig {
+func newCacheRig(t *testing.T, r *rig, form, url string) *cacheRig {
 	t.Helper()
-	c := &cacheRig{rig: r, origin: filepath.Join(r.f.TopDir, "origin"), cache: filepath.Join(r.f.Repos, "app.git")}
+	name, err := CacheName(url)
+	if err != nil {
+		t.Fatalf("CacheName(%q): %v", url, err)
+	}
+	c := &cacheRig{rig: r, origin: filepath.Join(r.f.TopDir, "origin"), cache: filepath.Join(r.f.Repos, name)}
 	r.f.Commit(t, map[string]string{"two.txt": "two\n"}, "two")
 	r.f.Commit(t, map[string]string{"three.txt": "three\n"}, "three")
 	if err := os.Rename(r.f.Work, c.origin); err != nil {
@@ -114,8 +118,8 @@ func inCache(cache, pid string, cmdline []byte) bool {
 // remote that holds the base: the remote's ref is the agent's commit and
 // its objects are whole. While they run, no process runs in the cache and
 // none holds a form of the token or the key in its argv or environment.
-// With no JR2_EFFECTOR_REPOS (the code before the caches were read), the
-// cloned ones are rejected at start.
+// With no JR2_EFFECTOR_REPOS, the cloned ones are rejected at start: their
+// alternates name a cache this Effector does not hold.
 func TestPushFromCache(t *testing.T) {
 	token := "SENTINEL-cache-tok-" + fmt.Sprint(time.Now().UnixNano()) + "-w3Lr"
 	https := newHTTPSRemote(t, token)
@@ -140,8 +144,8 @@ func TestPushFromCache(t *testing.T) {
 		{form: "reference", transport: "https"},
 		{form: "shallow", transport: "ssh"},
 		{form: "shallow", transport: "https"},
-		{form: "shared", transport: "ssh", noRepos: true, want: "is not in the worktree"},
-		{form: "reference", transport: "https", noRepos: true, want: "is not in the worktree"},
+		{form: "shared", transport: "ssh", noRepos: true, want: "line 1 names an object directory, and this Effector holds no cache of the push's remote"},
+		{form: "reference", transport: "https", noRepos: true, want: "line 1 names an object directory, and this Effector holds no cache of the push's remote"},
 	} {
 		name := c.form + "/" + c.transport
 		if c.noRepos {
@@ -150,15 +154,15 @@ func TestPushFromCache(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ref := "refs/heads/jr2/" + strings.ReplaceAll(name, "/", "-")
 			r := newRig(t, https.CAFile, []config.Push{{Slot: "docs"}, {Slot: "app"}}, https.Entry("web"), ssh.Entry("deploy"))
-			cr := newCacheRig(t, r, c.form)
+			push, repo := slotPush("app", ssh.URL, "deploy", ref), ssh.Repo
+			if c.transport == "https" {
+				push, repo = slotPush("docs", https.URL, "web", ref), https.Repo
+			}
+			cr := newCacheRig(t, r, c.form, push.Slot.URL)
 			if c.noRepos {
 				o := r.k.o
 				o.Repos = ""
 				r.k = New(o)
-			}
-			push, repo := slotPush("app", ssh.URL, "deploy", ref), ssh.Repo
-			if c.transport == "https" {
-				push, repo = slotPush("docs", https.URL, "web", ref), https.Repo
 			}
 			cr.seed(t, repo, ref+"-base")
 			head := strings.TrimSpace(r.f.RunGit(t, "rev-parse", "HEAD"))
@@ -268,7 +272,7 @@ func TestCacheOnlyCommitsRejected(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, "", []config.Push{{Slot: "app"}}, ssh.Entry("deploy"))
-			cr := newCacheRig(t, r, "shared")
+			cr := newCacheRig(t, r, "shared", ssh.URL)
 			ref := "refs/heads/jr2/" + strings.ReplaceAll(c.name, " ", "-")
 			cr.seed(t, ssh.Repo, ref+"-base")
 			pin := c.pin(t, cr)
@@ -302,7 +306,7 @@ func TestCacheOnlyCommitsRejected(t *testing.T) {
 func TestCacheCannotSteer(t *testing.T) {
 	ssh := newSSHRemote(t)
 	r := newRig(t, "", []config.Push{{Slot: "app"}}, ssh.Entry("deploy"))
-	cr := newCacheRig(t, r, "shared")
+	cr := newCacheRig(t, r, "shared", ssh.URL)
 	cr.seed(t, ssh.Repo, "refs/heads/base")
 	port, hits := hitListener(t)
 	marker := filepath.Join(t.TempDir(), "witness")
@@ -321,37 +325,118 @@ func TestCacheCannotSteer(t *testing.T) {
 	r.pushUnsteered(t, "steer-cache", slotPush("app", ssh.URL, "deploy", "refs/heads/main"), hits, marker, "the cache")
 }
 
-// TestCachesIn: which entries of a worktree's alternates file are caches
-// the push reads.
-func TestCachesIn(t *testing.T) {
-	repos := t.TempDir()
-	for _, d := range []string{"a/objects", "b/objects"} {
-		os.MkdirAll(filepath.Join(repos, d), 0o755)
+// TestCacheName: the cache a remote url binds a push to; the transport
+// and the ssh user are not part of it, a port written is.
+func TestCacheName(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"ssh://git@git.example.com/org/app.git", "git.example.com/org/app.git"},
+		{"git@git.example.com:org/app", "git.example.com/org/app.git"},
+		{"https://git.example.com/org/app", "git.example.com/org/app.git"},
+		{"https://Git.Example.COM/org/app.git/", "git.example.com/org/app.git"},
+		{"git@git.example.com:/org/app.git", "git.example.com/org/app.git"},
+		{"ssh://git@git.example.com:2222/org/app.git", "git.example.com:2222/org/app.git"},
+		{"https://127.0.0.1:8443/remote.git", "127.0.0.1:8443/remote.git"},
+		{"ssh://root@[::1]:22/srv/a.b_c-d.git", "[::1]:22/srv/a.b_c-d.git"},
+		{"ssh://git@h/org/../app.git", ""},
+		{"ssh://git@h/org/./app.git", ""},
+		{"ssh://git@h//app.git", ""},
+		{"ssh://git@h/~alice/app.git", ""},
+		{"https://h/org/a%2Fb.git", ""},
+		{"https://h/org/.hidden", ""},
+		{"https://h/org/-opt", ""},
+		{"https://h/.git", ""},
+		{"file:///srv/app.git", ""},
+	} {
+		t.Run(c.url, func(t *testing.T) {
+			got, err := CacheName(c.url)
+			if got != c.want || (err == nil) != (c.want != "") {
+				t.Fatalf("CacheName(%q) = %q, %v; want %q", c.url, got, err, c.want)
+			}
+		})
 	}
-	os.WriteFile(filepath.Join(repos, "file"), nil, 0o644)
-	outside := t.TempDir()
-	os.Symlink(outside, filepath.Join(repos, "out"))
-	objects := filepath.Join(repos, "a", "objects") // a relative entry is read from here
+}
+
+// TestAlternatesIn: which alternates files a push from a worktree
+// accepts: none, or entries that each name the push's own cache; any
+// other entry is refused, by its line, with the fix.
+func TestAlternatesIn(t *testing.T) {
+	repos := t.TempDir()
+	own := filepath.Join(t.TempDir(), "work", ".git", "objects")
+	bound := filepath.Join(repos, "h", "org", "app.git", "objects")
+	other := filepath.Join(repos, "h", "org", "other.git", "objects")
+	rel, _ := filepath.Rel(own, bound)
 	for _, c := range []struct {
-		name, file string
-		want       []string
+		name, file, objects string
+		want, refused       string
 	}{
-		{"absolute", filepath.Join(repos, "a/objects") + "\n", []string{filepath.Join(repos, "a/objects")}},
-		{"relative", "../../b/objects\n", []string{filepath.Join(repos, "b/objects")}},
-		{"unclean", repos + "/a/../b/objects/\n", []string{filepath.Join(repos, "b/objects")}},
-		{"crlf and a comment", "# x\r\n" + repos + "/a/objects\r\n", []string{filepath.Join(repos, "a/objects")}},
-		{"outside the caches", outside + "\n/etc\n", nil},
-		{"the caches' root", repos + "\n", nil},
-		{"a link out", repos + "/out\n", nil},
-		{"a file", repos + "/file\n", nil},
-		{"missing", repos + "/c/objects\n", nil},
-		{"quoted", "\"" + repos + "/a/objects\"\n", nil},
-		{"a duplicate", repos + "/a/objects\n" + repos + "/a/objects\n", []string{filepath.Join(repos, "a/objects")}},
+		{"none", "", bound, "", ""},
+		{"comments and empty lines", "# x\n\n", bound, "", ""},
+		{"the push's cache", bound + "\n", bound, bound, ""},
+		{"the push's cache, relative", rel + "\n", bound, bound, ""},
+		{"the push's cache, unclean", repos + "/h/org/x/../app.git/objects/\n", bound, bound, ""},
+		{"the push's cache twice", bound + "\n" + bound + "\n", bound, bound, ""},
+		{"another cache", bound + "\n" + other + "\n", bound, "", "line 2 names an object directory other than the cache of the push's remote ($JR2_EFFECTOR_REPOS/h/org/app.git/objects)"},
+		{"another cache, relative", "../../../../" + other + "\n", bound, "", "line 1 names an object directory other than"},
+		{"the caches' root", repos + "\n", bound, "", "line 1 names"},
+		{"outside the caches", "/etc\n", bound, "", "line 1 names"},
+		{"quoted", "\"" + bound + "\"\n", bound, "", "line 1 names"},
+		{"crlf", bound + "\r\n", bound, "", "line 1 names"},
+		{"a cache this Effector lacks", bound + "\n", "", "", "line 1 names an object directory, and this Effector holds no cache of the push's remote ($JR2_EFFECTOR_REPOS/h/org/app.git)"},
+		{"a url that names no cache", bound + "\n", "", "", "the push's url names no node cache"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := cachesIn([]byte(c.file), objects, repos)
-			if fmt.Sprint(got) != fmt.Sprint(c.want) {
-				t.Fatalf("got %q, want %q", got, c.want)
+			name := "h/org/app.git"
+			if strings.Contains(c.name, "names no cache") {
+				name = ""
+			}
+			got, why := alternatesIn([]byte(c.file), own, name, c.objects)
+			if got != c.want || !strings.Contains(why, c.refused) || (why == "") != (c.refused == "") {
+				t.Fatalf("got %q, %q; want %q, %q", got, why, c.want, c.refused)
+			}
+			if why != "" && (strings.Contains(why, other) || strings.Contains(why, "/etc")) {
+				t.Fatalf("the reason quotes the entry: %q", why)
+			}
+		})
+	}
+}
+
+// TestAlternatesRule: the worktree's own files around its alternates: a
+// link where git reads objects, an http-alternates file, an alternates
+// file that is a link, each refused at start.
+func TestAlternatesRule(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		prepare func(t *testing.T, git string)
+		refused string
+	}{
+		{"no info directory", func(t *testing.T, git string) { os.RemoveAll(filepath.Join(git, "objects", "info")) }, ""},
+		{"objects is a link", func(t *testing.T, git string) {
+			os.Rename(filepath.Join(git, "objects"), filepath.Join(git, "elsewhere"))
+			os.Symlink("elsewhere", filepath.Join(git, "objects"))
+		}, "its .git/objects is a link or a file"},
+		{"info is a link", func(t *testing.T, git string) {
+			os.RemoveAll(filepath.Join(git, "objects", "info"))
+			os.Symlink(t.TempDir(), filepath.Join(git, "objects", "info"))
+		}, "its .git/objects/info is a link or a file"},
+		{"http-alternates", func(t *testing.T, git string) {
+			os.WriteFile(filepath.Join(git, "objects", "info", "http-alternates"), []byte("https://x/objects\n"), 0o644)
+		}, "http-alternates names object sources a push never reads"},
+		{"alternates is a link", func(t *testing.T, git string) {
+			f := filepath.Join(t.TempDir(), "alt")
+			os.WriteFile(f, nil, 0o644)
+			os.Symlink(f, filepath.Join(git, "objects", "info", "alternates"))
+		}, "alternates is not a file of its own"},
+		{"alternates too large", func(t *testing.T, git string) {
+			os.WriteFile(filepath.Join(git, "objects", "info", "alternates"), bytes.Repeat([]byte("#\n"), maxAlternates), 0o644)
+		}, "is over 64 KiB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			work := t.TempDir()
+			testGit(t, work, "init", "-q")
+			c.prepare(t, filepath.Join(work, ".git"))
+			got, why := alternatesRule(work, "h/app.git", "")
+			if got != "" || !strings.Contains(why, c.refused) || (why == "") != (c.refused == "") {
+				t.Fatalf("got %q, %q; want refused %q", got, why, c.refused)
 			}
 		})
 	}
@@ -400,7 +485,7 @@ func TestPushSignedFromCache(t *testing.T) {
 	for _, form := range []string{"shared", "shallow"} {
 		t.Run(form, func(t *testing.T) {
 			r := newRig(t, "", []config.Push{{Slot: "app", Sign: config.SignSSH}}, entry)
-			cr := newCacheRig(t, r, form)
+			cr := newCacheRig(t, r, form, ssh.URL)
 			ref := "refs/heads/jr2/signed-" + form
 			cr.seed(t, ssh.Repo, ref)
 			head := strings.TrimSpace(r.f.RunGit(t, "rev-parse", "HEAD"))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,23 +68,43 @@ func FuzzParseCommit(f *testing.F) {
 	})
 }
 
-// FuzzCachesIn: a worktree's alternates file gives only directories
-// beneath the caches' root, never the root itself, never a panic.
-func FuzzCachesIn(f *testing.F) {
+// FuzzAlternatesIn: a worktree's alternates file gives the push's own
+// cache or nothing, and a refusal quotes none of the file's bytes.
+func FuzzAlternatesIn(f *testing.F) {
 	repos := f.TempDir()
-	os.MkdirAll(filepath.Join(repos, "a", "objects"), 0o755)
-	objects := filepath.Join(repos, "a", "objects")
-	for _, s := range []string{repos + "/a/objects\n", "../../a/objects\n", "../..\n", "/\n", "\"x\"\n# c\n\r\n"} {
+	own := filepath.Join(repos, "w", ".git", "objects")
+	bound := filepath.Join(repos, "h", "app.git", "objects")
+	for _, s := range []string{bound + "\n", "../../../h/app.git/objects\n", "../..\n", "/\n", "\"x\"\n# c\n\r\n", "SECRETLINE\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := cachesIn(b, objects, repos)
-		if len(got) > maxCaches {
-			t.Fatalf("%d caches", len(got))
+		got, why := alternatesIn(b, own, "h/app.git", bound)
+		if got != "" && (got != bound || why != "") {
+			t.Fatalf("got %q, %q", got, why)
 		}
-		for _, p := range got {
-			if !strings.HasPrefix(p, repos+"/") || filepath.Clean(p) != p {
-				t.Fatalf("%q is not beneath %s", p, repos)
+		if why != "" && bytes.Contains(b, []byte("SECRETLINE")) && strings.Contains(why, "SECRETLINE") {
+			t.Fatalf("the reason quotes the file: %q", why)
+		}
+	})
+}
+
+// FuzzCacheName: a url names a cache beneath the caches' root, in plain
+// segments, or none; never a panic.
+func FuzzCacheName(f *testing.F) {
+	for _, s := range []string{"ssh://git@h/org/app.git", "git@h:org/app", "https://h:1/a/../b", "ssh://u@[::1]:2/x", "https://h/%2e%2e/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		name, err := CacheName(url)
+		if err != nil {
+			return
+		}
+		if !strings.HasSuffix(name, ".git") || filepath.IsAbs(name) || filepath.Clean(name) != name || strings.Contains(name, "%") {
+			t.Fatalf("CacheName(%q) = %q", url, name)
+		}
+		for _, seg := range strings.Split(name, "/") {
+			if seg == "" || seg == "." || seg == ".." || seg[0] == '-' {
+				t.Fatalf("CacheName(%q) = %q", url, name)
 			}
 		}
 	})

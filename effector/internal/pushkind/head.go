@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"jr2.dev/boundary/effector/internal/wire"
@@ -130,76 +129,8 @@ func lookupPacked(b []byte, ref string) (string, error) {
 	return "", fmt.Errorf("its HEAD names %s, which holds no commit", ref)
 }
 
-// Bounds of what a push reads of the worktree's alternates and refs.
-const (
-	maxAlternates = 64 << 10
-	maxCaches     = 8
-	maxRefTips    = 1024
-)
-
-// worktreeCaches lists the node caches the worktree's own
-// .git/objects/info/alternates names: each entry — absolute, or relative
-// to .git/objects, as git reads it — cleaned, that lies beneath repos and
-// is a directory there that an os.Root of repos reaches without a link
-// out of it. Every other entry (outside the caches, quoted, a comment) is
-// left out and stays unreadable to every git of the push. Nothing is read
-// of a cache here: only the worktree's own file.
-func worktreeCaches(work, repos string) []string {
-	if repos == "" {
-		return nil
-	}
-	root, err := os.OpenRoot(work)
-	if err != nil {
-		return nil
-	}
-	defer root.Close()
-	f, err := root.Open(".git/objects/info/alternates")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxAlternates))
-	if err != nil {
-		return nil
-	}
-	return cachesIn(b, filepath.Join(filepath.Clean(work), ".git", "objects"), filepath.Clean(repos))
-}
-
-// cachesIn is worktreeCaches over the alternates file's bytes b: objects
-// is the directory a relative entry is read from.
-func cachesIn(b []byte, objects, repos string) []string {
-	rr, err := os.OpenRoot(repos)
-	if err != nil {
-		return nil
-	}
-	defer rr.Close()
-	var out []string
-	seen := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if line == "" || line[0] == '#' || line[0] == '"' || len(out) == maxCaches {
-			continue
-		}
-		p := line
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(objects, p)
-		}
-		p = filepath.Clean(p)
-		rel, err := filepath.Rel(repos, p)
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || seen[p] {
-			continue
-		}
-		if st, err := rr.Stat(rel); err != nil || !st.IsDir() {
-			continue
-		}
-		seen[p] = true
-		out = append(out, p)
-	}
-	return out
-}
+// Bounds of what a push reads of the worktree's refs.
+const maxRefTips = 1024
 
 // worktreeTips lists the commits the worktree's refs name (loose refs
 // under .git/refs and packed-refs; a symbolic ref is left out), at most

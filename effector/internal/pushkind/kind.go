@@ -26,21 +26,28 @@
 //     scratch, reads the worktree only for the fetch, and is denied every
 //     other path of the Effector's own (a worktree's alternates entry or
 //     link reaches nothing).
-//   - A node cache (Options.Repos) is data, never configuration: the
-//     caches are those the worktree's own objects/info/alternates names
-//     beneath Repos (read in Go before the answer), the clean
-//     repository's alternates name them, every git that reads it gets
-//     each as a read-only --read-tree (Repos stays denied, so another
-//     cache does too), and core.alternateRefsCommand=true keeps git from
-//     running for-each-ref in one, so no git runs in a cache and its
-//     config, hooks and includes are never read.
+//   - A push sends only objects that are the worktree's own or that the
+//     cache of its own remote holds. A node cache (Options.Repos) is
+//     bound to the remote it mirrors by its name, CacheName of the slot's
+//     url; the worktree's objects/info/alternates may name that cache and
+//     nothing else (read in Go before the answer; any other entry, or an
+//     http-alternates file, is rejected at start). That cache is data,
+//     never configuration: the clean repository's alternates name it,
+//     every git of the push gets it alone as a read-only --read-tree
+//     (Repos stays denied, so no alternates entry, chained or linked,
+//     reaches another cache after the answer either), and
+//     core.alternateRefsCommand=true keeps git from running for-each-ref
+//     in it, so no git runs in a cache and its config, hooks and includes
+//     are never read. Every object the push sends — commit, tree, blob or
+//     tag — is read by name from the worktree's own objects or that cache
+//     by a git that can open nothing else, before anything is sent.
 //   - Every commit a push that reads a cache sends — the pinned commit and
 //     its history no ref of the remote holds — is the worktree's own: read
 //     from its .git/objects alone (GIT_OBJECT_DIRECTORY, in an empty
 //     repository of its own; no cache and not the clean repository
 //     readable) and hashed to its name; else the push is rejected at
-//     start. A commit only a cache holds is never pushed. Trees and blobs
-//     may be the cache's (the one the worktree's alternates reads).
+//     start. A commit only a cache holds is never pushed. Trees, blobs and
+//     tags may be the push's cache's.
 //   - The credentials are the bytes config read at start, copied into the
 //     push's scratch (mode 0600) where a program must read a file, and
 //     removed with the scratch once the push settled. ssh runs with
@@ -153,10 +160,12 @@ type prepared struct {
 	sign    string // "", config.SignSSH, config.SignGPG
 	pinned  string
 	timeout time.Duration
-	// caches are the node caches the worktree's alternates names (object
-	// directories beneath Options.Repos); tips the commits its refs name.
-	// Both are read from the worktree's files before the answer.
-	caches, tips []string
+	// cache is the objects directory of the node cache of the push's
+	// remote (cacheName beneath Options.Repos) when the worktree's
+	// alternates names it, else ""; tips the commits its refs name. Both
+	// are read from the worktree's files before the answer.
+	cache, cacheName string
+	tips             []string
 	// rejected, when set, is the outcome: the start was read and cannot
 	// run (stage start).
 	rejected string
@@ -206,7 +215,9 @@ func (k *Kind) prepare(id string, s *wire.Start) *prepared {
 		p.rejected = err.Error()
 	}
 	if p.rejected == "" {
-		if p.caches = worktreeCaches(k.o.Work, k.o.Repos); len(p.caches) > 0 {
+		var objects string
+		p.cacheName, objects = boundCache(k.o.Repos, s.Push.Slot.URL)
+		if p.cache, p.rejected = alternatesRule(k.o.Work, p.cacheName, objects); p.cache != "" {
 			p.tips = worktreeTips(k.o.Work)
 		}
 	}

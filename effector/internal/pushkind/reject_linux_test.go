@@ -10,26 +10,14 @@ import (
 
 	"jr2.dev/boundary/effector/internal/classlock"
 	"jr2.dev/boundary/effector/internal/config"
-	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/pushkind/pushtest"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/scrub"
 )
 
 // pushWithin is rig.push with the start's own timeout.
 func (r *rig) pushWithin(t testing.TB, id string, timeoutMs int64, p *wire.Push) wire.Outcome {
 	t.Helper()
-	plan, err := r.k.Prepare(id, &wire.Start{Kind: wire.KindPush, TimeoutMs: timeoutMs, Push: p})
-	if err != nil {
-		t.Fatalf("prepare %s: %v", id, err)
-	}
-	sc, err := scrub.New(r.held)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := plan.Run(context.Background(), effect.Held(sc))
-	out.MapStrings(sc.String)
-	return out
+	return r.pushBetween(t, id, timeoutMs, p, func() {})
 }
 
 // TestRejectionsOfTheRemoteAndTheSigner: the stages TestRejections leaves —

@@ -32,9 +32,11 @@ type runner struct {
 	// the worktree's.
 	dir, home, tmp, repo, cred, gnupg, proof string
 	keys                                     []string // Tracker keys not yet settled
-	// cached: the clean repository's alternates name the caches, so every
-	// git that reads it may read them (read only).
+	// cached: the clean repository's alternates name the push's cache, so
+	// every git that reads it may read that cache (read only); haves are
+	// the commits of the worktree's refs it holds, offered to the fetch.
 	cached bool
+	haves  []string
 }
 
 // run is Plan.Run: the class lock (GPG), the scratch, the fetch of the
@@ -203,31 +205,32 @@ type gitCall struct {
 	// cred: the remote phases (the copied credentials are reachable);
 	// ownObjects: read the worktree's own objects alone (its
 	// .git/objects as GIT_OBJECT_DIRECTORY, no cache readable), in the
-	// proof repository, with the clean repository unreachable; proof: a
-	// git of the proof repository (its init).
-	readWork, cred, ownObjects, proof bool
-	env                               []string
+	// proof repository, with the clean repository unreachable;
+	// ownOrCache: the same, with the push's cache readable too and its
+	// objects as GIT_ALTERNATE_OBJECT_DIRECTORIES (the objects the rule
+	// lets a push send); proof: a git of the proof repository (its init).
+	readWork, cred, ownObjects, ownOrCache, proof bool
+	env                                           []string
 }
 
 // git runs one git confined and returns its stdout and stderr.
 func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	work := filepath.Clean(r.k.o.Work)
 	argv := confine.Argv(r.k.o.Self)
-	readWork := c.readWork || c.ownObjects
+	readWork := c.readWork || c.ownObjects || c.ownOrCache
 	if readWork {
 		// The worktree is the agent's uid's, its files maybe 0600: the
 		// fetch keeps the one capability that reads them.
 		argv = append(argv, "--keep-dac-read-search", "--read-tree", work)
 	}
-	if r.cached && !c.ownObjects {
-		// The caches are read only, beneath a denied JR2_EFFECTOR_REPOS:
-		// another cache stays denied.
-		for _, d := range r.p.caches {
-			argv = append(argv, "--read-tree", d)
-		}
+	if r.p.cache != "" && (r.cached || c.ownOrCache) && !c.ownObjects {
+		// The push's one cache is read only, beneath a denied
+		// JR2_EFFECTOR_REPOS: every other cache stays denied, whatever
+		// an alternates file (the worktree's, or a cache's own) names.
+		argv = append(argv, "--read-tree", r.p.cache)
 	}
 	gitDir := r.repo
-	if c.ownObjects || c.proof {
+	if c.ownObjects || c.ownOrCache || c.proof {
 		gitDir = r.proof
 	}
 	for _, d := range []string{r.home, r.tmp, gitDir} {
@@ -246,8 +249,11 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = gitDir
 	cmd.Env = r.env(c.env...)
-	if c.ownObjects {
+	if c.ownObjects || c.ownOrCache {
 		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(work, ".git", "objects"))
+	}
+	if c.ownOrCache && r.p.cache != "" {
+		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+quoteAlternate(r.p.cache))
 	}
 	return r.exec(ctx, c.key, cmd, c.stdin)
 }
@@ -337,8 +343,8 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 	if _, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
 		return gitErr("init", stderr, err)
 	}
-	if len(r.p.caches) > 0 {
-		if err := r.useCaches(ctx, key); err != nil {
+	if r.p.cache != "" {
+		if err := r.useCache(ctx, key); err != nil {
 			return err
 		}
 	}
@@ -349,6 +355,9 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 		"-c", "protocol.file.allow=always", "-c", "protocol.version=2", "-c", "transfer.fsckObjects=true",
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--update-shallow", "--", src, r.p.pinned}})
 	if err != nil {
+		if why := r.missingObject(ctx, key); why != "" {
+			return errors.New(why)
+		}
 		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("fetch", stderr, err))
 	}
 	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "-t", r.p.pinned}})
@@ -367,13 +376,13 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 	return nil
 }
 
-// useCaches makes the caches the worktree's alternates names the clean
-// repository's own alternates — data only: git reads their objects, never
-// their config, hooks or refs — and offers as what it has the commits of
-// the worktree's refs a cache holds, so the fetch takes from the worktree
-// only what the caches lack.
-func (r *runner) useCaches(ctx context.Context, key string) error {
-	alt := strings.Join(r.p.caches, "\n") + "\n"
+// useCache makes the push's cache (the one the worktree's alternates may
+// name) the clean repository's own alternates — data only: git reads its
+// objects, never its config, hooks or refs — and offers as what it has
+// the commits of the worktree's refs the cache holds, so the fetch takes
+// from the worktree only what the cache lacks.
+func (r *runner) useCache(ctx context.Context, key string) error {
+	alt := r.p.cache + "\n"
 	if err := os.WriteFile(filepath.Join(r.repo, "objects", "info", "alternates"), []byte(alt), 0o600); err != nil {
 		return fmt.Errorf("the clean repository's alternates could not be written (%s)", oserr.Why(err))
 	}
@@ -388,6 +397,7 @@ func (r *runner) useCaches(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	r.haves = held
 	var q bytes.Buffer
 	for i, sha := range held {
 		fmt.Fprintf(&q, "create refs/jr2/have/%d %s\n", i, sha)
@@ -467,7 +477,134 @@ func (r *runner) checkSent(ctx context.Context) *wire.Outcome {
 		o := r.fail(ctx, StageStart, "reading the commits the push sends from the worktree", err)
 		return &o
 	}
+	if err := r.ownOrCached(ctx, key, held); err != nil {
+		o := r.fail(ctx, StageStart, "checking the objects the push sends", err)
+		return &o
+	}
 	return nil
+}
+
+// maxSentObjects bounds the objects a push with a cache checks it sends.
+const maxSentObjects = 1 << 20
+
+// theRule is the rule of what a push sends, as a reason states it.
+const theRule = "a push sends only objects that are the worktree's own or that the cache of its remote holds; nothing was sent"
+
+// ownOrCached is the rule over every object the push sends, whatever its
+// kind (commit, tree, blob, tag): each object the pinned commit reaches
+// that no commit of the remote's refs (held) reaches is read, by name,
+// from the worktree's own objects or the push's cache alone — a confined
+// git that can open nothing else, so no alternates entry, the worktree's
+// or a cache's, a link or a pack file that names another cache reaches
+// one. The clean repository got its objects through an upload-pack
+// confined the same way, so this holds already; the check says so for
+// each object, and names the first that breaks it.
+func (r *runner) ownOrCached(ctx context.Context, key string, held []string) error {
+	var q bytes.Buffer
+	q.WriteString(r.p.pinned + "\n")
+	for _, s := range held {
+		q.WriteString("^" + s + "\n")
+	}
+	out, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--objects", "--no-object-names", "--stdin"}})
+	if err != nil {
+		return gitErr("rev-list", stderr, err)
+	}
+	objects := strings.Fields(string(out))
+	if len(objects) > maxSentObjects {
+		return fmt.Errorf("the push would send over %d objects the remote does not hold, past what it checks come from the worktree or its cache; push a branch whose history the remote mostly holds", maxSentObjects)
+	}
+	q.Reset()
+	for _, o := range objects {
+		if !wire.ValidSHA(o) {
+			return fmt.Errorf("git rev-list listed %q, which is not an object name", o)
+		}
+		q.WriteString(o + "\n")
+	}
+	out, stderr, err = r.git(ctx, gitCall{key: key, ownOrCache: true, stdin: q.Bytes(), args: []string{"cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)"}})
+	if err != nil {
+		if o := unreadObject(stderr, ""); o != "" {
+			return fmt.Errorf("the push would send object %s, which is in neither the worktree's own objects nor %s; %s", o, r.cacheWords(), theRule)
+		}
+		return gitErr("cat-file", stderr, err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for i, o := range objects {
+		if i < len(lines) {
+			if name, typ, _ := strings.Cut(lines[i], " "); name == o && typ != "missing" {
+				continue
+			}
+		}
+		kind := "object"
+		if t, _, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "-t", o}}); err == nil {
+			kind = "a " + strings.TrimSpace(string(t))
+		}
+		return fmt.Errorf("the push would send %s %s, which is in neither the worktree's own objects nor %s; %s", kind, o, r.cacheWords(), theRule)
+	}
+	return nil
+}
+
+// cacheWords names the push's cache in a reason.
+func (r *runner) cacheWords() string {
+	if r.p.cacheName == "" {
+		return "a cache of the push's remote (its url names none)"
+	}
+	return fmt.Sprintf("the cache of the push's remote ($%s/%s)", config.EnvRepos, r.p.cacheName)
+}
+
+// missingObject explains a fetch of the pinned commit that failed: the
+// first object its history reaches past the commits the cache offered
+// that is in neither the worktree's own objects nor the push's cache (a
+// confined git that can open nothing else), or "". It is how a commit
+// the agent wrote over another repository's object is refused.
+func (r *runner) missingObject(ctx context.Context, key string) string {
+	var q bytes.Buffer
+	q.WriteString(r.p.pinned + "\n")
+	for _, s := range r.haves {
+		q.WriteString("^" + s + "\n")
+	}
+	out, stderr, _ := r.git(ctx, gitCall{key: key, ownOrCache: true, stdin: q.Bytes(),
+		args: []string{"rev-list", "--objects", "--missing=print", "--no-object-names", "--stdin"}})
+	missing := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if sha, ok := strings.CutPrefix(line, "?"); ok && wire.ValidSHA(sha) {
+			missing = sha
+			break
+		}
+	}
+	if missing == "" {
+		missing = unreadObject(stderr, r.p.pinned)
+	}
+	if missing == "" {
+		return ""
+	}
+	return fmt.Sprintf("the pinned commit's history names object %s, which is in neither the worktree's own objects nor %s; %s", missing, r.cacheWords(), theRule)
+}
+
+// unreadObject is the first object git said it could not read, other than
+// not: a missing commit ends rev-list ("error: Could not read <sha>"), and
+// an object directory an alternates entry names that the confined git may
+// not open ends it too ("fatal: failed to read object <sha>: Permission
+// denied").
+func unreadObject(stderr []byte, not string) string {
+	for _, line := range strings.Split(string(stderr), "\n") {
+		if !strings.HasPrefix(line, "error: ") && !strings.HasPrefix(line, "fatal: ") {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(line, func(c rune) bool { return c == ' ' || c == ':' }) {
+			if wire.ValidSHA(w) && w != not {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+// quoteAlternate is an object directory as one entry of
+// GIT_ALTERNATE_OBJECT_DIRECTORIES, whose entries ':' separates: quoted as
+// git unquotes it (C style), so a ':' in it (a cache name's port) is its
+// own.
+func quoteAlternate(dir string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`).Replace(dir) + `"`
 }
 
 // fromWorktree reads each commit from the worktree's own objects — its
