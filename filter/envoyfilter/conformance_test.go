@@ -20,6 +20,12 @@ func TestConformance(t *testing.T) {
 	streamtest.Run(t, sdkDriver{})
 }
 
+// TestRotation: the values' reload through the golang filter's adapter,
+// over its fakes (issue 24, streamtest.Rotation).
+func TestRotation(t *testing.T) {
+	streamtest.Rotation(t, sdkDriver{})
+}
+
 type sdkDriver struct{}
 
 func (sdkDriver) Pod(t testing.TB, c filter.Config) streamtest.Pod {

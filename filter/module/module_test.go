@@ -277,6 +277,25 @@ func TestConformance(t *testing.T) {
 	streamtest.Run(t, moduleDriver{lines: &lines})
 }
 
+// TestRotation: the values' reload through the module (issue 24,
+// streamtest.Rotation). The reload runs on a goroutine of Go's own and
+// swaps the pointer the hooks read when a stream begins; its lines go to
+// stderr, never to Envoy's log callback (under -race, a call from that
+// goroutine into logInfo below would race with the test's reads).
+func TestRotation(t *testing.T) {
+	var lines []string
+	info, errs := logInfo, logError
+	logInfo = func(l string) { lines = append(lines, l) }
+	logError = logInfo
+	t.Cleanup(func() { logInfo, logError = info, errs })
+	streamtest.Rotation(t, moduleDriver{lines: &lines})
+	for _, l := range lines {
+		if strings.Contains(l, "action=reload") {
+			t.Fatalf("a reload line reached Envoy's log callback: %q", l)
+		}
+	}
+}
+
 type moduleDriver struct{ lines *[]string }
 
 func (d moduleDriver) Pod(t testing.TB, c filter.Config) streamtest.Pod {

@@ -111,23 +111,35 @@ func bound(e *filter.Engine, target string) bool {
 
 // Engines builds the engine of each custodian.json once per process: the
 // many listeners (and filter configs) that name one custodian.json share
-// one engine, and the file and its value directory are read once, by the
-// first filter config that names the path. A changed custodian.json or a
-// changed value takes effect when Envoy starts again (a new process), not
-// before: every listener keeps deciding with the one engine. A file that
-// could not be read or was refused is not remembered, so a fixed file is
-// read by the next filter config. It is safe for concurrent use; the
-// engines it returns are read-only and shared.
+// one engine lineage, and the file is read once, by the first filter
+// config that names the path. Its values then follow their files
+// (filter.Live.Watch): a rotation of the value directory swaps, on Go's
+// side, the pointer each new stream reads (filter.Engine.Latest); a stream
+// keeps the engine it began with. The watcher's goroutine never calls into
+// Envoy: its reload lines (action=reload) are written to the process's
+// stderr, whole, where Envoy's own log goes too. A changed custodian.json
+// takes effect when Envoy starts again. A file that could not be read or
+// was refused is not remembered, so a fixed file is read by the next
+// filter config. It is safe for concurrent use; the engines it returns
+// are read-only and shared.
 type Engines struct {
 	mu sync.Mutex
 	m  map[string]*filter.Engine
 	// log receives the ready line of each engine built.
 	log func(string)
+	// reload receives the reload lines of the watchers (ReloadLog).
+	reload func(string)
+}
+
+// ReloadLog writes one reload line to stderr, whole: what the watchers of
+// Engines log, from a goroutine of their own.
+func ReloadLog(line string) {
+	os.Stderr.Write([]byte(line + "\n"))
 }
 
 // NewEngines returns an empty cache whose ready lines go to log.
 func NewEngines(log func(string)) *Engines {
-	return &Engines{m: map[string]*filter.Engine{}, log: log}
+	return &Engines{m: map[string]*filter.Engine{}, log: log, reload: ReloadLog}
 }
 
 // Engine returns the engine of the filter-level config fc, building it
@@ -165,13 +177,19 @@ func (c *Engines) Engine(fc pluginconf.FilterConfig) (*filter.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := filter.New(cfg, values)
+	reload := c.reload
+	live, err := filter.NewLive(cfg, values, filter.LiveOptions{Log: func(kv ...string) {
+		reload(logline.Format(logline.Custodian, kv...))
+	}})
 	for _, v := range values {
 		clear(v) // the engine keeps its own copy
 	}
 	if err != nil {
 		return nil, err
 	}
+	// The watcher runs for the life of the process, as the engine does.
+	live.Watch(filter.WatchOptions{})
+	e := live.Engine()
 	c.m[path] = e
 	if c.log != nil {
 		c.log(logline.Event(logline.Custodian, "ready", e.ReadyFields()...))

@@ -79,6 +79,11 @@ const (
 type Stream struct {
 	host Host
 	cfg  *Config
+	// eng is the engine this stream decides with, from start to end: the
+	// newest of cfg's when the stream began (filter.Engine.Latest). A
+	// reload of the values swaps the engine for streams that begin later;
+	// this one keeps its set, and its body's scrubber.
+	eng *filter.Engine
 
 	target    string          // for log lines: the decision's target, or "-"
 	forwarded bool            // the request went on, marked
@@ -96,7 +101,11 @@ func New(cfg *Config, host Host) *Stream {
 	if cfg == nil {
 		cfg = NoConfig
 	}
-	return &Stream{host: host, cfg: cfg, target: "-"}
+	s := &Stream{host: host, cfg: cfg, target: "-"}
+	if cfg.engine != nil {
+		s.eng = cfg.engine.Latest()
+	}
+	return s
 }
 
 // RequestHeaders decides the request by the route's role and applies the
@@ -108,7 +117,7 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 		return s.misconfigured(m.why)
 	}
 	r := RequestOf(h.All())
-	e := s.cfg.engine
+	e := s.eng
 	switch s.cfg.route.Role {
 	case pluginconf.RoleEgress:
 		cd := e.DecideConnect(r.Method, r.Authority)
@@ -200,10 +209,10 @@ func (s *Stream) log(fields []string) {
 // field, a reply body). The engine puts none there; a target the agent
 // spelled could still hold one it learnt, and this keeps it out.
 func (s *Stream) redact(v string) string {
-	if s.cfg.engine == nil {
+	if s.eng == nil {
 		return v
 	}
-	return s.cfg.engine.ScrubHeaderValue(v)
+	return s.eng.ScrubHeaderValue(v)
 }
 
 // ResponseHeaders decides a response to a forwarded request: scrubbed
@@ -216,7 +225,7 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	}
 	all := h.All()
 	code, _ := strconv.Atoi(firstValue(all, ":status"))
-	rd := s.cfg.engine.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(sortHeaders(all)))
+	rd := s.eng.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(sortHeaders(all)))
 	if rd.Reply != nil {
 		s.logIntercept(rd.Reply.Status)
 		return s.refuseResponse(rd.Reply)
@@ -227,7 +236,7 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	}
 	setAll(h, rd.Set)
 	if !endStream {
-		s.body = s.cfg.engine.NewBody(rd.Gzip)
+		s.body = s.eng.NewBody(rd.Gzip)
 	}
 	return Continue
 }
@@ -283,7 +292,7 @@ func (s *Stream) ResponseTrailers(t Headers) (status Status) {
 			s.host.AppendResponseBody(out)
 		}
 	}
-	scrubTrailers(t, s.cfg.engine)
+	scrubTrailers(t, s.eng)
 	return Continue
 }
 

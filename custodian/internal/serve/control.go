@@ -36,15 +36,16 @@ type controlHandler struct {
 // one the Orchestrator may have read is never sent twice.
 func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	eng := s.eng.Latest() // this request, and its answer, are decided with one set of values
 	req := relay.RequestOf(r)
-	d := s.eng.DecideControl(&req)
+	d := eng.DecideControl(&req)
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
 		relay.WriteReply(w, d.Reply)
 		return
 	}
 	defer relay.FullDuplex(w, r)()
-	orch := s.eng.Config().Orchestrator
+	orch := eng.Config().Orchestrator
 	var body []byte
 	replayable := r.ContentLength == 0
 	if r.ContentLength > 0 && r.ContentLength <= controlBodyMax || r.ContentLength < 0 {
@@ -69,14 +70,14 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out, err := relay.Outbound(r, "http", orch, orch, &d)
 		if err != nil {
-			rep := s.eng.Unreachable(orch, "the request could not be built: "+err.Error())
+			rep := eng.Unreachable(orch, "the request could not be built: "+err.Error())
 			status = rep.Status
 			writeControlFailure(w, rep, false)
 			return
 		}
 		resp, sent, err := relay.RoundTrip(h.tr, out)
 		if err == nil {
-			relay.Response(s.eng, w, orch, r.Method, resp, &status, nil)
+			relay.Response(eng, w, orch, r.Method, resp, &status, nil)
 			return
 		}
 		if r.Context().Err() != nil {
@@ -85,7 +86,7 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		retry := attempt < 3 && replayable && (d.Read || !sent)
 		if !retry {
-			rep := relay.Failure(s.eng, orch, sent, err)
+			rep := relay.Failure(eng, orch, sent, err)
 			status = rep.Status
 			writeControlFailure(w, rep, sent)
 			return

@@ -22,7 +22,7 @@ func (s *Server) newEgress() *http.Server {
 
 // handleConnect is the egress listener: CONNECT only; the target decides.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	d := s.eng.DecideConnect(r.Method, r.Host)
+	d := s.eng.Latest().DecideConnect(r.Method, r.Host)
 	if d.Reply != nil {
 		s.log.Log(d.LogFields()...)
 		relay.WriteReply(w, d.Reply)
@@ -86,7 +86,7 @@ func (s *Server) tunnel(w http.ResponseWriter, ctx context.Context, d filter.Con
 		rep := refused
 		mu.Unlock()
 		if rep == nil {
-			rep = s.eng.Unreachable(d.Target, relay.DialReason(err))
+			rep = s.eng.Latest().Unreachable(d.Target, relay.DialReason(err))
 		}
 		s.log.Log("action", "refuse", "target", d.LogTarget(), "reason", rep.Reason)
 		relay.WriteReply(w, rep)

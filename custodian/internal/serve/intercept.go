@@ -35,8 +35,9 @@ func (s *Server) newInterceptor(target string) *interceptor {
 
 func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := ic.s
+	eng := s.eng.Latest() // this request, and its answer, are decided with one set of values
 	req := relay.RequestOf(r)
-	d := s.eng.DecideRequest(ic.target, &req)
+	d := eng.DecideRequest(ic.target, &req)
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
 		relay.WriteReply(w, d.Reply)
@@ -45,7 +46,7 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer relay.FullDuplex(w, r)()
 	out, err := relay.Outbound(r, "https", ic.target, ic.host, &d)
 	if err != nil {
-		rep := s.eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
+		rep := eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
 		s.log.Log(d.LogFields(rep.Status)...)
 		relay.WriteReply(w, rep)
 		return
@@ -56,12 +57,12 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Log(d.LogFields(499)...)
 			return // the client went away: its request was reset upstream too
 		}
-		rep := relay.Failure(s.eng, ic.target, sent, err)
+		rep := relay.Failure(eng, ic.target, sent, err)
 		s.log.Log(d.LogFields(rep.Status)...)
 		relay.WriteReply(w, rep)
 		return
 	}
 	var status int
 	defer func() { s.log.Log(d.LogFields(status)...) }()
-	relay.Response(s.eng, w, ic.target, r.Method, resp, &status, nil)
+	relay.Response(eng, w, ic.target, r.Method, resp, &status, nil)
 }

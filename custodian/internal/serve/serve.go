@@ -12,6 +12,11 @@
 // net.Dialer.Control the address it actually dials, after resolution, so a
 // name that resolves to a guarded address is refused like the literal.
 //
+// The values follow their files (filter.Live): a rotation of the value
+// directory is read whole, and each request, with its answer, is decided
+// with the set that was current when the request arrived; a request
+// already in flight, or a tunnel, is not touched by it.
+//
 // Invariant: a held value leaves this process only in the request to the
 // bound target (or the Orchestrator) the engine decided it for. Log lines
 // (written together at most every 100 ms, all of them before Serve
@@ -70,7 +75,10 @@ type Options struct {
 
 // Server is one running Custodian.
 type Server struct {
+	// eng is the first engine; each request decides with eng.Latest(),
+	// which follows the value directory once Serve watches it (live).
 	eng      *filter.Engine
+	live     *filter.Live
 	log      *logline.Writer
 	leaves   map[string]*tls.Certificate // bound target -> its leaf
 	upstream *x509.CertPool
@@ -99,14 +107,20 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := filter.New(cfg, vals)
+	lw := logline.NewBufferedWriter(o.Log, logline.Custodian, cmp.Or(o.logEvery, logEvery))
+	live, err := filter.NewLive(cfg, vals, filter.LiveOptions{Log: lw.Log})
+	for _, v := range vals {
+		clear(v) // the engine keeps its own copy
+	}
 	if err != nil {
 		return nil, err
 	}
+	eng := live.Engine()
 	dir := filepath.Dir(o.ConfigPath)
 	s := &Server{
 		eng:        eng,
-		log:        logline.NewBufferedWriter(o.Log, logline.Custodian, cmp.Or(o.logEvery, logEvery)),
+		live:       live,
+		log:        lw,
 		leaves:     map[string]*tls.Certificate{},
 		intercepts: map[string]*interceptor{},
 		tunnels:    map[net.Conn]struct{}{},
@@ -193,12 +207,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	c, e, h := s.Addrs()
 	s.log.Event("ready", append(s.eng.ReadyFields(), "control", c, "egress", e, "health", h)...)
+	stopWatch := s.live.Watch(filter.WatchOptions{})
 
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
+	stopWatch()
 	s.stop()
 	s.log.Close()
 	return err
