@@ -50,12 +50,19 @@ const Usage = `usage:
                       [--plugin /opt/jr2/lib/custodian.so] [--module /opt/jr2/lib/custodian-module.so]
                       [--module-in-pod] [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca]
                       [--health 0.0.0.0:15021] [--allow-local-targets]
+                      [--namespace NS] [--sidecar envoy|serve] [--custodian-image IMAGE]
+                      [--agent-image IMAGE] [--agent-container agent] [--agent-uid 1000]
+                      [--pod-config-dir /etc/jr2/custodian/config]
       Render one pod's directory: envoy.json, custodian.json, harness.env, tls/ (one leaf
-      per bound host:port, reused while valid), ca/extra.crt, ca/bundle.crt, ca/upstream.crt.
+      per bound host:port, reused while valid), ca/extra.crt, ca/bundle.crt, ca/upstream.crt,
+      and the pod's Kubernetes objects, one per file in DIR/kubernetes/ (deploy them with a
+      server-side kubectl apply of DIR/kubernetes/, field manager jr2: docs/kubernetes.md)
+      and a patch that adds the same boundary to a pod template of yours in
+      DIR/kubernetes-patch/. No file or object holds a value.
       Prints one summary line on stdout, then on stderr the value files the Custodian
       needs at start: one per held secret and JR2_SANDBOX_TOKEN (the Sandbox token the
-      control listener presents to the Orchestrator; every pod holds it). A refused
-      manifest writes nothing.
+      control listener presents to the Orchestrator; every pod holds it), and the
+      Secrets of yours the pod projects them from. A refused manifest writes nothing.
         --manifest        the held manifest (JSON: names and bindings, never a value)
         --ca              the instance CA's directory (controlplane ca init)
         --out             the pod's directory to write (DIR)
@@ -87,6 +94,21 @@ const Usage = `usage:
                           around the Custodian, and Go never proxies any loopback address:
                           bind another loopback address (127.0.0.2) and use curl, Python or
                           Node. Render prints, per loopback target, which clients go around.
+        The pod's objects (paths and names in the pod, not on this machine):
+        --namespace       the objects' namespace (default: none written; kubectl's own)
+        --sidecar         what the Custodian container runs: envoy (default; core Envoy
+                          1.39.3 with the module, images/custodian-envoy.Dockerfile) or
+                          serve (custodian serve, images/custodian-serve.Dockerfile)
+        --custodian-image the Custodian container's image (default jr2-custodian-envoy or
+                          jr2-custodian-serve, the tags the recipes' docker build lines give)
+        --agent-image     the agent container's image (default jr2-agent: name yours)
+        --agent-container the agent container's name (default agent); the patch merges
+                          into the container of that name in your pod template
+        --agent-uid       the agent container's uid: not 0, not the Custodian's 65532
+                          (default 1000)
+        --pod-config-dir  where the Custodian container sees custodian.json, envoy.json,
+                          tls/ and ca/upstream.crt (default /etc/jr2/custodian/config);
+                          beside --values-dir, never inside it or around it
 
   controlplane key --signing-key FILE --placement NAME
       Print an Effector placement's key, HMAC-SHA256(signing key, "effector:" + NAME), as
@@ -181,6 +203,7 @@ func caInit(args []string, stdout, stderr io.Writer) int {
 type renderFlags struct {
 	manifest, ca, out, bundle, valuesDir, dataPlane, plugin, module, mountDir, harnessCA, health *string
 	allowLocal, moduleInPod                                                                      *bool
+	kube                                                                                         *kubeFlags
 }
 
 func newRenderFlags() (*flag.FlagSet, *renderFlags) {
@@ -199,6 +222,7 @@ func newRenderFlags() (*flag.FlagSet, *renderFlags) {
 		allowLocal:  fs.Bool("allow-local-targets", false, ""),
 		health:      fs.String("health", filter.DefaultHealth, ""),
 		moduleInPod: fs.Bool("module-in-pod", false, ""),
+		kube:        addKubeFlags(fs),
 	}
 }
 
@@ -248,10 +272,15 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	ko, err := f.kube.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "controlplane render: %v\n", err)
+		return ExitUsage
+	}
 	res, err := render.Render(render.Options{
 		Manifest: m, CADir: *f.ca, OutDir: *f.out, CABundle: extra, SystemRoots: roots,
 		ValuesDir: *f.valuesDir, DataPlane: dp, Plugin: *f.plugin, Module: *f.module, MountDir: *f.mountDir, HarnessCADir: *f.harnessCA, Now: time.Now(),
-		AllowLocalTargets: *f.allowLocal, Health: *f.health,
+		AllowLocalTargets: *f.allowLocal, Health: *f.health, Kube: ko,
 	})
 	var refused *manifest.Refused
 	if errors.As(err, &refused) {
@@ -265,6 +294,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 	if parsed, err := manifest.ParseWith(m, manifest.Options{AllowLocalTargets: *f.allowLocal}); err == nil {
 		renderNotes(stderr, parsed, *f.valuesDir, *f.allowLocal, noProxy(*f.out))
 	}
+	kubeNotes(stderr, res.Kube)
 	return ExitOK
 }
 

@@ -109,7 +109,8 @@ func TestRender(t *testing.T) {
 	held := filepath.Join("..", "..", "testdata", "manifests", "small.json") // the spec's example
 	code, stdout, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out)
 	notes := "controlplane render: the Custodian starts only with one value file per held secret in /etc/jr2/custodian/values: " +
-		"ANTHROPIC_API_KEY, GITHUB_TOKEN, JR2_SANDBOX_TOKEN (JR2_SANDBOX_TOKEN is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n"
+		"ANTHROPIC_API_KEY, GITHUB_TOKEN, JR2_SANDBOX_TOKEN (JR2_SANDBOX_TOKEN is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n" +
+		"controlplane render: kubernetes/ projects the Custodian's values from Secret jr2-held-secrets-ws-7f3a (the pod's convention Secret, which render never writes; create it) with keys: ANTHROPIC_API_KEY, GITHUB_TOKEN, JR2_SANDBOX_TOKEN\n"
 	if code != 0 || stdout != "pod ws-7f3a: Custodian holds ANTHROPIC_API_KEY, GITHUB_TOKEN; 3 bound targets\n" || stderr != notes {
 		t.Fatalf("render: %d %q %q", code, stdout, stderr)
 	}

@@ -37,6 +37,9 @@
 //   - R6: a header that is not a lowercase token, that frames or routes a
 //     request (filter.Frames), that the request's own signature covers
 //     (filter.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
+//   - R4: a valueFrom that is not {"secretKeyRef": {"name", "key"}} with a
+//     Secret's name and one of its keys (the value's place in the
+//     cluster, never the value).
 //   - R12: a path prefix that does not start with "/", or holds "..", ";",
 //     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
 //     ASCII, "?" or "#" (a prefix is matched against the path alone).
@@ -81,6 +84,19 @@ type Manifest struct {
 	// Secrets are the manifest's held secrets in manifest order. The
 	// Sandbox token is not among them, even when the manifest names it.
 	Secrets []Secret
+	// TokenFrom is where the Sandbox token's value lives in the cluster,
+	// when the manifest names the token with a valueFrom; nil otherwise.
+	TokenFrom *SecretKeyRef
+}
+
+// SecretKeyRef names a key of a Kubernetes Secret of the user's that holds
+// a held secret's value (ADR-0059's valueFrom.secretKeyRef). It is a
+// reference, never the value: the pod's Custodian container gets the key
+// as a file of its value directory (package kube), and render never reads
+// the Secret.
+type SecretKeyRef struct {
+	Name string // the Secret's name (a DNS-1123 subdomain)
+	Key  string // the key in its data ([-._a-zA-Z0-9]+)
 }
 
 // Secret is one held secret's binding.
@@ -94,12 +110,16 @@ type Secret struct {
 	Headers []string
 	// Paths are allowed path prefixes; nil allows every path.
 	Paths []string
+	// From is where the value lives in the cluster (valueFrom); nil
+	// means the per-pod convention Secret, jr2-held-secrets-<pod>, key
+	// Name.
+	From *SecretKeyRef
 }
 
 // Problem is one refusal.
 type Problem struct {
 	Path string // the manifest path, e.g. "secrets[2].hosts[0]"; empty for the whole file
-	Rule string // "R2", "R3", "R5", "R6", "R12", or "shape"
+	Rule string // "R2", "R3", "R4", "R5", "R6", "R12", or "shape"
 	Msg  string
 }
 
@@ -177,7 +197,7 @@ func (c *checker) manifest(root *value) *Manifest {
 		c.add("pod", "shape", "missing or empty; write the pod's name")
 	case v == "": // the wrong type, refused by text
 	case !podName(v):
-		c.add("pod", "shape", "%s is not a pod name; use letters, digits, '.', '_' and '-' (at most 253)", quote(v))
+		c.add("pod", "shape", "%s is not a pod name; use lowercase letters, digits and '-', starting and ending with a letter or digit (at most 63): it names the pod's Kubernetes objects", quote(v))
 	default:
 		m.Pod = v
 	}
@@ -201,7 +221,7 @@ func (c *checker) manifest(root *value) *Manifest {
 		}
 	}
 	secrets := c.list(root, "", "secrets")
-	s := &secretsChecker{checker: c, names: map[string]string{}, owner: map[string]string{}}
+	s := &secretsChecker{checker: c, names: map[string]string{}, owner: map[string]string{}, token: &m.TokenFrom}
 	for i, item := range secrets {
 		if sec, ok := s.secret(index("secrets", i), item); ok {
 			m.Secrets = append(m.Secrets, sec)
@@ -285,6 +305,7 @@ type secretsChecker struct {
 	*checker
 	names map[string]string // name -> path of its first entry
 	owner map[string]string // target + " " + header -> secret
+	token **SecretKeyRef    // Manifest.TokenFrom
 }
 
 func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
@@ -293,7 +314,10 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 		return Secret{}, false
 	}
 	before := len(s.problems)
-	s.unknown(v, at, []string{"name", "hosts", "headers", "paths"}, "a secret has name, hosts, headers and paths")
+	if f := v.fields["value"]; f != nil {
+		s.add(member(at, "value"), "R4", "a held manifest never holds a value (render would write it into files and objects); put the value in a Secret of yours and write valueFrom: {\"secretKeyRef\": {\"name\": …, \"key\": …}}")
+	}
+	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "valueFrom", "value"}, "a secret has name, hosts, headers, paths and valueFrom")
 	name, missing := s.text(v, at, "name")
 	if missing {
 		s.add(member(at, "name"), "shape", "missing or empty; write the variable name the Harness reads")
@@ -307,9 +331,10 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 				s.add(member(at, k), "R2", "%s rides the control listener only, and render binds it; name it bare or leave it out", filter.TokenName)
 			}
 		}
+		*s.token = s.valueFrom(at, v)
 		return Secret{}, false
 	}
-	sec := Secret{Name: name}
+	sec := Secret{Name: name, From: s.valueFrom(at, v)}
 	headers := s.stringList(v, at, "headers", "header names")
 	switch {
 	case !headers.present:
@@ -358,6 +383,48 @@ func (s *secretsChecker) name(at, name string) bool {
 	}
 	s.names[name] = strings.TrimSuffix(at, ".name")
 	return true
+}
+
+// valueFrom reads a secret's valueFrom: {"secretKeyRef": {"name": SECRET,
+// "key": KEY}}, both required, nothing else. nil when absent (or refused).
+func (s *secretsChecker) valueFrom(at string, v *value) *SecretKeyRef {
+	f := v.fields["valueFrom"]
+	if f == nil || f.kind == kNull {
+		return nil
+	}
+	at = member(at, "valueFrom")
+	const form = `write {"secretKeyRef": {"name": "<your Secret>", "key": "<its key>"}}`
+	if f.kind != kObject {
+		s.add(at, "R4", "%s; %s", f.kind, form)
+		return nil
+	}
+	s.unknown(f, at, []string{"secretKeyRef"}, "valueFrom has secretKeyRef only; "+form)
+	ref := f.fields["secretKeyRef"]
+	if ref == nil || ref.kind != kObject {
+		s.add(member(at, "secretKeyRef"), "R4", "missing or not an object; %s", form)
+		return nil
+	}
+	at = member(at, "secretKeyRef")
+	s.unknown(ref, at, []string{"name", "key"}, `a secretKeyRef has name and key`)
+	before := len(s.problems)
+	name, missing := s.text(ref, at, "name")
+	switch {
+	case missing:
+		s.add(member(at, "name"), "R4", "missing or empty; write the name of the Secret that holds the value")
+	case name != "" && !SecretName(name):
+		s.add(member(at, "name"), "R4", "not a Secret name; write the name of a Secret in the pod's namespace: lowercase letters, digits, '-' and '.' (at most 253)")
+	}
+	key, missing := s.text(ref, at, "key")
+	switch {
+	case missing:
+		s.add(member(at, "key"), "R4", "missing or empty; write the key of that Secret that holds the value")
+	case key != "" && !SecretKey(key):
+		s.add(member(at, "key"), "R4", "not a Secret key; write the key that holds the value: letters, digits, '-', '_' and '.' (at most 253)")
+	}
+	if len(s.problems) != before || name == "" || key == "" {
+		return nil
+	}
+	return &SecretKeyRef{Name: name, Key: key}
 }
 
 // headers checks R6 and returns the accepted headers.
@@ -558,8 +625,45 @@ func headerToken(s string) bool {
 	return true
 }
 
-// podName: 1–253 letters, digits, '.', '_' and '-'.
-func podName(s string) bool { return inSet(s, 253, "._-") }
+// podName is a DNS-1123 label: 1–63 lowercase letters, digits and '-',
+// starting and ending with a letter or digit. It names the pod's
+// Kubernetes objects and is the value of their jr2.dev/held-pod label.
+func podName(s string) bool { return dnsName(s, 63, "-") }
+
+// SecretName is a Kubernetes Secret's name: a DNS-1123 subdomain, 1–253
+// lowercase letters, digits, '-' and '.', each dot-separated part
+// starting and ending with a letter or digit.
+func SecretName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !dnsName(part, 63, "-") {
+			return false
+		}
+	}
+	return true
+}
+
+// SecretKey is a key of a Secret's data: 1–253 of [-._a-zA-Z0-9], not "."
+// or "..".
+func SecretKey(s string) bool { return s != "." && s != ".." && inSet(s, 253, "-._") }
+
+// dnsName: 1–max lowercase letters, digits or extra, the first and last a
+// letter or digit.
+func dnsName(s string, max int, extra string) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || i == len(s)-1 || strings.IndexByte(extra, c) < 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // sandboxName is the engine's Sandbox name: 1–256 of [A-Za-z0-9._~-], not
 // "." or "..".

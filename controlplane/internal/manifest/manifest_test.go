@@ -226,3 +226,32 @@ func TestKitAndSigningNamesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestValueFrom: a secret's valueFrom names a Secret and key of the
+// user's, the token's too; without it the value comes by convention (nil).
+func TestValueFrom(t *testing.T) {
+	m, err := manifest.Parse([]byte(`{"pod":"ws-1","orchestrator":"o.svc:4000","secrets":[
+		{"name":"JR2_SANDBOX_TOKEN","valueFrom":{"secretKeyRef":{"name":"ws-1-token","key":"token"}}},
+		{"name":"LLM_KEY","hosts":["llm.example.com"],"valueFrom":{"secretKeyRef":{"name":"llm.keys","key":"LLM_KEY.v2"}}},
+		{"name":"GH","hosts":["github.com"],"valueFrom":null}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&manifest.SecretKeyRef{Name: "ws-1-token", Key: "token"}); !reflect.DeepEqual(m.TokenFrom, want) {
+		t.Errorf("TokenFrom = %+v; want %+v", m.TokenFrom, want)
+	}
+	if want := (&manifest.SecretKeyRef{Name: "llm.keys", Key: "LLM_KEY.v2"}); !reflect.DeepEqual(m.Secrets[0].From, want) {
+		t.Errorf("LLM_KEY From = %+v; want %+v", m.Secrets[0].From, want)
+	}
+	if m.Secrets[1].From != nil {
+		t.Errorf("GH From = %+v; want nil (the convention Secret)", m.Secrets[1].From)
+	}
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"a", true}, {"a.b-c", true}, {"A", false}, {"-a", false}, {"a.", false}, {"a..b", false}, {strings.Repeat("a", 254), false}} {
+		if got := manifest.SecretName(tc.name); got != tc.ok {
+			t.Errorf("SecretName(%q) = %v; want %v", tc.name, got, tc.ok)
+		}
+	}
+}

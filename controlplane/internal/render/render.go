@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/controlplane/internal/bootstrap"
+	"jr2.dev/boundary/controlplane/internal/kube"
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
@@ -108,7 +109,11 @@ type Options struct {
 	// AllowLocalTargets accepts bound targets on guarded addresses (tests
 	// and demos on one machine) and marks custodian.json so; never in a pod.
 	AllowLocalTargets bool
-	Now               time.Time
+	// Kube is the pod's side of its Kubernetes objects (package kube):
+	// the namespace, the images, the sidecar, the config directory. Its
+	// ValuesDir and HarnessCADir are this render's.
+	Kube kube.Options
+	Now  time.Time
 }
 
 // Result is what a render did.
@@ -123,6 +128,9 @@ type Result struct {
 	Written []string
 	// Issued and Reused count the leaves.
 	Issued, Reused int
+	// Kube is the pod's Kubernetes objects, as written under
+	// DIR/kubernetes/, and the pod-template patch.
+	Kube *kube.Set
 }
 
 type file struct {
@@ -186,10 +194,11 @@ func Render(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	harness := HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir)
 	files := map[string]file{
 		EnvoyFile:     {data: envoyJSON, mode: 0o644},
 		CustodianFile: {data: cfgJSON, mode: 0o644},
-		HarnessFile:   {data: HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir), mode: 0o644},
+		HarnessFile:   {data: harness, mode: 0o644},
 		ExtraCAFile:   {data: trust.Extra, mode: 0o644},
 		BundleCAFile:  {data: trust.Bundle, mode: 0o644},
 		UpstreamFile:  {data: trust.Upstream, mode: 0o644},
@@ -204,6 +213,7 @@ func Render(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	kubeLeaves := make([]kube.Leaf, len(targets))
 	for i, t := range targets {
 		l := leaves[i]
 		if l.Reused {
@@ -214,6 +224,10 @@ func Render(o Options) (*Result, error) {
 		certPath, keyPath := bootstrap.LeafFiles(t)
 		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
 		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
+		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
+	}
+	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, harness, trust, kubeLeaves, files); err != nil {
+		return nil, err
 	}
 	written, err := write(out, files)
 	if err != nil {
@@ -524,22 +538,26 @@ func writeFile(made map[string]bool, path string, f file) error {
 	return h.Close()
 }
 
-// removeStale removes files of DIR/tls that files does not hold.
+// removeStale removes the files of DIR/tls, DIR/kubernetes and
+// DIR/kubernetes-patch that files does not hold: leaves of targets no
+// longer bound, objects this render no longer makes.
 func removeStale(out string, files map[string]file) error {
-	entries, err := os.ReadDir(filepath.Join(out, tlsDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		rel := tlsDir + "/" + e.Name()
-		if _, keep := files[rel]; keep || e.IsDir() {
+	for _, dir := range []string{tlsDir, kube.Dir, kube.PatchDir} {
+		entries, err := os.ReadDir(filepath.Join(out, dir))
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(out, tlsDir, e.Name())); err != nil {
+		if err != nil {
 			return err
+		}
+		for _, e := range entries {
+			rel := dir + "/" + e.Name()
+			if _, keep := files[rel]; keep || e.IsDir() {
+				continue
+			}
+			if err := os.Remove(filepath.Join(out, dir, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

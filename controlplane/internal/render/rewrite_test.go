@@ -129,7 +129,9 @@ func TestReRenderTouchesNothing(t *testing.T) {
 
 	// A new bound target (of a secret in x-api-key, so no git helper and
 	// harness.env unchanged): its leaf and the two files that name it are
-	// written; every other leaf keeps its inode.
+	// written, and the objects that carry them (the pod's ConfigMap, the
+	// leaves Secret, the Pod's and the patch's projected items); every
+	// other leaf keeps its inode, and jr2-ca is not written.
 	m2 := []byte(strings.Replace(string(m), `"hosts": [`, `"hosts": ["new.example.com", `, 1))
 	if string(m2) == string(m) {
 		t.Fatal("the manifest edit did not apply")
@@ -139,7 +141,9 @@ func TestReRenderTouchesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cert, key2 := bootstrap.LeafFiles("new.example.com:443")
-	if want := []string{render.CustodianFile, render.EnvoyFile, cert, key2}; !slices.Equal(grown.Written, sorted(want)) {
+	if want := []string{render.CustodianFile, render.EnvoyFile, cert, key2,
+		"kubernetes/configmap-instance-custodian.yaml", "kubernetes/secret-instance-custodian-tls-0.yaml",
+		"kubernetes/pod-instance.yaml", "kubernetes-patch/pod-template-instance.yaml"}; !slices.Equal(grown.Written, sorted(want)) {
 		t.Errorf("a new target wrote %v; want %v", grown.Written, sorted(want))
 	}
 	after := stamps(t, out)

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"jr2.dev/boundary/controlplane/internal/kube"
+)
+
+// kubeFlags are render's flags for the pod's Kubernetes objects
+// (DIR/kubernetes/): the pod's side, never this machine's.
+type kubeFlags struct {
+	namespace, sidecar, custodianImage, agentImage, agentContainer, configDir *string
+	agentUID                                                                  *int64
+}
+
+func addKubeFlags(fs *flag.FlagSet) *kubeFlags {
+	return &kubeFlags{
+		namespace:      fs.String("namespace", "", ""),
+		sidecar:        fs.String("sidecar", string(kube.SidecarEnvoy), ""),
+		custodianImage: fs.String("custodian-image", "", ""),
+		agentImage:     fs.String("agent-image", kube.DefaultAgentImage, ""),
+		agentContainer: fs.String("agent-container", kube.DefaultAgentContainer, ""),
+		agentUID:       fs.Int64("agent-uid", kube.DefaultAgentUID, ""),
+		configDir:      fs.String("pod-config-dir", kube.DefaultConfigDir, ""),
+	}
+}
+
+// options reads the flags; an error is a usage error naming the flag.
+func (k *kubeFlags) options() (kube.Options, error) {
+	sc, err := kube.ParseSidecar(*k.sidecar)
+	if err != nil {
+		return kube.Options{}, err
+	}
+	if *k.agentUID == 0 {
+		return kube.Options{}, fmt.Errorf("--agent-uid 0: the agent runs as a non-root uid of its own; choose another (default %d)", kube.DefaultAgentUID)
+	}
+	return kube.Options{
+		Namespace: *k.namespace, Sidecar: sc, CustodianImage: *k.custodianImage,
+		AgentImage: *k.agentImage, AgentContainer: *k.agentContainer, AgentUID: *k.agentUID,
+		ConfigDir: *k.configDir,
+	}, nil
+}
+
+// kubeNotes writes, after a render, what the objects need that render
+// does not write: each Secret of the user's the Custodian's values are
+// projected from, with its keys (the convention Secret first named as
+// such), and the objects' own notes. Names only: render never sees a value.
+func kubeNotes(w io.Writer, set *kube.Set) {
+	if set == nil {
+		return
+	}
+	var order []string
+	keys := map[string][]string{}
+	convention := map[string]bool{}
+	for _, v := range set.Values {
+		if _, ok := keys[v.Secret]; !ok {
+			order = append(order, v.Secret)
+		}
+		keys[v.Secret] = append(keys[v.Secret], v.Key)
+		convention[v.Secret] = convention[v.Secret] || v.Convention
+	}
+	for _, s := range order {
+		what := "your Secret"
+		if convention[s] {
+			what = "the pod's convention Secret, which render never writes; create it"
+		}
+		fmt.Fprintf(w, "controlplane render: %s/ projects the Custodian's values from Secret %s (%s) with keys: %s\n", kube.Dir, s, what, strings.Join(keys[s], ", "))
+	}
+	for _, n := range set.Notes {
+		fmt.Fprintf(w, "controlplane render: %s\n", n)
+	}
+}

@@ -1,0 +1,143 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Directories of the rendered directory that hold objects.
+const (
+	// Dir holds one object per file: kubectl apply --server-side
+	// --field-manager=jr2 -f DIR/kubernetes/ is the whole deployment.
+	Dir = "kubernetes"
+	// PatchDir holds the pod-template patch, which is not an object and
+	// so is never under Dir.
+	PatchDir = "kubernetes-patch"
+)
+
+// FileName is an object's file: <lower-case kind>-<name>.yaml.
+func FileName(obj Object) string {
+	return strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind) + "-" + obj.GetName() + ".yaml"
+}
+
+// PatchFile is the pod-template patch's file under PatchDir.
+func PatchFile(pod string) string { return "pod-template-" + pod + ".yaml" }
+
+// Marshal writes one object as YAML through its JSON form (the API's own
+// field names), leaving out the fields that would only say "unset" (a
+// null, an empty status), so the file names exactly the fields jr2 owns.
+func Marshal(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var tree any
+	if err := json.Unmarshal(j, &tree); err != nil {
+		return nil, err
+	}
+	if m, ok := tree.(map[string]any); ok {
+		if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+			delete(m, "status")
+		}
+	}
+	j, err = json.Marshal(prune(tree))
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}
+
+// prune drops every null member of every object.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if x == nil {
+				delete(t, k)
+				continue
+			}
+			t[k] = prune(x)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = prune(x)
+		}
+	}
+	return v
+}
+
+// Files are the set's files, relative to the rendered directory: each
+// object under Dir, the patch under PatchDir. An object over
+// MaxObjectBytes is refused, naming it and the fix.
+func Files(set *Set) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, obj := range set.Objects {
+		b, err := Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", FileName(obj), err)
+		}
+		name := Dir + "/" + FileName(obj)
+		n, err := Size(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if n > MaxObjectBytes {
+			return nil, fmt.Errorf("%s would be %d bytes, over Kubernetes' %d-byte object limit, and the API server would refuse it; %s; nothing was written", name, n, MaxObjectBytes, tooBig(obj))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s: two objects of one kind and name (a bug in kube)", name)
+		}
+		out[name] = b
+	}
+	if set.Patch != nil {
+		b, err := Marshal(set.Patch)
+		if err != nil {
+			return nil, err
+		}
+		out[PatchDir+"/"+PatchFile(set.Patch.Spec.Template.Labels[LabelHeldPod])] = b
+	}
+	return out, nil
+}
+
+// Size is an object's size as the API server limits it: a ConfigMap's or a
+// Secret's data (each key and value; the server refuses more than 1 MiB),
+// any other object's JSON encoding. The YAML file may be a little larger
+// (a JSON file's quotes escaped, a PEM's lines indented).
+func Size(obj Object) (int, error) {
+	switch v := obj.(type) {
+	case *corev1.ConfigMap:
+		return dataSize(v.Data, v.BinaryData), nil
+	case *corev1.Secret:
+		return dataSize(nil, v.Data), nil
+	}
+	b, err := json.Marshal(obj)
+	return len(b), err
+}
+
+func dataSize(text map[string]string, bin map[string][]byte) int {
+	n := 0
+	for k, v := range text {
+		n += len(k) + len(v)
+	}
+	for k, v := range bin {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// tooBig is the fix for an object over the limit.
+func tooBig(obj Object) string {
+	switch obj.GetLabels()[LabelComponent] {
+	case ComponentConfig:
+		return "envoy.json grows with each bound target and custodian.json with each secret: hold fewer secrets in this pod, or bind fewer hosts (split the secrets across pods)"
+	case ComponentTrust:
+		return "the trust files hold the system roots twice and --ca-bundle three times: pass a smaller --ca-bundle (only the roots the pod needs)"
+	case ComponentPod:
+		return "the Pod grows with harness.env and the value items: hold fewer secrets in this pod"
+	}
+	return "split what this object holds"
+}
