@@ -10,6 +10,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/internal/cliflag"
+	"jr2.dev/boundary/internal/logline"
 )
 
 // Usage is `custodian run --help`. It names every flag Main defines
@@ -60,6 +61,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "custodian run: %s\n%s", missing, Usage)
 		return 2
 	}
+	// The runner's own logger — net/http's Transport of the mediator's
+	// upstreams writes there, quoting what an upstream sent — writes the
+	// contract's error line with a fixed word, as custodian serve's does
+	// (logline.CaptureStdLog, the one capture every host takes).
+	logline.CaptureStdLog(logline.NewWriter(stderr, logline.Custodian))
 	code, err := Run(context.Background(), *o)
 	if err != nil {
 		var ce *launcher.ChildError

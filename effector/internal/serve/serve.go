@@ -9,6 +9,11 @@
 // in the container's termination message (/dev/termination-log, where it
 // is writable). A Sandbox Effector whose effector.json holds commands never
 // says ready on a node whose Landlock probe failed.
+//
+// Invariant: what net/http would print itself (its server's ErrorLog, the
+// standard logger) is one `jr2.effector action=error listener=effector
+// reason=<word>` line on stdout (logline.ErrorLog, logline.CaptureStdLog),
+// with nothing the peer sent.
 package serve
 
 import (
@@ -105,18 +110,8 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exit("listen", listenerr.Wrap(fmt.Errorf("cannot listen on port %d: %w", cfg.Port, errors.Unwrap(err)), "the Effector's listener", config.EnvPort+"=PORT", "another Effector"))
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          nil,
-		// "OPTIONS *" goes to the guard like every request: without this,
-		// Go's server answers it 200 itself, unsigned, past the 401 rule.
-		DisableGeneralOptionsHandler: true,
-	}
-	hs.SetKeepAlivesEnabled(true)
+	hs := NewHTTPServer(srv, log)
+	logline.CaptureStdLog(log)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -296,4 +291,25 @@ func Held(cfg *config.Config) []scrub.Secret {
 	return append(held,
 		scrub.Secret{Name: config.KeyLabel, Value: cfg.Key},
 		scrub.Secret{Name: config.KeyLabel, Value: []byte(hex.EncodeToString(cfg.Key))})
+}
+
+// NewHTTPServer is the Effector's one http.Server around h. What net/http
+// would print itself — a handshake error, a panic, an accept error — is
+// one contract line with a fixed word (logline.ErrorLog, the capture every
+// host takes): `jr2.effector action=error listener=effector reason=<word>`,
+// with nothing the peer sent.
+func NewHTTPServer(h http.Handler, log *logline.Writer) *http.Server {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          logline.ErrorLog(log, "effector"),
+		// "OPTIONS *" goes to the guard like every request: without this,
+		// Go's server answers it 200 itself, unsigned, past the 401 rule.
+		DisableGeneralOptionsHandler: true,
+	}
+	hs.SetKeepAlivesEnabled(true)
+	return hs
 }
