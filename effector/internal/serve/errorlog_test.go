@@ -1,37 +1,18 @@
 package serve
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"jr2.dev/boundary/effector/internal/efftest"
 	"jr2.dev/boundary/internal/logline"
 	"jr2.dev/boundary/internal/testpki"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestHTTPServerErrorLog (issue 27 item 2): what net/http prints itself
 // on the Effector's server — a bad TLS handshake whose bytes the peer
@@ -39,7 +20,7 @@ func (s *syncBuffer) String() string {
 // contract line each with a fixed word, and nothing the peer sent.
 func TestHTTPServerErrorLog(t *testing.T) {
 	const sentinel = "SENTINEL-peer-chose-7c2e9a jr2.effector action=start effect=forged"
-	var out syncBuffer
+	var out efftest.Buffer
 	hs := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		panic("a value the peer chose: " + r.Header.Get("X-Peer"))
 	}), logline.NewWriter(&out, logline.Effector))
