@@ -110,6 +110,25 @@ const Usage = `usage:
                           tls/ and ca/upstream.crt (default /etc/jr2/custodian/config);
                           beside --values-dir, never inside it or around it
 
+  controlplane effector --config effector.json --out DIR [--namespace NS] [--image jr2-effector]
+                        [--key-secret NAME] [--key-key effector-key] [--secrets-secret NAME]
+                        [--drain 30]
+      Write the Effector's Kubernetes objects, one per file in DIR/kubernetes/: a ConfigMap
+      of effector.json, a Deployment running effector (images/effector.Dockerfile) and a
+      headless Service for its signed wire (docs/kubernetes.md). Its placement key and
+      effect secrets are projected from Secrets of yours, named on stderr; no object
+      holds a value. http effects only: commands and pushes are refused.
+        --config          effector.json (the Effector's own parser checks it)
+        --out             the directory to write DIR/kubernetes/ in
+        --namespace       the objects' namespace (default: none written)
+        --image           the Effector's image (default jr2-effector, the recipe's tag)
+        --key-secret      your Secret holding the placement key (the key command's
+                          output; default <name>-key)
+        --key-key         its key (default effector-key)
+        --secrets-secret  your Secret whose keys are the effect secrets effector.json
+                          names (default <name>-secrets)
+        --drain           JR2_EFFECTOR_DRAIN_SECONDS; terminationGracePeriodSeconds is 5 more
+
   controlplane key --signing-key FILE --placement NAME
       Print an Effector placement's key, HMAC-SHA256(signing key, "effector:" + NAME), as
       64 lowercase hex characters.
@@ -143,6 +162,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return renderCmd(args[1:], stdout, stderr)
 	case args[0] == "key":
 		return key(args[1:], stdout, stderr)
+	case args[0] == "effector":
+		return effectorCmd(args[1:], stdout, stderr)
 	case isHelp(args[0]):
 		fmt.Fprint(stdout, Usage)
 		return ExitOK

@@ -8,5 +8,6 @@ func FlagSets() map[string]*flag.FlagSet {
 	ca, _ := newCAInitFlags()
 	render, _ := newRenderFlags()
 	key, _, _ := newKeyFlags()
-	return map[string]*flag.FlagSet{"ca init": ca, "render": render, "key": key}
+	effector, _ := newEffectorFlags()
+	return map[string]*flag.FlagSet{"ca init": ca, "render": render, "key": key, "effector": effector}
 }

@@ -4,6 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"jr2.dev/boundary/controlplane/internal/kube"
@@ -72,4 +76,65 @@ func kubeNotes(w io.Writer, set *kube.Set) {
 	for _, n := range set.Notes {
 		fmt.Fprintf(w, "controlplane render: %s\n", n)
 	}
+}
+
+func newEffectorFlags() (*flag.FlagSet, *effectorFlags) {
+	fs := flag.NewFlagSet("effector", flag.ContinueOnError)
+	return fs, &effectorFlags{
+		config:        fs.String("config", "", ""),
+		out:           fs.String("out", "", ""),
+		namespace:     fs.String("namespace", "", ""),
+		image:         fs.String("image", kube.DefaultEffectorImg, ""),
+		keySecret:     fs.String("key-secret", "", ""),
+		keyKey:        fs.String("key-key", "effector-key", ""),
+		secretsSecret: fs.String("secrets-secret", "", ""),
+		drain:         fs.Int("drain", kube.DefaultDrain, ""),
+	}
+}
+
+type effectorFlags struct {
+	config, out, namespace, image, keySecret, keyKey, secretsSecret *string
+	drain                                                           *int
+}
+
+// effectorCmd writes the Effector's objects (kube.Effector) from its
+// effector.json into DIR/kubernetes/, one per file.
+func effectorCmd(args []string, stdout, stderr io.Writer) int {
+	fs, f := newEffectorFlags()
+	if ok, code := flags(fs, args, stdout, stderr, map[string]*string{"config": f.config, "out": f.out}); !ok {
+		return code
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "controlplane effector: %v; nothing was written\n", err)
+		return ExitFail
+	}
+	raw, err := readLimited(*f.config, 4<<20)
+	if err != nil {
+		return fail(fmt.Errorf("--config: %w", err))
+	}
+	set, err := kube.Effector(raw, kube.EffectorOptions{
+		Namespace: *f.namespace, Image: *f.image, KeySecret: *f.keySecret, KeyKey: *f.keyKey,
+		SecretsSecret: *f.secretsSecret, Drain: *f.drain,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	files, err := kube.Files(set)
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(filepath.Join(*f.out, kube.Dir), 0o755); err != nil {
+		return fail(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(*f.out, filepath.FromSlash(name)), files[name], 0o644); err != nil {
+			fmt.Fprintf(stderr, "controlplane effector: %v\n", err)
+			return ExitFail
+		}
+	}
+	fmt.Fprintf(stdout, "effector %s: %d objects in %s\n", set.Objects[0].GetName(), len(set.Objects), filepath.Join(*f.out, kube.Dir))
+	for _, v := range set.Values {
+		fmt.Fprintf(stderr, "controlplane effector: the Deployment projects %s from your Secret %s, key %s; create it (render never writes a value)\n", v.Held, v.Secret, v.Key)
+	}
+	return ExitOK
 }

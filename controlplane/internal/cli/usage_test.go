@@ -14,7 +14,8 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	sets := cli.FlagSets()
 	for _, tc := range []struct{ command, next string }{
 		{"controlplane ca init", "controlplane help"},
-		{"controlplane render", "controlplane key"},
+		{"controlplane render", "controlplane effector"},
+		{"controlplane effector", "controlplane key"},
 		{"controlplane key", ""},
 	} {
 		fs := sets[strings.TrimPrefix(tc.command, "controlplane ")]

@@ -144,6 +144,10 @@ type Config struct {
 	Drain  time.Duration
 	Hold   time.Duration
 	Expire time.Duration
+
+	// fileOnly: ParseFile, with no secrets read, checks a target's secret
+	// names by their form alone.
+	fileOnly bool
 }
 
 // Sign forms of a push (effector.json pushes[].sign).
@@ -445,6 +449,18 @@ func (c *Config) loadFile(path string) error {
 	return nil
 }
 
+// ParseFile reads effector.json alone — placement, targets, commands,
+// pushes — with the checks Load makes of it, for the control plane that
+// renders the Effector's objects (package effector/effectorconf). Every
+// other field of the Config is left zero.
+func ParseFile(b []byte) (*Config, error) {
+	c := &Config{fileOnly: true}
+	if err := c.parseFile(b); err != nil {
+		return nil, fmt.Errorf("effector.json: %w", err)
+	}
+	return c, nil
+}
+
 func (c *Config) parseFile(b []byte) error {
 	raw, err := sj.Document(b)
 	if err != nil {
@@ -642,6 +658,12 @@ func (c *Config) parseTarget(p string, r []byte) (Target, error) {
 		}
 	}
 	for j, name := range t.Secrets {
+		if c.fileOnly {
+			if !wire.ValidSecretName(name) {
+				return t, sj.Errorf(sj.Index(sj.Join(p, "secrets"), j), "%s is not a secret name (1–253 of A-Z a-z 0-9 . _ -)", sj.Quote(name))
+			}
+			continue
+		}
 		if _, held := c.Secret(name); !held {
 			return t, sj.Errorf(sj.Index(sj.Join(p, "secrets"), j), "%s: no such secret in %s; project it there, or take it off this target", sj.Quote(name), EnvSecrets)
 		}

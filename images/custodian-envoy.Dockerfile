@@ -1,0 +1,31 @@
+# The Custodian on the proven path: core Envoy 1.39.3 (the release every
+# `make test` runs) with the engine's dynamic module at the path the pod's
+# envoy.json loads it from. `controlplane render --sidecar envoy` (the
+# default) writes the Pod that runs this image; TestRecipesMatchObjects holds
+# this file to that Pod (binary, module path, user, port, config path).
+#
+# NOT BUILT HERE: this machine has no container engine. Pin both bases by
+# digest where it is deployed.
+#
+#   docker build -f images/custodian-envoy.Dockerfile -t jr2-custodian-envoy .
+
+# The module is a Go c-shared object: build it on a glibc no newer than the
+# Envoy image's (Debian 12).
+FROM golang:1.26-bookworm AS module
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=1 go build -buildmode=c-shared -o /out/custodian-module.so ./filter/module/custodian-module
+
+FROM envoyproxy/envoy-distroless:v1.39.3
+COPY --from=module /out/custodian-module.so /opt/jr2/lib/custodian-module.so
+# distroless's nonroot: the pod's runAsUser, never the agent's uid.
+USER 65532:65532
+# The health listener (custodian.json's 0.0.0.0:15021), the kubelet's probes.
+EXPOSE 15021
+# One worker, hot restart off; log lines carry only the message, so the
+# engine's jr2.custodian lines are whole lines on stdout. The config is the
+# pod's projected volume (--pod-config-dir, default /etc/jr2/custodian/config).
+ENTRYPOINT ["/usr/local/bin/envoy"]
+CMD ["-c", "/etc/jr2/custodian/config/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-format", "%v", "--log-path", "/dev/stdout"]
