@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"jr2.dev/boundary/internal/kubelayout"
 )
 
 // randomValue is a fresh value well past the guess floor.
@@ -26,41 +28,18 @@ func randomValue(t testing.TB) string {
 	return string(b)
 }
 
-// kubeRotate lays files out in dir as the kubelet's atomic writer does: a
-// new timestamped directory, the ..data symlink swapped to it by rename,
-// each name a symlink through ..data, the previous directory removed.
-// (internal/kubelayout, engineer C3's package, was not committed when this
-// was written; this is the least of it the watcher's tests need.)
+// kubeRotate lays files out in dir as the kubelet's atomic writer does
+// (package kubelayout): a new timestamped directory, ..data swapped to it
+// by rename, each name a link through ..data, the previous directory
+// removed, and a name no longer in files removed.
 func kubeRotate(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	ts, err := os.MkdirTemp(dir, "..ts_")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := map[string]kubelayout.File{}
 	for n, v := range files {
-		if err := os.WriteFile(filepath.Join(ts, n), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		fs[n] = kubelayout.File{Data: []byte(v), Mode: 0o600}
 	}
-	old, _ := os.Readlink(filepath.Join(dir, "..data"))
-	tmp := filepath.Join(dir, "..data_tmp")
-	os.Remove(tmp)
-	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+	if err := kubelayout.Write(dir, fs, nil); err != nil {
 		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	for n := range files {
-		link := filepath.Join(dir, n)
-		if _, err := os.Lstat(link); err != nil {
-			if err := os.Symlink(filepath.Join("..data", n), link); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if old != "" {
-		os.RemoveAll(filepath.Join(dir, old))
 	}
 }
 
@@ -211,11 +190,6 @@ func TestLiveRefusesBadSets(t *testing.T) {
 					bad[k] = v
 				}
 				c.change(bad)
-				// A directory missing one file: the kubelet drops the
-				// name's symlink too.
-				if _, ok := bad["GITHUB_TOKEN"]; !ok {
-					os.Remove(filepath.Join(f.dir, "GITHUB_TOKEN"))
-				}
 				kubeRotate(t, f.dir, bad)
 				want := "action reload result refused secret GITHUB_TOKEN reason " + c.word
 				waitFor(t, want+fmt.Sprintf(" (lines so far: %q)", f.lines()), func() bool { l := f.lines(); return len(l) > 0 && l[len(l)-1] == want })
