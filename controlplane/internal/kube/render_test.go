@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -107,13 +108,29 @@ func TestObjectsAreTheRender(t *testing.T) {
 			t.Errorf("%s: the Secret's leaf is not DIR's", tg)
 		}
 	}
-	// What is on disk is what Build made.
+	// What is on disk is what Build made, and it reads back strictly (no
+	// field the API types do not know) into the same object.
 	for _, o := range res.Kube.Objects {
 		b, err := kube.Marshal(o)
 		if err != nil || !bytes.Equal(b, file(kube.Dir+"/"+kube.FileName(o))) {
 			t.Errorf("%s on disk is not the object: %v", kube.FileName(o), err)
 		}
+		back := o.DeepCopyObject().(kube.Object)
+		reflectZero(back)
+		if err := yaml.UnmarshalStrict(b, back); err != nil {
+			t.Errorf("%s does not read back strictly: %v", kube.FileName(o), err)
+			continue
+		}
+		if again, _ := kube.Marshal(back); !bytes.Equal(again, b) {
+			t.Errorf("%s does not round-trip", kube.FileName(o))
+		}
 	}
+}
+
+// reflectZero empties a typed object in place.
+func reflectZero(o kube.Object) {
+	v := reflect.ValueOf(o).Elem()
+	v.Set(reflect.Zero(v.Type()))
 }
 
 // TestSentinelInNoObject: with a sentinel in every value file of the value
@@ -170,6 +187,16 @@ func TestSentinelInNoObject(t *testing.T) {
 				t.Errorf("the agent mounts %s, which is not the trust ConfigMap", v.Name)
 			}
 		}
+	}
+	// A value in the manifest itself is refused, unquoted, and nothing is
+	// written.
+	withValue := []byte(`{"pod":"ws-s","orchestrator":"o.svc:4000","secrets":[{"name":"A_KEY","hosts":["a.example.com"],"value":"` + sentinel + `"}]}`)
+	out2, _, err := renderPod(t, withValue, nil)
+	if err == nil || strings.Contains(err.Error(), "SENTINEL") {
+		t.Errorf("a manifest holding a value: %v", err)
+	}
+	if _, serr := os.Stat(out2); !os.IsNotExist(serr) {
+		t.Error("a manifest holding a value wrote DIR")
 	}
 	// The values volume names only references; the leaves' keys are only
 	// in the leaves Secrets, items of the Custodian's volume.

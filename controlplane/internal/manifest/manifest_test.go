@@ -255,3 +255,24 @@ func TestValueFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestValueFromNeverEchoes: a value pasted where valueFrom's name or key
+// goes, or as a value field, is refused without being quoted back.
+func TestValueFromNeverEchoes(t *testing.T) {
+	const pasted = "sk-live-PASTED-9b8c7d6e5f4a3b2c1d0e"
+	for _, m := range []string{
+		`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["a.example.com"],"value":"` + pasted + `"}]}`,
+		`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["a.example.com"],"valueFrom":"` + pasted + `"}]}`,
+		`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["a.example.com"],"valueFrom":{"secretKeyRef":{"name":"` + pasted + `","key":"k"}}}]}`,
+		`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["a.example.com"],"valueFrom":{"secretKeyRef":{"name":"s","key":"` + pasted + ` x"}}}]}`,
+	} {
+		_, err := manifest.Parse([]byte(m))
+		if err == nil {
+			t.Errorf("accepted %s", m)
+			continue
+		}
+		if strings.Contains(err.Error(), "PASTED") {
+			t.Errorf("refusal quotes the pasted value: %v", err)
+		}
+	}
+}
