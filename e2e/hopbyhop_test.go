@@ -62,6 +62,7 @@ func testHopByHop(t *testing.T, host Host) {
 	p := newHopPod(t, host)
 	run(t, "encoding named by Connection", p.testEncoding)
 	run(t, "control encoding named by Connection", p.testControlEncoding)
+	run(t, "gzip of two members and gzip twice", p.testGzipForms)
 	run(t, "refusal with a body keeps the connection", p.testRefusalBody)
 	run(t, "OPTIONS star", p.testOptionsStar)
 	run(t, "ALPN quoting the peer", p.testALPN)
@@ -223,6 +224,21 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "https://elsewhere.example/v1/next?x=1")
 		w.WriteHeader(http.StatusFound)
 		return
+	case "/v1/members":
+		// Issue 22 row 8: gzip of two members, the key echoed in the
+		// second (a server that gzips each flush anew writes this).
+		w.Header().Set("Content-Encoding", "gzip")
+		writeEncoded(w, "gzip", "first member, ")
+		w.(http.Flusher).Flush()
+		writeEncoded(w, "gzip", "second member: you sent "+r.Header.Get("X-Api-Key"))
+		return
+	case "/v1/gzipgzip":
+		// Issue 22 row 9: gzip applied twice.
+		w.Header().Set("Content-Encoding", "gzip, gzip")
+		var inner strings.Builder
+		writeEncoded(&inner, "gzip", "you sent "+r.Header.Get("X-Api-Key"))
+		writeEncoded(w, "gzip", inner.String())
+		return
 	case "/v1/trailers":
 		// The key it got, echoed in a trailer: the answer's trailers are
 		// scrubbed like its headers.
@@ -340,6 +356,29 @@ func (p *hopPod) testEncoding(t *testing.T) {
 			t.Errorf("%s: %d %v %q, want %d %q", tc.enc, a.status, a.header, a.body, tc.status, tc.body)
 		}
 	}
+}
+
+// testGzipForms: issue 22 rows 8 and 9 — a gzip body of two members
+// reaches the agent whole and scrubbed (never only its first member, ended
+// as if complete), and "gzip, gzip" is the 502 naming both, decided on the
+// headers before any byte of the answer went out.
+func (p *hopPod) testGzipForms(t *testing.T) {
+	c := p.client()
+	for _, tc := range []struct {
+		path   string
+		status int
+		body   string
+	}{
+		{"/v1/members", 200, "first member, second member: you sent [secret:" + hopName + "]"},
+		{"/v1/gzipgzip", 502, "jr2 custodian: " + p.target + " answered with content-encoding gzip, gzip, which the Custodian cannot read to scrub; the answer was not passed on"},
+	} {
+		a := do(t, c, "GET", "https://"+p.target+tc.path, nil, "x-api-key", standIn(hopName))
+		assertUnreadable(t, tc.path, a.body, p.value)
+		if a.status != tc.status || string(a.body) != tc.body || a.header.Get("Content-Encoding") != "" {
+			t.Errorf("%s: %d %v %q, want %d %q", tc.path, a.status, a.header, a.body, tc.status, tc.body)
+		}
+	}
+	drain(p.hits)
 }
 
 func (p *hopPod) testControlEncoding(t *testing.T) {

@@ -30,6 +30,8 @@ func TestDecideResponse(t *testing.T) {
 		{"identity", "GET", 200, hs("content-encoding", "identity"), "", nil, nil, true, false},
 		{"br refused", "GET", 200, hs("content-encoding", "br"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding br, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
 		{"two encodings refused", "GET", 200, hs("content-encoding", "gzip, deflate"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding gzip, deflate, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
+		{"gzip twice refused", "GET", 200, hs("content-encoding", "gzip, gzip"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding gzip, gzip, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
+		{"gzip in two headers refused", "GET", 200, hs("content-encoding", "gzip", "Content-Encoding", "x-gzip"), "jr2 custodian: api.anthropic.com:443 answered with content-encoding gzip, x-gzip, which the Custodian cannot read to scrub; the answer was not passed on", nil, nil, true, false},
 		{"HEAD keeps length", "HEAD", 200, hs("content-length", "42", "content-encoding", "br"), "", nil, nil, false, false},
 		{"204", "GET", 204, hs("content-length", "0"), "", nil, nil, false, false},
 		{"304", "GET", 304, hs("content-length", "42"), "", nil, nil, false, false},
@@ -140,6 +142,43 @@ func TestGzipBodyStreams(t *testing.T) {
 	want := []string{"data: one\n\n", "data: two\n\n", "data: [secret:ANTHROPIC_API_KEY]\n\n", ""}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// A gzip body of several members (RFC 1952 §2.2) is read to its end, in
+// any chunking, and every member is scrubbed; bytes after a member that do
+// not start another are a broken body (issue 22 row 8).
+func TestGzipMembers(t *testing.T) {
+	e := testEngine(t)
+	member := func(s string) []byte {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(s))
+		zw.Close()
+		return b.Bytes()
+	}
+	z := append(append(member("one "+anthropicValue+" "), member("two "+anthropicValue)...), member("")...)
+	for n := 1; n <= len(z); n += 7 {
+		b := e.NewBody(true)
+		var out []byte
+		var err error
+		for i := 0; i < len(z) && err == nil; i += n {
+			out, err = b.Write(out, z[i:min(i+n, len(z))])
+		}
+		if err == nil {
+			out, err = b.Flush(out)
+		}
+		if want := "one [secret:ANTHROPIC_API_KEY] two [secret:ANTHROPIC_API_KEY]"; err != nil || string(out) != want {
+			t.Fatalf("chunks of %d: %q, %v; want %q", n, out, err, want)
+		}
+	}
+	b := e.NewBody(true)
+	out, err := b.Write(nil, append(member("one "), []byte("not gzip "+anthropicValue)...))
+	if err == nil {
+		out, err = b.Flush(out)
+	}
+	if err != ErrBadGzip || strings.Contains(string(out), anthropicValue) {
+		t.Fatalf("a member and then garbage: %q, %v; want ErrBadGzip", out, err)
 	}
 }
 

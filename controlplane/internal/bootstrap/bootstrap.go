@@ -20,10 +20,13 @@
 //   - internal listeners: ListenerIntercept for every bound target named
 //     by a DNS name (its leaves in one TLS context, picked by SNI), and one
 //     per IP target (a client sends no SNI for an IP literal). TLS (ALPN
-//     http/1.1); engine → RBAC (the mark) → gzip decompressor (responses
-//     only) → router; one route per target, matched on TargetFilterState
-//     alone, to the target, verified against ca/upstream.crt and the
-//     target's name. The egress cluster that reaches a listener carries the
+//     http/1.1); engine → RBAC (the mark) → router, and no filter between
+//     the engine and the upstream's answer: the engine judges the answer's
+//     headers as sent and decodes gzip itself, as in custodian serve (an
+//     Envoy decompressor there read one gzip member and rewrote
+//     content-encoding before the engine saw it, issue 22); one route per
+//     target, matched on TargetFilterState alone, to the target, verified
+//     against ca/upstream.crt and the target's name. The egress cluster that reaches a listener carries the
 //     filter state in through internal_upstream.
 //   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
 //     5 s idle, outside the global connection limit.
@@ -172,7 +175,6 @@ const (
 	FilterGuard         = "jr2.rbac.guard"
 	FilterDFP           = "envoy.filters.http.dynamic_forward_proxy"
 	FilterTarget        = "envoy.filters.http.set_filter_state"
-	FilterDecompressor  = "envoy.filters.http.decompressor"
 	FilterRouter        = "envoy.filters.http.router"
 	FilterHCM           = "envoy.filters.network.http_connection_manager"
 	FilterConnLimit     = "envoy.filters.network.connection_limit"

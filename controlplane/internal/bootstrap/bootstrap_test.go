@@ -18,7 +18,6 @@ import (
 	streamv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	dfpclusterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/dynamic_forward_proxy/v3"
 	setfscommonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/set_filter_state/v3"
-	decompv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	dfpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_forward_proxy/v3"
 	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
@@ -228,8 +227,6 @@ func testEveryPackedConfigValidates(t *testing.T, dp bootstrap.DataPlane) {
 		"envoy.extensions.filters.http.rbac.v3.RBAC",
 		"envoy.extensions.filters.http.dynamic_forward_proxy.v3.FilterConfig",
 		"envoy.extensions.clusters.dynamic_forward_proxy.v3.ClusterConfig",
-		"envoy.extensions.filters.http.decompressor.v3.Decompressor",
-		"envoy.extensions.compression.gzip.decompressor.v3.Gzip",
 		"envoy.extensions.filters.http.router.v3.Router",
 		"envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
 		"envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
@@ -363,7 +360,7 @@ func testFilterOrder(t *testing.T, dp bootstrap.DataPlane) {
 		bootstrap.ListenerHealth:  {bootstrap.FilterRouter},
 	}
 	for _, tg := range targets {
-		want[bootstrap.InterceptListener(tg)] = []string{engine, bootstrap.FilterMark, bootstrap.FilterDecompressor, bootstrap.FilterRouter}
+		want[bootstrap.InterceptListener(tg)] = []string{engine, bootstrap.FilterMark, bootstrap.FilterRouter}
 	}
 	if got := len(bs.StaticResources.Listeners); got != len(want) {
 		t.Errorf("%d listeners; want %d", got, len(want))
@@ -484,15 +481,6 @@ func TestInterceptListeners(t *testing.T) {
 			lr.Mappers = lr.Mappers[1:]
 		}
 		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
-		for _, f := range m.HttpFilters {
-			if f.Name == bootstrap.FilterDecompressor {
-				d := unpack[*decompv3.Decompressor](t, f.GetTypedConfig())
-				if d.DecompressorLibrary.Name != "gzip" || d.RequestDirectionConfig.CommonConfig.Enabled.DefaultValue.GetValue() ||
-					d.RequestDirectionConfig.AdvertiseAcceptEncoding.GetValue() || !d.ResponseDirectionConfig.CommonConfig.Enabled.DefaultValue.GetValue() {
-					t.Errorf("%s: decompressor %v; want gzip on responses only, not advertised", tg, d)
-				}
-			}
-		}
 
 		c := cluster(t, bs, bootstrap.UpstreamCluster(tg))
 		utls := unpack[*tlsv3.UpstreamTlsContext](t, c.TransportSocket.GetTypedConfig())

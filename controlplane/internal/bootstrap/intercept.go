@@ -7,13 +7,10 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	gzipv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/compression/gzip/decompressor/v3"
-	decompv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/decompressor/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
@@ -113,18 +110,6 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 		filters: []*hcmv3.HttpFilter{
 			b.engineFilter(),
 			b.markFilter(),
-			// After the golang filter in the list, so it runs before it on
-			// the response: the engine scrubs decoded bytes.
-			b.httpFilter(FilterDecompressor, &decompv3.Decompressor{
-				DecompressorLibrary: &corev3.TypedExtensionConfig{Name: "gzip", TypedConfig: b.pack(&gzipv3.Gzip{})},
-				RequestDirectionConfig: &decompv3.Decompressor_RequestDirectionConfig{
-					CommonConfig:            &decompv3.Decompressor_CommonDirectionConfig{Enabled: flag("jr2.decompressor.request", false)},
-					AdvertiseAcceptEncoding: wrapperspb.Bool(false),
-				},
-				ResponseDirectionConfig: &decompv3.Decompressor_ResponseDirectionConfig{
-					CommonConfig: &decompv3.Decompressor_CommonDirectionConfig{Enabled: flag("jr2.decompressor.response", true)},
-				},
-			}),
 			b.routerFilter(),
 		},
 		replies: b.interceptReplies(connectionTarget),
@@ -173,9 +158,4 @@ func (b *builder) upstreamCluster(t string) *clusterv3.Cluster {
 
 func filename(p string) *corev3.DataSource {
 	return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: p}}
-}
-
-// flag is a runtime feature flag with its default.
-func flag(key string, on bool) *corev3.RuntimeFeatureFlag {
-	return &corev3.RuntimeFeatureFlag{DefaultValue: wrapperspb.Bool(on), RuntimeKey: key}
 }

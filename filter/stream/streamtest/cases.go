@@ -500,6 +500,43 @@ func (s suite) answers(t *testing.T) {
 			logs:    []string{anthropicLine("POST", 200)},
 		},
 		{
+			// Issue 22 row 8: a gzip body of two members (RFC 1952 §2.2, what
+			// a server writes by gzipping each flush anew) is read to its end.
+			name:    "a gzip body of two members is decoded whole and scrubbed",
+			a:       Answer{Status: "200", Headers: H("content-encoding", "gzip"), Chunks: Split(gz+Gzipped(t, "second: "+AnthropicValue+"\n"), 5)},
+			status:  200,
+			headers: ":status: 200",
+			body:    "answer: " + scrubbed + " and more text after it\nsecond: " + scrubbed + "\n",
+			logs:    []string{anthropicLine("POST", 200)},
+		},
+		{
+			// Issue 22 row 9: gzip applied twice is an encoding the
+			// Custodian does not read; decided on the headers, before any
+			// byte goes out.
+			name:    "gzip twice is refused 502 naming both, before any header went out",
+			a:       Answer{Status: "200", Headers: H("content-encoding", "gzip, gzip"), Chunks: []string{Gzipped(t, gz)}},
+			status:  502,
+			headers: ":status: 502\ncontent-length: @LEN@\ncontent-type: text/plain; charset=utf-8",
+			body:    encoding502("gzip, gzip"),
+			logs:    []string{anthropicLine("POST", 502), refuseLine(Anthropic, filter.ReasonEncoding)},
+		},
+		{
+			name:    "gzip named in two content-encoding headers is refused 502 naming both",
+			a:       Answer{Status: "200", Headers: H("content-encoding", "gzip", "content-encoding", "gzip"), Chunks: []string{Gzipped(t, gz)}},
+			status:  502,
+			headers: ":status: 502\ncontent-length: @LEN@\ncontent-type: text/plain; charset=utf-8",
+			body:    encoding502("gzip, gzip"),
+			logs:    []string{anthropicLine("POST", 502), refuseLine(Anthropic, filter.ReasonEncoding)},
+		},
+		{
+			name:    "a gzip member followed by bytes that are not gzip resets the stream",
+			a:       Answer{Status: "200", Headers: H("content-encoding", "gzip"), Chunks: []string{gz, "trailing garbage " + AnthropicValue}},
+			status:  200,
+			headers: ":status: 200",
+			reset:   true,
+			logs:    []string{anthropicLine("POST", 200), refuseLine(Anthropic, filter.ReasonEncoding)},
+		},
+		{
 			name:    "a br body is refused 502 naming br",
 			a:       Answer{Status: "200", Headers: H("content-encoding", "br"), Chunks: []string{"\x1b\x00 brotli bytes " + AnthropicValue}},
 			status:  502,
