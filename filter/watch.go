@@ -49,33 +49,51 @@ type WatchOptions struct {
 	Poll bool
 }
 
-// Watch follows l's value directory until the returned stop is called (it
-// waits for the watcher to end). Where inotify works (Linux) it watches the
+// Follower is what WatchDir keeps in step with a directory: the
+// Custodian's values (Live) or the Effector's secrets.
+type Follower interface {
+	// Read reads the whole set from the directory, touching nothing but
+	// the files, with a digest of what it read and of its refusal (it
+	// only tells one read from another). err refuses the set.
+	Read() (set any, digest [32]byte, err error)
+	// Discard drops a set Read returned that was not taken: the
+	// directory changed while it was read.
+	Discard(set any)
+	// Take takes a set (or its refusal) that was on disk at one moment.
+	Take(set any, digest [32]byte, err error)
+	// Expire drops what outlived its window and says when to call it
+	// again (zero: no need).
+	Expire() time.Time
+}
+
+// WatchDir follows dir for f until the returned stop is called (it waits
+// for the watcher to end). Where inotify works (Linux) it watches the
 // directory and every directory under it; elsewhere, or when inotify
 // cannot be had, it polls every half second. Each change — the kubelet's
 // new timestamped directory and ..data swap, a file renamed over another,
 // a file written in place, removed or created — is followed, once the
-// directory stayed quiet for settle, by one reload of the whole set: read
+// directory stayed quiet for settle, by one Read of the whole set, again
 // until a stamp taken before the read equals one taken after it, so the
-// set is the directory as it was at one moment. Retired values are
-// dropped when their window ends. The watcher's goroutine touches only
-// files and l: a host's own threads are never called from it.
-func (l *Live) Watch(o WatchOptions) (stop func()) {
+// set is the directory as it was at one moment; then Take. It also reads
+// once at once, for a change between the first load and the watch. The
+// watcher's goroutine touches only files and f: a host's own threads are
+// never called from it.
+func WatchDir(dir string, f Follower, o WatchOptions) (stop func()) {
 	var src source
 	if !o.Poll {
-		if s, err := newNotify(l.cfg.ValuesDir); err == nil {
+		if s, err := newNotify(dir); err == nil {
 			src = s
 		}
 	}
 	if src == nil {
-		src = newPoll(l.cfg.ValuesDir)
+		src = newPoll(dir)
 	}
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		defer src.close()
-		l.run(src, done)
+		run(src, f, done)
 	}()
 	return func() {
 		close(done)
@@ -83,12 +101,39 @@ func (l *Live) Watch(o WatchOptions) (stop func()) {
 	}
 }
 
-func (l *Live) run(src source, done <-chan struct{}) {
-	// A change between the first load and the watch is read now.
-	l.reload(src)
+// Watch follows l's value directory (WatchDir) until stop is called.
+func (l *Live) Watch(o WatchOptions) (stop func()) {
+	return WatchDir(l.cfg.ValuesDir, liveFollower{l}, o)
+}
+
+// liveFollower is Live as a Follower.
+type liveFollower struct{ l *Live }
+
+func (f liveFollower) Read() (any, [32]byte, error) {
+	vals, d, err := f.l.readSet()
+	return vals, d, err
+}
+
+func (f liveFollower) Discard(set any) {
+	if vals, ok := set.(map[string][]byte); ok {
+		for _, v := range vals {
+			clear(v)
+		}
+	}
+}
+
+func (f liveFollower) Take(set any, d [32]byte, err error) {
+	vals, _ := set.(map[string][]byte)
+	f.l.apply(vals, d, err)
+}
+
+func (f liveFollower) Expire() time.Time { return f.l.Expire() }
+
+func run(src source, f Follower, done <-chan struct{}) {
+	f.Take(readConsistent(src, f))
 	for {
 		d := time.Hour
-		if next := l.Expire(); !next.IsZero() {
+		if next := f.Expire(); !next.IsZero() {
 			d = max(time.Until(next), time.Millisecond)
 		}
 		changed := src.wait(done, d)
@@ -107,31 +152,24 @@ func (l *Live) run(src source, done <-chan struct{}) {
 				break
 			}
 		}
-		l.reload(src)
+		f.Take(readConsistent(src, f))
 	}
-}
-
-// reload reads the whole set as it was at one moment and applies it.
-func (l *Live) reload(src source) {
-	l.apply(l.readConsistent(src))
 }
 
 // readConsistent reads the whole set until the source's stamp before the
 // read equals the one after it: no change happened while it read, so the
 // set (or the refusal) is the directory's at one moment.
-func (l *Live) readConsistent(src source) (map[string][]byte, [32]byte, error) {
+func readConsistent(src source, f Follower) (any, [32]byte, error) {
 	for i := 0; i < readTries; i++ {
 		before := src.stamp()
-		vals, digest, err := l.readSet()
+		set, digest, err := f.Read()
 		if src.stamp() == before {
-			return vals, digest, err
+			return set, digest, err
 		}
-		for _, v := range vals {
-			clear(v)
-		}
+		f.Discard(set)
 		time.Sleep(time.Duration(i+1) * 5 * time.Millisecond)
 	}
-	return nil, sha256.Sum256([]byte("changing")), &ValueError{Secret: "-", Word: ReasonChanging, err: fmt.Errorf("the value directory kept changing while it was read; it is read again at its next change")}
+	return nil, sha256.Sum256([]byte("changing")), &ValueError{Secret: "-", Word: ReasonChanging, err: fmt.Errorf("the directory kept changing while it was read; it is read again at its next change")}
 }
 
 // poll is the fallback source: a fingerprint of the directory's tree.

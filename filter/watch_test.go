@@ -117,7 +117,7 @@ func checkWatcherView(t *testing.T, steps []byte) {
 		t.Skipf("SKIP: inotify is not available here (%v); the poll source has no such guarantee to test", err)
 	}
 	defer src.close()
-	l := &Live{cfg: w.cfg}
+	f := liveFollower{&Live{cfg: w.cfg}}
 	var (
 		mu   sync.Mutex
 		took []string
@@ -128,10 +128,10 @@ func checkWatcherView(t *testing.T, steps []byte) {
 	go func() {
 		defer wg.Done()
 		for {
-			vals, _, err := l.readConsistent(src)
+			set, _, err := readConsistent(src, f)
 			if err == nil {
 				mu.Lock()
-				took = append(took, setKey(vals))
+				took = append(took, setKey(set.(map[string][]byte)))
 				mu.Unlock()
 			}
 			select {
