@@ -87,8 +87,18 @@ func (b *builder) egressListener() *listenerv3.Listener {
 	}
 }
 
-// connectRoute ends a CONNECT and forwards its bytes to cluster.
+// connectRoute ends a CONNECT and forwards its bytes to cluster. On a
+// bound target's route (its internal listener, not the tunnel) the dial
+// guard is disabled: the dynamic forward proxy saves an address only for
+// its own cluster, so the guard's upstream_ip_port matchers would find no
+// envoy.stream.upstream_address there and warn once per range per request
+// (issue 21 item 3). The guard has nothing to judge on that route: its
+// destination is the intercept listener, and the engine dials the target.
 func (b *builder) connectRoute(name, cluster string) *routev3.Route {
+	perRoute := b.perRoute(pluginconf.RoleEgress, "")
+	if cluster != ClusterTunnel {
+		perRoute[FilterGuard] = b.pack(&routev3.FilterConfig{Disabled: true})
+	}
 	return &routev3.Route{
 		Name:  name,
 		Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_ConnectMatcher_{ConnectMatcher: &routev3.RouteMatch_ConnectMatcher{}}},
@@ -100,7 +110,7 @@ func (b *builder) connectRoute(name, cluster string) *routev3.Route {
 				ConnectConfig: &routev3.RouteAction_UpgradeConfig_ConnectConfig{},
 			}},
 		}},
-		TypedPerFilterConfig: b.perRoute(pluginconf.RoleEgress, ""),
+		TypedPerFilterConfig: perRoute,
 	}
 }
 

@@ -203,14 +203,40 @@ func Run(t *testing.T, d Driver) {
 	noSandbox := Config(t, t.TempDir())
 	noSandbox.Sandbox = ""
 	s := suite{pod: pod, noSandbox: d.Pod(t, noSandbox)}
-	t.Run("intercept", s.intercept)
-	t.Run("control", s.control)
-	t.Run("egress", s.egress)
-	t.Run("answers", s.answers)
-	t.Run("stream ends", s.streamEnds)
-	t.Run("panics", s.panics)
-	t.Run("no route config", s.unrouted)
-	t.Run("sentinels", s.sentinels)
+	for _, g := range s.groups() {
+		t.Run(g.name, g.run)
+	}
+}
+
+// group is one conformance case of Run: a subtest of its own, holding the
+// cases of one concern.
+type group struct {
+	name string
+	run  func(*testing.T)
+}
+
+func (s suite) groups() []group {
+	return []group{
+		{"intercept", s.intercept},
+		{"control", s.control},
+		{"egress", s.egress},
+		{"answers", s.answers},
+		{"stream ends", s.streamEnds},
+		{"panics", s.panics},
+		{"no route config", s.unrouted},
+		{"sentinels", s.sentinels},
+	}
+}
+
+// Groups are the names of Run's conformance cases, in the order it runs
+// them, and then "Rotation" (the suite's other entry point). envoy/README.md
+// names, for each, which adapters ran it (TestREADMENamesWhereEachCaseRan).
+func Groups() []string {
+	var names []string
+	for _, g := range (suite{}).groups() {
+		names = append(names, g.name)
+	}
+	return append(names, "Rotation")
 }
 
 type suite struct{ pod, noSandbox Pod }
