@@ -71,9 +71,18 @@ func (e *engineSlot) normalise(v any) any {
 				out[k] = fs
 			case k == "typed_per_filter_config":
 				per := val.(map[string]any)
-				if _, ok := per[e.name]; ok && len(per) == 1 {
+				if _, ok := per[e.name]; ok {
+					// The engine's entry, under a name both planes share;
+					// any other filter's (the guard disabled on a bound
+					// target's CONNECT) stays as it is.
 					e.routes++
-					out[k] = "ENGINE PER-ROUTE"
+					rest := map[string]any{"ENGINE": "ENGINE PER-ROUTE"}
+					for pk, pv := range per {
+						if pk != e.name {
+							rest[pk] = e.normalise(pv)
+						}
+					}
+					out[k] = rest
 					continue
 				}
 				out[k] = e.normalise(val)
