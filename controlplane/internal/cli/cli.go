@@ -9,7 +9,8 @@
 // cannot check — the value files the Custodian needs at start (the Sandbox
 // token's included: every pod's control listener holds it) and, with
 // --allow-local-targets, which clients reach each loopback target around
-// the Custodian — and never a key's or a value's bytes. Usage lists every
+// the Custodian, and the Secrets of the user's the pod's objects project
+// the values from — and never a key's or a value's bytes. Usage lists every
 // flag each command defines (TestUsageListsEveryFlag).
 package cli
 

@@ -8,6 +8,8 @@
 //
 //	ConfigMap <pod>-custodian          envoy.json (core Envoy with the module, the pod's
 //	                                   paths) and custodian.json; names, bindings, no value
+//	                                   (envoy.json alone in <pod>-custodian-envoy when the
+//	                                   two would pass MaxObjectBytes of data)
 //	Secret    <pod>-custodian-tls-<i>  the bound targets' leaves and keys, at most
 //	                                   LeavesPerSecret targets each (Opaque)
 //	ConfigMap jr2-ca                   ca.crt, extra.crt, bundle.crt, upstream.crt, wgetrc

@@ -10,6 +10,9 @@
 //	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, CURL_CA_BUNDLE, …)
 //	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
 //	ca/wgetrc       ca_certificate = bundle.crt      (WGETRC: wget reads no trust variable)
+//	kubernetes/…    the pod's Kubernetes objects, one per file (package kube),
+//	                built from these same bytes; kubernetes-patch/… the
+//	                same boundary as a patch of a pod template
 //
 // harness.env sets, beside the stand-ins, every proxy and trust variable
 // of docs/harness-env.md that applies (that table lists which tool reads
