@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -37,22 +36,14 @@ import (
 //     its length, or a path.
 type Live struct {
 	cfg   *Config
-	grace time.Duration
 	log   func(kv ...string)
 	now   func() time.Time
 	cur   atomic.Pointer[Engine]
 
 	mu          sync.Mutex
-	retired     []retiredValue
+	retired     Retired
 	refused     bool     // the last reload was refused
 	lastRefusal [32]byte // digest of what the last refused reload read, so one bad set logs once
-}
-
-// retiredValue is a value a rotation replaced, scrubbed until until.
-type retiredValue struct {
-	name  string
-	value []byte
-	until time.Time
 }
 
 // LiveOptions configure a Live.
@@ -67,7 +58,8 @@ type LiveOptions struct {
 
 // NewLive builds the first engine from c and the values LoadValues read.
 func NewLive(c *Config, values map[string][]byte, o LiveOptions) (*Live, error) {
-	l := &Live{cfg: c, grace: c.ValueGrace(), log: o.Log, now: o.Now}
+	l := &Live{cfg: c, log: o.Log, now: o.Now}
+	l.retired.Grace = c.ValueGrace()
 	if l.log == nil {
 		l.log = func(...string) {}
 	}
@@ -136,101 +128,47 @@ func (l *Live) apply(vals map[string][]byte, digest [32]byte, err error) {
 // from the values serving (or the last reload was refused).
 func (l *Live) swapLocked(vals map[string][]byte) error {
 	old := l.cur.Load()
-	now := l.now()
-	changed := false
-	var retired []retiredValue
+	cur := map[string][]byte{}
 	for _, s := range old.secrets {
-		if !bytes.Equal(s.value, vals[s.name]) {
-			changed = true
-			retired = append(retired, retiredValue{name: s.name, value: bytes.Clone(s.value), until: now.Add(l.grace)})
-		}
+		cur[s.name] = s.value
 	}
+	next, changed := l.retired.Next(l.now(), cur, vals)
 	if !changed && !l.refused {
 		return nil
 	}
-	next := l.keepLocked(now, vals)
-	next = append(next, retired...)
-	e, err := newEngine(l.cfg, vals, retiredMap(next))
+	e, err := newEngine(l.cfg, vals, next.Map())
 	if err != nil {
-		for _, r := range retired {
-			clear(r.value)
-		}
+		next.Abandon(&l.retired)
 		return err
 	}
 	e.live = l
-	l.dropLocked(next)
-	l.retired = next
+	l.retired.Replace(next)
 	l.cur.Store(e)
 	l.refused = false
 	l.log("action", "reload", "result", "ok", "secrets", fmt.Sprint(len(old.secrets)))
 	return nil
 }
 
-// keepLocked is the retired values still within their window at now, less
-// any that is a value of vals again.
-func (l *Live) keepLocked(now time.Time, vals map[string][]byte) []retiredValue {
-	var keep []retiredValue
-	for _, r := range l.retired {
-		if now.Before(r.until) && !bytes.Equal(vals[r.name], r.value) {
-			keep = append(keep, r)
-		}
-	}
-	return keep
-}
-
-// dropLocked clears the retired values that are not in keep.
-func (l *Live) dropLocked(keep []retiredValue) {
-	for _, r := range l.retired {
-		kept := false
-		for _, k := range keep {
-			if &k.value[0] == &r.value[0] {
-				kept = true
-				break
-			}
-		}
-		if !kept {
-			clear(r.value)
-		}
-	}
-}
-
-func retiredMap(rs []retiredValue) map[string][][]byte {
-	m := map[string][][]byte{}
-	for _, r := range rs {
-		m[r.name] = append(m[r.name], r.value)
-	}
-	return m
-}
-
-// Expire drops the retired values whose window ended by now: the engine is
+// Expire drops the retired values whose window ended: the engine is
 // rebuilt from the values serving and the retired values left. It reads no
 // file and logs nothing. It returns when the next retired value ends (zero
 // when none is left).
 func (l *Live) Expire() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
 	cur := l.cur.Load()
 	vals := map[string][]byte{}
 	for _, s := range cur.secrets {
 		vals[s.name] = s.value
 	}
-	keep := l.keepLocked(now, vals)
-	if len(keep) != len(l.retired) {
-		if e, err := newEngine(l.cfg, vals, retiredMap(keep)); err == nil {
+	if next, dropped := l.retired.Expired(l.now(), vals); dropped {
+		if e, err := newEngine(l.cfg, vals, next.Map()); err == nil {
 			e.live = l
-			l.dropLocked(keep)
-			l.retired = keep
+			l.retired.Replace(next)
 			l.cur.Store(e)
 		}
 	}
-	var next time.Time
-	for _, r := range l.retired {
-		if next.IsZero() || r.until.Before(next) {
-			next = r.until
-		}
-	}
-	return next
+	return l.retired.Ends()
 }
 
 // loadValues is LoadValues, writing every byte it reads to h when h is not

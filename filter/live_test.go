@@ -221,7 +221,7 @@ func TestLiveGraceWindow(t *testing.T) {
 	f := newLiveFixture(t)
 	now := time.Unix(1_800_000_000, 0)
 	f.live.now = func() time.Time { return now }
-	f.live.grace = time.Minute
+	f.live.retired.Grace = time.Minute
 	v0 := f.vals["GITHUB_TOKEN"]
 	rotate := func(v string) {
 		f.vals["GITHUB_TOKEN"] = v
@@ -246,8 +246,8 @@ func TestLiveGraceWindow(t *testing.T) {
 		t.Fatalf("after v0's window: next=%v v0 scrubbed %v, v1 %v", next, scrubbed(v0), scrubbed(v1))
 	}
 	rotate(v1) // v1 comes back: current, not retired; v2 is retired
-	if len(f.live.retired) != 1 || f.live.retired[0].value == nil || string(f.live.retired[0].value) != v2 {
-		t.Fatalf("retired after the return of v1: %d", len(f.live.retired))
+	if m := f.live.retired.Map(); f.live.retired.Len() != 1 || len(m["GITHUB_TOKEN"]) != 1 || string(m["GITHUB_TOKEN"][0]) != v2 {
+		t.Fatalf("retired after the return of v1: %d", f.live.retired.Len())
 	}
 	now = now.Add(2 * time.Minute)
 	if next := f.live.Expire(); !next.IsZero() || scrubbed(v2) || !scrubbed(v1) {
