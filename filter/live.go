@@ -35,10 +35,10 @@ import (
 //   - Log lines carry secret names, counts and rule words: never a value,
 //     its length, or a path.
 type Live struct {
-	cfg   *Config
-	log   func(kv ...string)
-	now   func() time.Time
-	cur   atomic.Pointer[Engine]
+	cfg *Config
+	log func(kv ...string)
+	now func() time.Time
+	cur atomic.Pointer[Engine]
 
 	mu          sync.Mutex
 	retired     Retired
