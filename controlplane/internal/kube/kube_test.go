@@ -274,6 +274,25 @@ func TestPatchIsThePod(t *testing.T) {
 	if len(ps.Containers) != 1 || j(ps.Containers[0]) != j(agent) {
 		t.Errorf("the patch's agent container differs from the Pod's but for the image")
 	}
+	// The digest: the same on the Pod and the template, the same for the
+	// same inputs, another when what the Custodian reads changes.
+	d := pod(t, set).Annotations[kube.AnnotationDigest]
+	if !strings.HasPrefix(d, "sha256:") || set.Patch.Spec.Template.Annotations[kube.AnnotationDigest] != d {
+		t.Errorf("digest %q on the Pod, %q on the template", d, set.Patch.Spec.Template.Annotations[kube.AnnotationDigest])
+	}
+	in := stubInput(t, small, kube.Options{})
+	if again, _ := kube.Build(in); pod(t, again).Annotations[kube.AnnotationDigest] != d {
+		t.Error("the same inputs give another digest")
+	}
+	in.Upstream = []byte("another upstream.crt\n")
+	if other, _ := kube.Build(in); pod(t, other).Annotations[kube.AnnotationDigest] == d {
+		t.Error("a changed trust file keeps the digest")
+	}
+	in = stubInput(t, small, kube.Options{})
+	in.Leaves[0].Key = []byte("another key, same certificate\n")
+	if other, _ := kube.Build(in); pod(t, other).Annotations[kube.AnnotationDigest] != d {
+		t.Error("the digest hashes a private key")
+	}
 	b, err := kube.Marshal(set.Patch)
 	if err != nil {
 		t.Fatal(err)

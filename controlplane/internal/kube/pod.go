@@ -1,9 +1,13 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,11 +188,13 @@ func Build(in Input) (*Set, error) {
 		},
 	}
 	spec := podSpec(in, env, health, configs, leaves)
+	digest := configDigest(configs, trust, leaves)
 	p := &corev1.Pod{
 		TypeMeta:   coreType("Pod"),
 		ObjectMeta: o.meta(pod, heldLabels(pod, ComponentPod)),
 		Spec:       spec,
 	}
+	p.Annotations = map[string]string{AnnotationDigest: digest}
 	for _, cm := range configs {
 		set.Objects = append(set.Objects, cm)
 	}
@@ -197,7 +203,7 @@ func Build(in Input) (*Set, error) {
 		set.Objects = append(set.Objects, s)
 	}
 	set.Objects = append(set.Objects, p)
-	set.Patch = patchOf(pod, spec)
+	set.Patch = patchOf(pod, spec, digest)
 	return set, nil
 }
 
@@ -440,14 +446,45 @@ type PatchSpec struct {
 	Template corev1.PodTemplateSpec `json:"template"`
 }
 
-func patchOf(pod string, spec corev1.PodSpec) *PodTemplatePatch {
+func patchOf(pod string, spec corev1.PodSpec, digest string) *PodTemplatePatch {
 	agent := spec.Containers[0]
 	agent.Image = "" // the user's own
 	spec.Containers = []corev1.Container{agent}
 	return &PodTemplatePatch{Spec: PatchSpec{Template: corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelHeldPod: pod}},
-		Spec:       spec,
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      map[string]string{LabelHeldPod: pod},
+			Annotations: map[string]string{AnnotationDigest: digest},
+		},
+		Spec: spec,
 	}}}
+}
+
+// AnnotationDigest is the Pod's (and the patched template's) digest of
+// what its Custodian reads once at start from the objects: its ConfigMaps,
+// jr2-ca, and the leaves' certificates (a new key comes with a new
+// certificate). A re-render that changes any of them changes the
+// template, so a Deployment patched with it rolls. Public bytes only: no
+// key and no value is hashed, and a value is never seen here.
+const AnnotationDigest = "jr2.dev/config-digest"
+
+func configDigest(configs []*corev1.ConfigMap, trust *corev1.ConfigMap, leaves []*corev1.Secret) string {
+	h := sha256.New()
+	put := func(k, v string) { fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(v), v) }
+	for _, cm := range append(append([]*corev1.ConfigMap(nil), configs...), trust) {
+		put("configmap", cm.Name)
+		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+			put(k, cm.Data[k])
+		}
+	}
+	for _, s := range leaves {
+		put("secret", s.Name)
+		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+			if strings.HasSuffix(k, ".crt") {
+				put(k, string(s.Data[k]))
+			}
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func ptr[T any](v T) *T { return &v }
