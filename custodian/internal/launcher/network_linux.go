@@ -268,14 +268,21 @@ func killInNetns(name string) error {
 }
 
 // removeRun deletes what a run named name left: both namespaces and
-// /etc/netns/name.
+// /etc/netns/name. A namespace another process removed meanwhile is gone,
+// which is what was asked: two sweeps (two runners, or two test binaries,
+// each sweeping at start) may find the same stale run at once, and the
+// later `ip netns delete` then finds no file.
 func removeRun(ipBin, name string) error {
 	var errs []error
 	for _, ns := range []string{name, name + mediatorNS} {
-		if _, err := os.Stat(filepath.Join(netnsDir, ns)); errors.Is(err, os.ErrNotExist) {
+		path := filepath.Join(netnsDir, ns)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if out, err := exec.Command(ipBin, "netns", "delete", ns).CombinedOutput(); err != nil {
+			if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
+				continue
+			}
 			errs = append(errs, fmt.Errorf("launcher: ip netns delete %s: %v: %s", ns, err, bytes.TrimSpace(out)))
 		}
 	}
