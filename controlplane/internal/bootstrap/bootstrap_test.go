@@ -452,9 +452,21 @@ func TestInterceptListeners(t *testing.T) {
 		if len(vh) != 1 || !slices.Equal(vh[0].Domains, []string{"*"}) {
 			t.Fatalf("%s: virtual hosts %v", tg, vh)
 		}
-		var r *routev3.Route
+		var r, connect *routev3.Route
 		for _, each := range vh[0].Routes {
 			fs := each.Match.GetFilterState()
+			if strings.HasSuffix(each.Name, "|connect") {
+				// A CONNECT inside the intercepted TLS: the engine's 405,
+				// with the target's per-route config; never forwarded.
+				if len(fs) != 1 || fs[0].Key != bootstrap.TargetFilterState || each.Name != bootstrap.InterceptRoute(fs[0].GetStringMatch().GetExact())+"|connect" ||
+					each.Match.GetConnectMatcher() == nil || each.GetDirectResponse().GetStatus() != 405 {
+					t.Errorf("%s: CONNECT route %s: %v", l.Name, each.Name, each)
+				}
+				if fs[0].GetStringMatch().GetExact() == tg {
+					connect = each
+				}
+				continue
+			}
 			if len(fs) != 1 || fs[0].Key != bootstrap.TargetFilterState || fs[0].GetStringMatch().GetExact() == "" || each.Match.GetPrefix() != "/" || len(each.Match.Headers) != 0 {
 				t.Errorf("%s: route %s matches %v; want the connection's target alone", l.Name, each.Name, each.Match)
 			}
@@ -471,14 +483,35 @@ func TestInterceptListeners(t *testing.T) {
 		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
 			t.Errorf("%s: per-route config %+v", tg, got)
 		}
+		if connect == nil || connect.Name != "intercept|"+tg+"|connect" || routeRole(t, connect) != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) ||
+			connect.GetDirectResponse().GetBody().GetInlineString() != "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS" {
+			t.Errorf("%s: CONNECT route %v", tg, connect)
+		}
+		// What the codec and connection manager refuse before the engine
+		// reaches the connection manager (absolute_path_rejected, not a
+		// parsed URL that drops its userinfo), and custom methods reach
+		// the engine (issue 22 rows 1, 5).
+		if po := m.HttpProtocolOptions; po.GetAllowAbsoluteUrl() == nil || po.GetAllowAbsoluteUrl().GetValue() || !po.GetAllowCustomMethods() {
+			t.Errorf("%s: HTTP/1 options %v", tg, po)
+		}
+		if len(m.UpgradeConfigs) != 1 || m.UpgradeConfigs[0].UpgradeType != "CONNECT" {
+			t.Errorf("%s: upgrades %v; want CONNECT, for the CONNECT route's filter chain", tg, m.UpgradeConfigs)
+		}
+		checkCodecLogs(t, tg, m, []line{
+			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'absolute_path_rejected'", ""},
+			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'path_normalization_failed'", ""},
+			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "response.code_details == 'http1.invalid_url'", ""},
+		})
 		// An intercept listener answers Envoy's own refusal of a target
 		// that is not a path as the engine does (rule 5's 400).
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
-		if len(lr.Mappers) > 0 {
-			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:1]}, []mapperWant{
+		if len(lr.Mappers) > 2 {
+			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:3]}, []mapperWant{
 				{expr: "response.code_details == 'absolute_path_rejected'", status: 400, text: "jr2 custodian: the request target must be a path that starts with /"},
+				{expr: "response.code_details == 'path_normalization_failed'", status: 400, text: "jr2 custodian: " + filter.FragmentText},
+				{expr: "response.code_details == 'http1.invalid_url'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
 			})
-			lr.Mappers = lr.Mappers[1:]
+			lr.Mappers = lr.Mappers[3:]
 		}
 		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
 
@@ -683,7 +716,28 @@ func checkEgressLogs(t *testing.T, m *hcmv3.HttpConnectionManager) {
 	if !m.AccessLogOptions.GetFlushLogOnTunnelSuccessfullyEstablished() {
 		t.Error("no log line when a tunnel is established")
 	}
-	type line struct{ format, expr, standIn string }
+	got := accessLines(t, m)
+	want := []line{
+		{"jr2.custodian action=tunnel target=%REQ(:AUTHORITY):256%\n", "xds.route_name == 'tunnel'", "without"},
+		{"jr2.custodian action=tunnel target=[stand-in]\n", "xds.route_name == 'tunnel'", "with"},
+		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "without"},
+		{"jr2.custodian action=refuse target=[stand-in] reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "with"},
+		// what Envoy refuses before the engine, or after it (issue 22 row 10)
+		{"jr2.custodian action=refuse target=- reason=target\n", "response.code_details == 'http1.invalid_url'", ""},
+		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=unreachable\n", "xds.route_name == 'tunnel' && response.code >= 500", "without"},
+		{"jr2.custodian action=refuse target=[stand-in] reason=unreachable\n", "xds.route_name == 'tunnel' && response.code >= 500", "with"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("egress access logs\n got: %q\nwant: %q", got, want)
+	}
+}
+
+// line is one access log of a connection manager: its format, its CEL
+// expression, and whether it matches a target with a stand-in.
+type line struct{ format, expr, standIn string }
+
+func accessLines(t *testing.T, m *hcmv3.HttpConnectionManager) []line {
+	t.Helper()
 	var got []line
 	for _, al := range m.AccessLog {
 		f := unpack[*streamv3.StdoutAccessLog](t, al.GetTypedConfig()).GetLogFormat().GetTextFormatSource().GetInlineString()
@@ -700,20 +754,25 @@ func checkEgressLogs(t *testing.T, m *hcmv3.HttpConnectionManager) {
 				}
 				l.standIn = map[bool]string{true: "without", false: "with"}[h.InvertMatch]
 			case sub.GetLogTypeFilter() != nil:
+			case sub.GetResponseFlagFilter() != nil:
+				if !slices.Equal(sub.GetResponseFlagFilter().Flags, append(append([]string(nil), bootstrap.NotSentFlags...), bootstrap.MaySentFlags...)) {
+					t.Errorf("flag filter %v", sub)
+				}
 			default:
 				t.Errorf("unexpected log filter %v", sub)
 			}
 		}
 		got = append(got, l)
 	}
-	want := []line{
-		{"jr2.custodian action=tunnel target=%REQ(:AUTHORITY):256%\n", "xds.route_name == 'tunnel'", "without"},
-		{"jr2.custodian action=tunnel target=[stand-in]\n", "xds.route_name == 'tunnel'", "with"},
-		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "without"},
-		{"jr2.custodian action=refuse target=[stand-in] reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "with"},
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("egress access logs\n got: %q\nwant: %q", got, want)
+	return got
+}
+
+// checkCodecLogs: the lines of what Envoy refuses before the engine on an
+// intercept or the control listener, each at the stream's end.
+func checkCodecLogs(t *testing.T, where string, m *hcmv3.HttpConnectionManager, want []line) {
+	t.Helper()
+	if got := accessLines(t, m); !slices.Equal(got, want) {
+		t.Errorf("%s: access logs\n got: %q\nwant: %q", where, got, want)
 	}
 }
 
@@ -757,8 +816,26 @@ func TestControl(t *testing.T) {
 		if last.Match.GetPrefix() != "/" || last.GetDirectResponse().GetStatus() != 404 || routeRole(t, last).Role != pluginconf.RoleControl {
 			t.Errorf("catch-all %v", last)
 		}
-		checkReplies(t, "control", m.LocalReplyConfig, "jr2-orchestrator.jr2.svc:4000")
-		for _, mp := range m.LocalReplyConfig.Mappers[1:] {
+		// What Envoy refuses before the engine is the engine's 404 and line
+		// (issue 22 rows 5, 6), and custom methods reach the engine.
+		notRoute := "jr2 custodian: not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
+		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
+		if len(lr.Mappers) > 2 {
+			checkMappers(t, "control", &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:2]}, []mapperWant{
+				{expr: "response.code_details == 'absolute_path_rejected'", status: 404, text: notRoute},
+				{expr: "response.code_details == 'path_normalization_failed'", status: 404, text: notRoute},
+			})
+			lr.Mappers = lr.Mappers[2:]
+		}
+		checkCodecLogs(t, "control", m, []line{
+			{"jr2.custodian action=refuse target=jr2-orchestrator.jr2.svc:4000 reason=route\n", "response.code_details == 'absolute_path_rejected'", ""},
+			{"jr2.custodian action=refuse target=jr2-orchestrator.jr2.svc:4000 reason=route\n", "response.code_details == 'path_normalization_failed'", ""},
+		})
+		if po := m.HttpProtocolOptions; po.GetAllowAbsoluteUrl() == nil || po.GetAllowAbsoluteUrl().GetValue() || !po.GetAllowCustomMethods() {
+			t.Errorf("control: HTTP/1 options %v", po)
+		}
+		checkReplies(t, "control", lr, "jr2-orchestrator.jr2.svc:4000")
+		for _, mp := range lr.Mappers[1:] {
 			var hs []string
 			for _, h := range mp.HeadersToAdd {
 				hs = append(hs, h.Header.Key+": "+h.Header.Value)

@@ -88,7 +88,10 @@ func (b *builder) hcm(s hcmSettings) *hcmv3.HttpConnectionManager {
 		LocalReplyConfig:             s.replies,
 		StreamIdleTimeout:            durationpb.New(s.idle),
 		CommonHttpProtocolOptions:    &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(s.idle)},
-		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true},
+		// Custom methods reach the engine, which answers them as the Go
+		// host does (rule 1's 405, the egress listener's 405, the control
+		// listener's 404); Envoy's parser would answer 400 itself.
+		HttpProtocolOptions:          &corev3.Http1ProtocolOptions{AcceptHttp_10: true, AllowCustomMethods: true},
 		GenerateRequestId:            wrapperspb.Bool(false),
 		UseRemoteAddress:             wrapperspb.Bool(false),
 		SkipXffAppend:                true,

@@ -57,6 +57,8 @@ func (b *builder) controlListener() *listenerv3.Listener {
 		replies: b.controlReplies(c.Orchestrator),
 		idle:    streamIdle,
 	})
+	strictTarget(m)
+	m.AccessLog = b.controlCodecLogs(c.Orchestrator)
 	return &listenerv3.Listener{
 		Name:         ListenerControl,
 		Address:      b.socketAddress(c.Listeners.Control),

@@ -78,7 +78,7 @@ func (b *builder) egressListener() *listenerv3.Listener {
 		idle:    streamIdle,
 		connect: true,
 	})
-	m.AccessLog = b.egressLogs()
+	m.AccessLog = append(b.egressLogs(), b.egressCodecLogs()...)
 	m.AccessLogOptions = &hcmv3.HttpConnectionManager_HcmAccessLogOptions{FlushLogOnTunnelSuccessfullyEstablished: true}
 	return &listenerv3.Listener{
 		Name:         ListenerEgress,

@@ -94,6 +94,7 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 			}},
 			TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, t),
 		})
+		routes = append(routes, b.connectInside(t, routes[len(routes)-1].Match))
 	}
 	downstream := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificates: certs,
@@ -114,7 +115,10 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 		},
 		replies: b.interceptReplies(connectionTarget),
 		idle:    streamIdle,
+		connect: true, // only for connectInside's routes: the engine's 405
 	})
+	strictTarget(m)
+	m.AccessLog = b.interceptCodecLogs()
 	return &listenerv3.Listener{
 		Name:              g.name,
 		ListenerSpecifier: &listenerv3.Listener_InternalListener{InternalListener: &listenerv3.Listener_InternalListenerConfig{}},

@@ -84,9 +84,9 @@ const absolutePath = "response.code_details == 'absolute_path_rejected'"
 // 400), as custodian serve does.
 func (b *builder) interceptReplies(target string) *hcmv3.LocalReplyConfig {
 	r := b.boundReplies(target)
-	r.Mappers = append([]*hcmv3.ResponseMapper{
+	r.Mappers = append(append([]*hcmv3.ResponseMapper{
 		mapper(b.celFilter(absolutePath), 400, "jr2 custodian: "+filter.NotAPathText, nil),
-	}, r.Mappers...)
+	}, b.interceptCodecReplies()...), r.Mappers...)
 	return r
 }
 
@@ -106,9 +106,11 @@ func (b *builder) tunnelReplies() *hcmv3.LocalReplyConfig {
 // controlReplies: the Orchestrator route's answers, each also carrying
 // x-jr2-custodian: unreachable and the flags.
 func (b *builder) controlReplies(orchestrator string) *hcmv3.LocalReplyConfig {
-	return b.boundReplies(orchestrator,
+	r := b.boundReplies(orchestrator,
 		setHeader(HeaderUnreachable, HeaderUnreachableValue),
 		setHeader(HeaderFlags, "%RESPONSE_FLAGS%"))
+	r.Mappers = append(b.controlCodecReplies(), r.Mappers...)
+	return r
 }
 
 // markReply names the Custodian in the mark's refusal; its status (403)

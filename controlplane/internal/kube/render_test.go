@@ -230,6 +230,9 @@ func TestLimits(t *testing.T) {
 		if strings.HasPrefix(name, kube.Dir+"/secret-") {
 			leaves++
 		}
+		if len(b) > kube.MaxObjectBytes {
+			t.Errorf("%s is %d bytes as written", name, len(b))
+		}
 		t.Logf("%s: %d bytes", name, len(b))
 	}
 	if leaves != 4 {

@@ -72,7 +72,8 @@ func prune(v any) any {
 
 // Files are the set's files, relative to the rendered directory: each
 // object under Dir, the patch under PatchDir. An object over
-// MaxObjectBytes is refused, naming it and the fix.
+// MaxObjectBytes — as the API server counts it (Size) or as written — is
+// refused, naming it and the fix.
 func Files(set *Set) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, obj := range set.Objects {
@@ -85,6 +86,7 @@ func Files(set *Set) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		n = max(n, len(b)) // under the limit as the server counts it, and as written
 		if n > MaxObjectBytes {
 			return nil, fmt.Errorf("%s would be %d bytes, over Kubernetes' %d-byte object limit, and the API server would refuse it; %s; nothing was written", name, n, MaxObjectBytes, tooBig(obj))
 		}

@@ -259,6 +259,24 @@ func validate(t *testing.T, envoy, config string) (int, string) {
 // configError is Envoy's one reason for refusing a config file.
 var configError = regexp.MustCompile(`error initializing configuration '[^']*': (.*)`)
 
+// customMethodsWIP is the one warning a module render is allowed: Envoy
+// 1.39 marks Http1ProtocolOptions.allow_custom_methods work in progress,
+// and the render sets it so that a method Envoy's parser does not know
+// reaches the engine (rule 1's 405) instead of Envoy's own 400 (issue 22
+// row 1; envoy/README.md).
+const customMethodsWIP = "field 'envoy.config.core.v3.Http1ProtocolOptions.allow_custom_methods' is marked as work-in-progress."
+
+// withoutWIP drops the lines of log that are customMethodsWIP's warning.
+func withoutWIP(log string) string {
+	var keep []string
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, "[warning]") || !strings.Contains(l, customMethodsWIP) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 // TestEnvoyValidate runs core Envoy's `envoy --mode validate` on renders of
 // both data planes. Validate builds every listener's real filter factories:
 // for the module it dlopens the .so and runs its program_init and
@@ -290,7 +308,7 @@ func TestEnvoyValidate(t *testing.T) {
 			if code != 0 || !strings.Contains(log, "configuration '"+filepath.Join(out, render.EnvoyFile)+"' OK") {
 				t.Fatalf("envoy --mode validate refused the module render: exit %d\n%s", code, log)
 			}
-			if strings.Contains(log, "[warning]") || strings.Contains(log, "[error]") || strings.Contains(log, "[critical]") {
+			if log := withoutWIP(log); strings.Contains(log, "[warning]") || strings.Contains(log, "[error]") || strings.Contains(log, "[critical]") {
 				t.Errorf("envoy --mode validate warned on the module render:\n%s", log)
 			}
 			if strings.Contains(log, sentinel) {
