@@ -115,6 +115,9 @@ func child() (string, error) {
 	if err != nil {
 		return "exec", err
 	}
+	if err := fixStdio(cfg.UID, cfg.GID); err != nil {
+		return "stdio", err
+	}
 	groups := make([]int, len(cfg.Groups))
 	for i, g := range cfg.Groups {
 		groups[i] = int(g)
@@ -238,6 +241,30 @@ func bind(src, dst string, ro bool) error {
 	}
 	if err := unix.Mount("", dst, "", flags, ""); err != nil {
 		return fmt.Errorf("read-only %s: %w", dst, err)
+	}
+	return nil
+}
+
+// fixStdio gives the container's user its stdin, stdout and stderr, as
+// runc does (fixStdioPermissions) and containerd's shim does for the pipes
+// it makes, so a process that opens /dev/stdout (Envoy's --log-path) can;
+// /dev/null stays root's.
+func fixStdio(uid, gid uint32) error {
+	var null unix.Stat_t
+	if err := unix.Stat("/dev/null", &null); err != nil {
+		return err
+	}
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("fd %d: %w", fd, err)
+		}
+		if st.Rdev == null.Rdev && st.Mode&unix.S_IFMT == unix.S_IFCHR || st.Uid == uid {
+			continue
+		}
+		if err := unix.Fchown(fd, int(uid), int(gid)); err != nil {
+			return fmt.Errorf("fd %d: %w", fd, err)
+		}
 	}
 	return nil
 }

@@ -22,7 +22,8 @@
 //   - Its user: runAsUser and runAsGroup (the container's over the Pod's;
 //     0 when neither says), the supplementary groups the Pod's fsGroup and
 //     supplementalGroups give, and no_new_privs when
-//     allowPrivilegeEscalation is false.
+//     allowPrivilegeEscalation is false; its stdout and stderr are given
+//     to that user, as runc does, so it can open /dev/stdout.
 //
 // # Invariant
 //

@@ -75,7 +75,8 @@ func testPod() (*corev1.Pod, kubelayout.Objects) {
 // $(NAME) stays as written).
 func TestSidecarSeesItsPod(t *testing.T) {
 	pod, objs := testPod()
-	p := New(t, pod, objs)
+	p := New(t)
+	p.Pod, p.Objects = pod, objs
 	var out, errb bytes.Buffer
 	if err := p.Run(t, "side", Options{Stdout: &out, Stderr: &errb}); err != nil {
 		t.Fatalf("side: %v\n%s%s", err, out.String(), errb.String())
@@ -91,7 +92,8 @@ func TestSidecarSeesItsPod(t *testing.T) {
 // with an env read from a ConfigMap.
 func TestContainerMountsNothingElse(t *testing.T) {
 	pod, objs := testPod()
-	p := New(t, pod, objs)
+	p := New(t)
+	p.Pod, p.Objects = pod, objs
 	var out bytes.Buffer
 	if err := p.Run(t, "main", Options{Stdout: &out, Stderr: &out}); err != nil {
 		t.Fatalf("main: %v\n%s", err, out.String())
@@ -111,7 +113,8 @@ func TestPodNetwork(t *testing.T) {
 		t.Fatal("this test runs curl in the Pod: apt-get install curl")
 	}
 	pod, objs := testPod()
-	p := New(t, pod, objs)
+	p := New(t)
+	p.Pod, p.Objects = pod, objs
 	l, err := p.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +170,8 @@ func TestStartRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod, objs := testPod()
 			tc.edit(pod, &objs)
-			p := New(t, pod, objs)
+			p := New(t)
+			p.Pod, p.Objects = pod, objs
 			_, err := p.command("side", Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)

@@ -24,7 +24,8 @@ import (
 )
 
 // Pod is one Pod on this machine: its network namespace and its laid-out
-// volumes, shared by the containers Start runs.
+// volumes, shared by the containers Start runs. Set Pod and Objects (as
+// read back from the API server) before the first Start, and keep them.
 type Pod struct {
 	Pod     *corev1.Pod
 	Objects kubelayout.Objects
@@ -44,9 +45,11 @@ type Options struct {
 	Stdout, Stderr io.Writer
 }
 
-// New makes the Pod's network namespace (loopback up) and a directory for
-// its volumes; t.Cleanup closes the one and removes the other.
-func New(t testing.TB, pod *corev1.Pod, objs kubelayout.Objects) *Pod {
+// New makes a Pod's network namespace (loopback up) and a directory for
+// its volumes, as a pod sandbox is made before its containers; t.Cleanup
+// closes the one and removes the other. A test may listen in the
+// namespace (Listen) before it has the Pod object.
+func New(t testing.TB) *Pod {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Fatal("podrun: running a Pod's container needs root (mount and network namespaces, bind mounts, its uid)")
@@ -69,7 +72,7 @@ func New(t testing.TB, pod *corev1.Pod, objs kubelayout.Objects) *Pod {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Close() })
-	return &Pod{Pod: pod, Objects: objs, dir: dir, netns: ns}
+	return &Pod{dir: dir, netns: ns}
 }
 
 // newNetns makes a network namespace on a locked thread, brings its
@@ -277,6 +280,9 @@ func (pr *Process) Stop() error {
 
 // command builds the child that becomes container name.
 func (p *Pod) command(name string, o Options) (*exec.Cmd, error) {
+	if p.Pod == nil {
+		return nil, errors.New("podrun: set Pod (and Objects) before Start")
+	}
 	c, err := Container(p.Pod, name)
 	if err != nil {
 		return nil, err
