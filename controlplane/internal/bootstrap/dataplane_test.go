@@ -130,8 +130,9 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 	}
 	// control, egress and three intercept listeners (the DNS-named targets'
 	// and one per IP target); the control routes (4 + not-found), two per
-	// egress vhost (the three listeners + tunnel), one per target.
-	if wantF, wantR := 2+3, 5+2*(3+1)+len(targets); filters != wantF || routes != wantR {
+	// egress vhost (the three listeners + tunnel), two per target (its
+	// route and its CONNECT route).
+	if wantF, wantR := 2+3, 5+2*(3+1)+2*len(targets); filters != wantF || routes != wantR {
 		t.Errorf("%d engine filters, %d per-route configs compared; want %d, %d", filters, routes, wantF, wantR)
 	}
 }
