@@ -47,6 +47,12 @@ type ValueError struct {
 	err    error
 }
 
+// NewValueError is the refusal of secret's value by the rule word, err
+// the sentence that says so (another reader's, the Effector's).
+func NewValueError(secret, word string, err error) *ValueError {
+	return &ValueError{Secret: secret, Word: word, err: err}
+}
+
 func (e *ValueError) Error() string { return e.err.Error() }
 func (e *ValueError) Unwrap() error { return e.err }
 

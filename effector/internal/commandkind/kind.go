@@ -195,7 +195,7 @@ func (k *Kind) prepare(id string, s *wire.Start) (*prepared, map[string][][]byte
 	if err != nil {
 		return nil, nil, err
 	}
-	p.env, p.reads = env.vars, env.reads
+	p.env, p.reads, p.held = env.vars, env.reads, env.held
 	return p, env.built, nil
 }
 
@@ -205,6 +205,9 @@ type prepared struct {
 	argv    []string
 	env     []string // NAME=value, what the start names, sorted
 	reads   []string // the secret files the env names by secretPath
+	// held is the value of each secret read by secretPath when the start
+	// was prepared: its file must still hold it when the command runs.
+	held map[string][]byte
 	dir     string   // clean and relative; "." is the checkout's root
 	pin     string   // a commit sha, or "" for the worktree's HEAD
 	max     int
@@ -298,6 +301,7 @@ func CheckEnvName(name string) error {
 type childEnv struct {
 	vars  []string
 	reads []string
+	held  map[string][]byte // secretPath name -> its value now
 	built map[string][][]byte
 }
 
@@ -331,9 +335,14 @@ func (k *Kind) buildEnv(env map[string]wire.Value) (childEnv, error) {
 				b.Write(v)
 				from = append(from, part.Value)
 			case wire.PartSecretPath:
-				if _, ok := k.o.Values(part.Value); !ok {
+				v, ok := k.o.Values(part.Value)
+				if !ok {
 					return out, fmt.Errorf("secret %q: this Effector holds no secret of that name; place it on this Effector or name one it holds", part.Value)
 				}
+				if out.held == nil {
+					out.held = map[string][]byte{}
+				}
+				out.held[part.Value] = v
 				f := filepath.Join(k.o.SecretsDir, part.Value)
 				b.WriteString(f)
 				if !reads[f] {

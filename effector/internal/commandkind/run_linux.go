@@ -85,9 +85,10 @@ func (k *Kind) run(ctx context.Context, sc *effect.Scrubber, p *prepared) wire.O
 }
 
 // heldFiles resolves each secret file the command reads by secretPath
-// and checks that it still holds the value the Effector read at start:
-// output is scrubbed for the values the Effector holds, so a file
-// rewritten since (a Secret rotated before the pod rolled) is given to no
+// and checks that it still holds the value the effect started with (the
+// Effector's value when the start was prepared): output is scrubbed for
+// the values the Effector holds, so a file rewritten since (a rotation the
+// Effector has not read yet, or a file changed in place) is given to no
 // command. It returns the files with links resolved, which the confiner's
 // rules bind to: a file swapped in after the check is a file the child
 // cannot read.
@@ -95,7 +96,7 @@ func (r *runner) heldFiles() ([]string, error) {
 	out := make([]string, 0, len(r.p.reads))
 	for _, f := range r.p.reads {
 		name := filepath.Base(f)
-		held, _ := r.k.o.Values(name)
+		held := r.p.held[name]
 		real, err := filepath.EvalSymlinks(f)
 		var b []byte
 		if err == nil {
@@ -105,7 +106,7 @@ func (r *runner) heldFiles() ([]string, error) {
 			return nil, fmt.Errorf("secret %s: its file cannot be read (%s)", name, oserr.Why(err))
 		}
 		if !bytes.Equal(effectorkey.TrimNewline(b), held) {
-			return nil, fmt.Errorf("secret %s: its file no longer holds the value this Effector read when it started, and an output is scrubbed only for what the Effector holds; roll the Effector's pod to read the new value", name)
+			return nil, fmt.Errorf("secret %s: its file no longer holds the value this effect started with (the secret rotated, or its file was changed), and an output is scrubbed only for what the Effector holds; start the effect again once the Effector logged action=reload", name)
 		}
 		out = append(out, real)
 	}

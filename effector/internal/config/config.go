@@ -1,5 +1,7 @@
 // Package config reads the Effector's env, effector.json, its placement key
-// and its secrets once, at start, into a read-only Config.
+// and its secrets once, at start, into a read-only Config. ReadSecrets
+// reads the held secrets again, under the same rules, when their directory
+// rotates (package rotation).
 //
 // Invariant: an error names the env variable or the effector.json field and
 // the fix, and never carries a secret's value, the key, or a path (the env
@@ -27,6 +29,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -38,6 +41,7 @@ import (
 	"jr2.dev/boundary/effector/internal/oserr"
 	sj "jr2.dev/boundary/effector/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
 	"jr2.dev/boundary/internal/mode"
@@ -414,23 +418,67 @@ func loadSecrets(dir string) ([]Secret, error) {
 		if !wire.ValidSecretName(name) || name == KeyLabel {
 			return nil, fmt.Errorf("%s: %s cannot name a secret; use 1–253 of A-Z a-z 0-9 . _ - (and not %q)", EnvSecrets, sj.Quote(name), KeyLabel)
 		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
-		}
-		b, err := os.ReadFile(full)
+		v, _, err := readSecret(dir, name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
-		}
-		v := effectorkey.TrimNewline(b)
-		if len(v) < 8 {
-			return nil, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
-		}
-		if err := strength.Check(v); err != nil {
-			return nil, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
+			return nil, err
 		}
 		out = append(out, Secret{Name: name, Value: v})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// readSecret reads the secret name of dir (through links, as a Secret
+// volume holds it) under the rules of the start, and returns its value, or
+// the rule's word (filter's Reason words) and the error naming the secret.
+func readSecret(dir, name string) ([]byte, string, error) {
+	full := filepath.Join(dir, name)
+	st, err := os.Stat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, filter.ReasonMissing, fmt.Errorf("%s: secret %s: its file is gone; project it there again", EnvSecrets, name)
+	}
+	if err != nil {
+		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
+	}
+	v := effectorkey.TrimNewline(b)
+	if len(v) < 8 {
+		word := filter.ReasonShort
+		if len(v) == 0 {
+			word = filter.ReasonEmpty
+		}
+		return nil, word, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
+	}
+	if err := strength.Check(v); err != nil {
+		return nil, filter.ReasonGuessable, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
+	}
+	return v, "", nil
+}
+
+// ReadSecrets reads the held names of dir again, each under the rules of
+// the start (at least 8 bytes, past the guess floor, a regular file): the
+// whole new set, or, at the first secret that breaks a rule, a
+// *filter.ValueError naming it and the rule's word. A name the directory
+// gained since the start is not read: the Effector holds what it started
+// with.
+func ReadSecrets(dir string, names []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(names))
+	for _, name := range names {
+		v, word, err := readSecret(dir, name)
+		if err != nil {
+			for _, v := range out {
+				clear(v)
+			}
+			return nil, filter.NewValueError(name, word, err)
+		}
+		out[name] = v
+	}
 	return out, nil
 }
 

@@ -1,5 +1,6 @@
 // Package serve is `effector` with no sub-command: it reads the
-// configuration once, listens on 0.0.0.0:$JR2_EFFECTOR_PORT, says ready, and
+// configuration once (the secrets directory then follows its rotations,
+// package rotation), listens on 0.0.0.0:$JR2_EFFECTOR_PORT, says ready, and
 // on SIGTERM drains — new starts answer 503 while effects in flight finish
 // and their outcomes are read, for at most JR2_EFFECTOR_DRAIN_SECONDS.
 //
@@ -42,8 +43,10 @@ import (
 	"jr2.dev/boundary/effector/internal/httpkind"
 	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/effector/internal/reap"
+	"jr2.dev/boundary/effector/internal/rotation"
 	"jr2.dev/boundary/effector/internal/server"
 	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/landlock"
@@ -79,7 +82,13 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exit("subreaper", err)
 	}
-	receipts, err := openReceipts(cfg, stderr)
+	// The secrets follow their directory: an effect reads a value when it
+	// starts, and every answer is scrubbed for what is held then.
+	secrets, err := rotation.New(rotation.Options{Dir: cfg.SecretsDir, Values: values(cfg), Fixed: Fixed(cfg), Log: log.Log})
+	if err != nil {
+		return exit("config", err)
+	}
+	receipts, err := openReceipts(cfg, secrets.Scrubber, stderr)
 	if err != nil {
 		return exit("config", err)
 	}
@@ -90,12 +99,13 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 		return exit("config", err)
 	}
 	shared.Receipts = recorder(receipts)
+	shared.Values = secrets.Value
 	srv, err := server.New(server.Options{
 		Replica: cfg.Replica,
 		Key:     cfg.Key,
 		Started: started,
 		Kinds:   Kinds(cfg, probe, shared),
-		Held:    Held(cfg),
+		Held:    secrets.Held(),
 		Log:     stdout,
 		Hold:    cfg.Hold,
 		Expire:  cfg.Expire,
@@ -106,6 +116,10 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 		return exit("config", err)
 	}
 	defer srv.Close()
+	if cfg.SecretsDir != "" {
+		stopWatch := secrets.Watch(srv.SetHeld, filter.WatchOptions{})
+		defer stopWatch()
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return exit("listen", listenerr.Wrap(fmt.Errorf("cannot listen on port %d: %w", cfg.Port, errors.Unwrap(err)), "the Effector's listener", config.EnvPort+"=PORT", "another Effector"))
@@ -150,20 +164,16 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 // openReceipts creates JR2_EFFECTOR_RECEIPTS as a bundle whose seal is
 // signed by a key made here and held only in memory; its public half is
 // named in the first record and printed once on stderr. nil when unset.
-func openReceipts(cfg *config.Config, stderr io.Writer) (*bundle.Writer, error) {
+func openReceipts(cfg *config.Config, held func() *scrub.Scrubber, stderr io.Writer) (*bundle.Writer, error) {
 	if cfg.Receipts == "" {
 		return nil, nil
-	}
-	held, err := scrub.New(Held(cfg))
-	if err != nil {
-		return nil, err
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the receipts' key: %w", config.EnvReceipts, err)
 	}
 	w, err := bundle.Create(cfg.Receipts, bundle.Options{Key: priv,
-		ContainsSecret: func(line []byte) bool { return !bytes.Equal(held.Bytes(line), line) }})
+		ContainsSecret: func(line []byte) bool { return !bytes.Equal(held().Bytes(line), line) }})
 	if errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%s %s exists, and receipts are never overwritten: name another file, or move it away", config.EnvReceipts, cfg.Receipts)
 	}
@@ -224,6 +234,9 @@ type Shared struct {
 	// receipts file, and the mode layer; nil for none and live.
 	Receipts bundle.Recorder
 	Mode     *mode.Layer
+	// Values are the held secrets' values as they rotate
+	// (rotation.Secrets.Value); nil is the values read at start.
+	Values func(name string) ([]byte, bool)
 }
 
 // newShared makes this process the subreaper of its descendants (ADR-0068,
@@ -255,18 +268,22 @@ func landlockGate(commands bool, node string, probe error) error {
 
 // Kinds wires the kinds this build runs.
 func Kinds(cfg *config.Config, probe error, sh Shared) map[string]effect.Kind {
+	vals := sh.Values
+	if vals == nil {
+		vals = cfg.Secret
+	}
 	targets := make([]httpkind.Target, len(cfg.Targets))
 	for i, t := range cfg.Targets {
 		targets[i] = httpkind.Target(t)
 	}
 	return map[string]effect.Kind{
 		wire.KindHTTP: httpkind.New(httpkind.Options{
-			Targets: targets, Values: cfg.Secret, Roots: cfg.Roots, Work: cfg.Work,
+			Targets: targets, Values: vals, Roots: cfg.Roots, Work: cfg.Work,
 			Receipts: sh.Receipts, Mode: sh.Mode,
 		}),
 		wire.KindCommand: commandkind.New(commandkind.Options{
 			Commands: cfg.Commands, Node: cfg.Node, Probe: probe,
-			Values: cfg.Secret, SecretsDir: cfg.SecretsDir, Work: cfg.Work, Scratch: cfg.Scratch, Deny: cfg.OwnPaths(),
+			Values: vals, SecretsDir: cfg.SecretsDir, Work: cfg.Work, Scratch: cfg.Scratch, Deny: cfg.OwnPaths(),
 			Self: sh.Self, Tracker: sh.Tracker, Lock: sh.Lock,
 		}),
 		wire.KindPush: pushkind.New(pushkind.Options{
@@ -283,6 +300,23 @@ func Held(cfg *config.Config) []scrub.Secret {
 	for _, s := range cfg.Secrets {
 		held = append(held, scrub.Secret{Name: s.Name, Value: s.Value})
 	}
+	return append(held, Fixed(cfg)...)
+}
+
+// values are the held secrets' values as read at start, by name.
+func values(cfg *config.Config) map[string][]byte {
+	m := make(map[string][]byte, len(cfg.Secrets))
+	for _, s := range cfg.Secrets {
+		m[s.Name] = s.Value
+	}
+	return m
+}
+
+// Fixed is what answers are scrubbed for that does not rotate with the
+// secrets directory: the push credentials' secret files (read once, at
+// start) and the placement key as its raw bytes and as its file's hex.
+func Fixed(cfg *config.Config) []scrub.Secret {
+	var held []scrub.Secret
 	for _, e := range cfg.GitEntries {
 		for _, s := range e.Held() {
 			held = append(held, scrub.Secret{Name: s.Name, Value: s.Value})

@@ -13,8 +13,9 @@
 //     for every held secret and the placement key. No answer holds a string
 //     the effect built except through an outcome's strings, so that is
 //     where what it built is scrubbed.
-//   - The held secrets' automaton (and its case-folded twin) is built once,
-//     in New. An effect's own state — its plan, its scrubber — lives only
+//   - The held secrets' automaton (and its case-folded twin) is built in
+//     New, and again when the secrets rotate (SetHeld, one atomic swap); an
+//     effect keeps the scrubber it started with. An effect's own state — its plan, its scrubber — lives only
 //     until it settles; what stays for re-reads until Expire is the
 //     scrubbed outcome and a few words about the effect.
 //   - An effect's Run is called at most once per id, and its outcome is
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"jr2.dev/boundary/effector/internal/effect"
@@ -91,11 +93,12 @@ type (
 
 // Server serves the wire. It is safe for concurrent use.
 type Server struct {
-	o      Options
-	guard  *guard.Guard
-	global *scrub.Scrubber
-	scrubs *effect.Scrubbers // each effect's, over global
-	held   map[string]bool
+	o     Options
+	guard *guard.Guard
+	// scrub is the held secrets' scrubber every answer passes through, and
+	// each effect's over it; SetHeld swaps both at once.
+	scrub atomic.Pointer[heldScrub]
+	held  map[string]bool
 	log    *logline.Writer
 
 	ctx    context.Context
@@ -125,6 +128,27 @@ type entry struct {
 	read      bool
 }
 
+// heldScrub is the scrubber over every held secret, and the Scrubbers
+// each effect's scrubber is made from, over it.
+type heldScrub struct {
+	global *scrub.Scrubber
+	scrubs *effect.Scrubbers
+}
+
+func newHeldScrub(global *scrub.Scrubber) *heldScrub {
+	global.Folded() // built now, not by the first effect that settles
+	return &heldScrub{global: global, scrubs: effect.NewScrubbers(global)}
+}
+
+// SetHeld swaps the scrubber over every held secret (a rotation of the
+// secrets, with the values it replaced still held for their grace
+// window). An effect already started keeps the scrubber it started with;
+// every answer written from now on passes through global. Call it before
+// the new values can be read.
+func (s *Server) SetHeld(global *scrub.Scrubber) {
+	s.scrub.Store(newHeldScrub(global))
+}
+
 // keepStops is how long a stop for an id the replica did not hold is kept:
 // twice the signing window, past which a start signed before the stop is
 // refused by its time.
@@ -140,18 +164,16 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	global.Folded() // built now, not by the first effect that settles
 	s := &Server{
 		o:       o,
 		guard:   guard.New(o.Key, o.Replica.Address, o.Started, o.Now),
-		global:  global,
-		scrubs:  effect.NewScrubbers(global),
 		held:    map[string]bool{},
 		log:     logline.NewWriter(o.Log, logline.Effector),
 		effects: map[string]*entry{},
 		kept:    map[string]time.Time{},
 		changed: make(chan struct{}),
 	}
+	s.scrub.Store(newHeldScrub(global))
 	for _, h := range o.Held {
 		s.held[h.Name] = true
 	}
@@ -182,7 +204,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = answer{status: http.StatusInternalServerError, body: s.errorBody("internal: the answer could not be encoded")}
 		body, _ = wire.Marshal(a.body)
 	}
-	body = s.global.Bytes(body)
+	body = s.scrub.Load().global.Bytes(body)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(wire.HeaderSignature, wire.Sign(s.o.Key, wire.ResponseLines(a.status, v.Method, v.Target, v.Nonce, body)))
@@ -292,7 +314,7 @@ func (s *Server) start(id string, body []byte) answer {
 	if err != nil {
 		return s.fail(http.StatusBadRequest, err.Error())
 	}
-	sc, err := s.scrubs.For(plan.Built)
+	sc, err := s.scrub.Load().scrubs.For(plan.Built)
 	if err != nil {
 		return s.fail(http.StatusInternalServerError, "internal: the effect's scrubber could not be built")
 	}
