@@ -201,15 +201,15 @@ func (k *Kind) prepare(id string, s *wire.Start) (*prepared, map[string][][]byte
 
 // prepared is one checked command start.
 type prepared struct {
-	id      string
-	argv    []string
-	env     []string // NAME=value, what the start names, sorted
-	reads   []string // the secret files the env names by secretPath
+	id    string
+	argv  []string
+	env   []string // NAME=value, what the start names, sorted
+	reads []string // the secret files the env names by secretPath
 	// held is the value of each secret read by secretPath when the start
 	// was prepared: its file must still hold it when the command runs.
-	held map[string][]byte
-	dir     string   // clean and relative; "." is the checkout's root
-	pin     string   // a commit sha, or "" for the worktree's HEAD
+	held    map[string][]byte
+	dir     string // clean and relative; "." is the checkout's root
+	pin     string // a commit sha, or "" for the worktree's HEAD
 	max     int
 	timeout time.Duration
 

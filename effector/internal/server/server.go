@@ -99,7 +99,7 @@ type Server struct {
 	// each effect's over it; SetHeld swaps both at once.
 	scrub atomic.Pointer[heldScrub]
 	held  map[string]bool
-	log    *logline.Writer
+	log   *logline.Writer
 
 	ctx    context.Context
 	cancel context.CancelFunc
