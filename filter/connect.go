@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 
@@ -51,6 +52,12 @@ func (e *Engine) decideConnect(method, authority string) ConnectDecision {
 		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(405, ReasonNotConnect, "this listener takes CONNECT only; use it as HTTPS_PROXY")}
 	}
 	host, port, err := SplitTarget(authority)
+	if err == nil && strings.IndexByte(host, '_') >= 0 {
+		// Envoy's HTTP/1 codec refuses a CONNECT target with '_' before any
+		// filter runs: no host could tunnel to (or intercept) one, so the
+		// engine refuses it as a target that is not host:port.
+		err = errNotAHost
+	}
 	if err != nil {
 		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(400, ReasonTarget, "a CONNECT target is host:port: "+err.Error())}
 	}
@@ -75,6 +82,9 @@ func (e *Engine) AllowDial(target string, addr netip.Addr) *Reply {
 	}
 	return nil
 }
+
+// errNotAHost is SplitTarget's words for a host that is no host name.
+var errNotAHost = errors.New("not a host name or an IP address")
 
 func guardReply(target, why string) *Reply {
 	return reply(403, ReasonGuard, target+" is guarded ("+why+"); a tunnel never reaches it")

@@ -220,6 +220,7 @@ func (s suite) groups() []group {
 		{"intercept", s.intercept},
 		{"control", s.control},
 		{"egress", s.egress},
+		{"request side", s.requestSide},
 		{"answers", s.answers},
 		{"stream ends", s.streamEnds},
 		{"panics", s.panics},
