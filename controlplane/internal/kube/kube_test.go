@@ -325,6 +325,16 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
+	long := strings.Repeat("K", 254)
+	held := []byte(`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"` + long + `","hosts":["a.example.com"]}]}`)
+	if _, err := kube.Build(stubInput(t, held, kube.Options{})); err == nil || !strings.Contains(err.Error(), "a Secret key has at most 253 characters; shorten the name, or give it a valueFrom") {
+		t.Errorf("a 254-character held name by convention: %v", err)
+	}
+	held = []byte(`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["a.example.com"],"valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}},
+		{"name":"L","hosts":["` + strings.Repeat("a", 60) + "." + strings.Repeat("b", 60) + "." + strings.Repeat("c", 60) + "." + strings.Repeat("d", 60) + `.io"]}]}`)
+	if _, err := kube.Build(stubInput(t, held, kube.Options{})); err == nil || !strings.Contains(err.Error(), "bind a shorter host name") {
+		t.Errorf("a 246-character host: %v", err)
+	}
 	if _, err := kube.ParseSidecar("golang"); err == nil || !strings.Contains(err.Error(), "want envoy") {
 		t.Errorf("--sidecar golang: %v", err)
 	}

@@ -178,6 +178,9 @@ func Build(in Input) (*Set, error) {
 		set.Notes = append(set.Notes, "custodian.json accepts local targets (--allow-local-targets): the objects in "+Dir+"/ are for a test on one machine, never for a cluster, where the agent shares the pod's loopback")
 	}
 	configs := custodianConfigMaps(o, pod, in.CustodianJSON, in.EnvoyJSON)
+	if err := checkKeys(set.Values, in.Leaves); err != nil {
+		return nil, err
+	}
 	leaves := leafSecrets(o, pod, in.Leaves)
 	trust := &corev1.ConfigMap{
 		TypeMeta:   coreType("ConfigMap"),
@@ -230,6 +233,23 @@ func leafSecrets(o Options, pod string, leaves []Leaf) []*corev1.Secret {
 		out = append(out, s)
 	}
 	return out
+}
+
+// checkKeys refuses a Secret key the API server would refuse (more than
+// 253 characters): a held name is up to 256 (manifest), and a leaf's key
+// is its host and port.
+func checkKeys(values []ValueRef, leaves []Leaf) error {
+	for _, v := range values {
+		if v.Convention && !manifest.SecretKey(v.Key) {
+			return fmt.Errorf("held secret %s: its name is the key of %s, and a Secret key has at most 253 characters; shorten the name, or give it a valueFrom", v.Held, v.Secret)
+		}
+	}
+	for _, l := range leaves {
+		if cert, _ := leafKeys(l.Target); !manifest.SecretKey(cert) {
+			return fmt.Errorf("bound target %s: its leaf's key in the leaves Secret would be %d characters, and a Secret key has at most 253; bind a shorter host name", l.Target, len(cert))
+		}
+	}
+	return nil
 }
 
 // leafKeys are a target's keys in its leaves Secret; under tls/ they are
