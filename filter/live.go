@@ -189,9 +189,9 @@ func loadValues(c *Config, h hash.Hash) (map[string][]byte, error) {
 		}
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return fail(&ValueError{Secret: s.Name, Word: ReasonMissing, err: fmt.Errorf("held secret %s: no value file %s in the value directory; mount the secret's value there", s.Name, s.Name)})
+				return fail(&ValueError{Secret: s.Name, Word: RuleMissing, err: fmt.Errorf("held secret %s: no value file %s in the value directory; mount the secret's value there", s.Name, s.Name)})
 			}
-			return fail(&ValueError{Secret: s.Name, Word: ReasonUnreadable, err: fmt.Errorf("held secret %s: cannot read its value file: %w", s.Name, errors.Unwrap(err))})
+			return fail(&ValueError{Secret: s.Name, Word: RuleUnreadable, err: fmt.Errorf("held secret %s: cannot read its value file: %w", s.Name, errors.Unwrap(err))})
 		}
 		v := effectorkey.TrimNewline(b)
 		if err := checkValue(s.Name, v); err != nil {

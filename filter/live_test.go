@@ -172,11 +172,11 @@ func TestLiveRefusesBadSets(t *testing.T) {
 		name, word string
 		change     func(v map[string]string)
 	}{
-		{"guessable", ReasonGuessable, func(v map[string]string) { v["GITHUB_TOKEN"] = "password1234" }},
-		{"empty", ReasonEmpty, func(v map[string]string) { v["GITHUB_TOKEN"] = "" }},
-		{"short", ReasonShort, func(v map[string]string) { v["GITHUB_TOKEN"] = "Xy7#q" }},
-		{"not printable", ReasonNotPrintable, func(v map[string]string) { v["GITHUB_TOKEN"] = "Qm7rT2vK9x\x01Lp4WzN8cYh3JdF" }},
-		{"missing", ReasonMissing, func(v map[string]string) { delete(v, "GITHUB_TOKEN") }},
+		{"guessable", RuleGuessable, func(v map[string]string) { v["GITHUB_TOKEN"] = "password1234" }},
+		{"empty", RuleEmpty, func(v map[string]string) { v["GITHUB_TOKEN"] = "" }},
+		{"short", RuleShort, func(v map[string]string) { v["GITHUB_TOKEN"] = "Xy7#q" }},
+		{"not printable", RuleNotPrintable, func(v map[string]string) { v["GITHUB_TOKEN"] = "Qm7rT2vK9x\x01Lp4WzN8cYh3JdF" }},
+		{"missing", RuleMissing, func(v map[string]string) { delete(v, "GITHUB_TOKEN") }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -29,13 +29,13 @@ func LoadValues(c *Config) (map[string][]byte, error) {
 // The words a refused value is logged with (action=reload result=refused
 // reason=<word>), one per load-time rule.
 const (
-	ReasonMissing      = "missing"       // no value file
-	ReasonUnreadable   = "unreadable"    // the file cannot be read
-	ReasonEmpty        = "empty"         // the value is empty
-	ReasonShort        = "short"         // shorter than scrub.MinLen
-	ReasonNotPrintable = "not-printable" // a byte outside 0x20–0x7E
-	ReasonGuessable    = "guessable"     // below the guess floor
-	ReasonChanging     = "changing"      // the directory kept changing while it was read
+	RuleMissing      = "missing"       // no value file
+	RuleUnreadable   = "unreadable"    // the file cannot be read
+	RuleEmpty        = "empty"         // the value is empty
+	RuleShort        = "short"         // shorter than scrub.MinLen
+	RuleNotPrintable = "not-printable" // a byte outside 0x20–0x7E
+	RuleGuessable    = "guessable"     // below the guess floor
+	RuleChanging     = "changing"      // the directory kept changing while it was read
 )
 
 // ValueError is the refusal of one held secret's value: the secret, the
@@ -43,7 +43,7 @@ const (
 // them holds the value, its length or a path.
 type ValueError struct {
 	Secret string // the secret's name; "-" when no one secret is at fault
-	Word   string // one of the Reason words
+	Word   string // one of the Rule words
 	err    error
 }
 
@@ -60,17 +60,17 @@ func checkValue(name string, v []byte) error {
 	refuse := func(word string, err error) error { return &ValueError{Secret: name, Word: word, err: err} }
 	switch {
 	case len(v) == 0:
-		return refuse(ReasonEmpty, fmt.Errorf("held secret %s: the value is empty; write the credential into its file", name))
+		return refuse(RuleEmpty, fmt.Errorf("held secret %s: the value is empty; write the credential into its file", name))
 	case len(v) < scrub.MinLen:
-		return refuse(ReasonShort, fmt.Errorf("held secret %s: the value is shorter than %d bytes; a value that short would be scrubbed from ordinary text", name, scrub.MinLen))
+		return refuse(RuleShort, fmt.Errorf("held secret %s: the value is shorter than %d bytes; a value that short would be scrubbed from ordinary text", name, scrub.MinLen))
 	}
 	for i, c := range v {
 		if c < 0x20 || c > 0x7e {
-			return refuse(ReasonNotPrintable, fmt.Errorf("held secret %s: byte %d of the value is outside 0x20-0x7E; a header value must be printable ASCII", name, i))
+			return refuse(RuleNotPrintable, fmt.Errorf("held secret %s: byte %d of the value is outside 0x20-0x7E; a header value must be printable ASCII", name, i))
 		}
 	}
 	if err := strength.Check(v); err != nil {
-		return refuse(ReasonGuessable, fmt.Errorf("held secret %s: %w", name, err))
+		return refuse(RuleGuessable, fmt.Errorf("held secret %s: %w", name, err))
 	}
 	return nil
 }

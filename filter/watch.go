@@ -39,7 +39,7 @@ var (
 	settleMax = time.Second
 	// readTries is how many times a reload reads the set again when the
 	// directory changed during the read, before it refuses with
-	// ReasonChanging (and waits for the next change).
+	// RuleChanging (and waits for the next change).
 	readTries = 20
 )
 
@@ -169,7 +169,7 @@ func readConsistent(src source, f Follower) (any, [32]byte, error) {
 		f.Discard(set)
 		time.Sleep(time.Duration(i+1) * 5 * time.Millisecond)
 	}
-	return nil, sha256.Sum256([]byte("changing")), &ValueError{Secret: "-", Word: ReasonChanging, err: fmt.Errorf("the directory kept changing while it was read; it is read again at its next change")}
+	return nil, sha256.Sum256([]byte("changing")), &ValueError{Secret: "-", Word: RuleChanging, err: fmt.Errorf("the directory kept changing while it was read; it is read again at its next change")}
 }
 
 // poll is the fallback source: a fingerprint of the directory's tree.

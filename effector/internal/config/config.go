@@ -430,33 +430,33 @@ func loadSecrets(dir string) ([]Secret, error) {
 
 // readSecret reads the secret name of dir (through links, as a Secret
 // volume holds it) under the rules of the start, and returns its value, or
-// the rule's word (filter's Reason words) and the error naming the secret.
+// the rule's word (filter's Rule words) and the error naming the secret.
 func readSecret(dir, name string) ([]byte, string, error) {
 	full := filepath.Join(dir, name)
 	st, err := os.Stat(full)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, filter.ReasonMissing, fmt.Errorf("%s: secret %s: its file is gone; project it there again", EnvSecrets, name)
+		return nil, filter.RuleMissing, fmt.Errorf("%s: secret %s: its file is gone; project it there again", EnvSecrets, name)
 	}
 	if err != nil {
-		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
+		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
 	}
 	if !st.Mode().IsRegular() {
-		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
+		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
 	}
 	b, err := os.ReadFile(full)
 	if err != nil {
-		return nil, filter.ReasonUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
+		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
 	}
 	v := effectorkey.TrimNewline(b)
 	if len(v) < 8 {
-		word := filter.ReasonShort
+		word := filter.RuleShort
 		if len(v) == 0 {
-			word = filter.ReasonEmpty
+			word = filter.RuleEmpty
 		}
 		return nil, word, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
 	}
 	if err := strength.Check(v); err != nil {
-		return nil, filter.ReasonGuessable, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
+		return nil, filter.RuleGuessable, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
 	}
 	return v, "", nil
 }
