@@ -4,8 +4,11 @@
 //
 // The engine reads the engine config (custodian.json: the held table of
 // names, stand-ins, targets, headers and paths, and the value directory)
-// once into read-only structs, and the values once at start. It then decides
-// plain values that any host applies:
+// once into read-only structs, and the values at start; a Live then follows
+// the value directory (WatchDir) and swaps in a whole new engine when the
+// values rotate, so a request is decided wholly with one set (Engine.Latest
+// is the engine a new request takes; see live.go). An engine decides plain
+// values that any host applies:
 //
 //   - DecideConnect: what the egress listener does with a CONNECT target —
 //     intercept a bound host:port, tunnel another after the spelled half of
@@ -40,8 +43,8 @@
 // the counts; TestDecideRequestSame and FuzzDecideRequestSame hold every
 // decision to the engine as it was before (ref_test.go).
 //
-// Invariant: the engine holds no value an agent could guess. LoadValues and
-// New refuse, naming the secret, a value below the guess floor of package
+// Invariant: the engine holds no value an agent could guess. LoadValues,
+// New and every reload of a Live refuse, naming the secret, a value below the guess floor of package
 // strength (2^64 candidates), because the scrubber is a membership oracle
 // for whatever an agent can make a bound host echo. The check is at load:
 // neither controlplane render nor the contained run's policy sees a value.

@@ -43,7 +43,11 @@
 //
 // A stream's calls run one after another on one Envoy worker thread; the
 // machine starts no goroutine, so a Stream needs no lock. A Config and its
-// engine are shared by every stream and are read-only.
+// engine are shared by every stream and are read-only. A Stream takes the
+// newest engine of its Config's lineage when it is made
+// (filter.Engine.Latest) and decides its request and its response with it
+// to the end: a rotation of the values (Engines' watcher) changes only the
+// streams that begin after it.
 //
 // # Failing closed
 //
