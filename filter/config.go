@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/filter/wsframe"
 )
 
 // StandInPrefix begins every stand-in: the stand-in of NAME is
@@ -62,7 +63,16 @@ type Config struct {
 	// what the agent reads: a late log line or a cached body can still
 	// echo it. 0 (or absent) is DefaultValueGrace; at most MaxValueGrace.
 	ValueGraceSeconds int `json:"valueGraceSeconds,omitempty"`
+	// WebSocketMaxMessageBytes is the size of an upstream's WebSocket
+	// message held whole for scrubbing (sent on as one frame); a longer
+	// one goes on in fragments, scrubbed in a sliding window as a body
+	// is. 0 (or absent) is wsframe.DefaultMax; at most
+	// MaxWebSocketMessage.
+	WebSocketMaxMessageBytes int `json:"webSocketMaxMessageBytes,omitempty"`
 }
+
+// MaxWebSocketMessage bounds webSocketMaxMessageBytes: 64 MiB.
+const MaxWebSocketMessage = 64 << 20
 
 // DefaultValueGrace is how long an old value stays scrubbed after a
 // rotation when custodian.json names no valueGraceSeconds.
@@ -167,6 +177,9 @@ func (c *Config) check() error {
 	}
 	if c.ValueGraceSeconds < 0 || time.Duration(c.ValueGraceSeconds)*time.Second > MaxValueGrace {
 		return fmt.Errorf("valueGraceSeconds: %d is outside 0–%d; write how many seconds an old value stays scrubbed after a rotation (0: %d)", c.ValueGraceSeconds, int(MaxValueGrace/time.Second), int(DefaultValueGrace/time.Second))
+	}
+	if c.WebSocketMaxMessageBytes < 0 || c.WebSocketMaxMessageBytes > MaxWebSocketMessage {
+		return fmt.Errorf("webSocketMaxMessageBytes: %d is outside 0–%d; write how many bytes of an upstream's WebSocket message are held whole for scrubbing (0: %d)", c.WebSocketMaxMessageBytes, MaxWebSocketMessage, wsframe.DefaultMax)
 	}
 	if c.Sandbox != "" && !validID(c.Sandbox) {
 		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)

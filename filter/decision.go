@@ -67,6 +67,10 @@ type Decision struct {
 	Secrets []string
 	// Method is the request's method (one of the allowed seven) for the log.
 	Method string
+	// WebSocket is set on a forwarded WebSocket upgrade (DecideUpgrade):
+	// the host sends it with "Connection: Upgrade" and "Upgrade:
+	// websocket".
+	WebSocket bool
 	// Read is set on the control listener for the routes that only read
 	// (the surface, a delivery): the host may retry them on any reset. Any
 	// other forwarded request is retried only on a reset before it was sent.

@@ -27,6 +27,9 @@ type ResponseDecision struct {
 	Body bool
 	// Gzip is set when the body arrives gzip-encoded.
 	Gzip bool
+	// WebSocket is set by DecideSwitch on a 101 the host may carry: every
+	// byte from the upstream then passes through Engine.NewFrames.
+	WebSocket bool
 }
 
 // DecideResponse decides a response's headers from a bound target (or the
