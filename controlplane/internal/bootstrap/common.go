@@ -81,13 +81,13 @@ type hcmSettings struct {
 // without an answer.
 func (b *builder) hcm(s hcmSettings) *hcmv3.HttpConnectionManager {
 	m := &hcmv3.HttpConnectionManager{
-		CodecType:                    hcmv3.HttpConnectionManager_HTTP1,
-		StatPrefix:                   s.statPrefix,
-		RouteSpecifier:               &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: s.routes},
-		HttpFilters:                  s.filters,
-		LocalReplyConfig:             s.replies,
-		StreamIdleTimeout:            durationpb.New(s.idle),
-		CommonHttpProtocolOptions:    &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(s.idle)},
+		CodecType:                 hcmv3.HttpConnectionManager_HTTP1,
+		StatPrefix:                s.statPrefix,
+		RouteSpecifier:            &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: s.routes},
+		HttpFilters:               s.filters,
+		LocalReplyConfig:          s.replies,
+		StreamIdleTimeout:         durationpb.New(s.idle),
+		CommonHttpProtocolOptions: &corev3.HttpProtocolOptions{IdleTimeout: durationpb.New(s.idle)},
 		// Custom methods reach the engine, which answers them as the Go
 		// host does (rule 1's 405, the egress listener's 405, the control
 		// listener's 404); Envoy's parser would answer 400 itself.
