@@ -23,6 +23,18 @@
 // reaches an upstream (stand-ins), a client (values), or the Custodian's
 // stdout and stderr (both).
 //
+// TestKubePod (issue 23 item 4) takes the same Custodian through Kubernetes:
+// it applies the pod's rendered objects to a real API server
+// (internal/kubetest) with the documented kubectl line, reads back the Pod
+// and the objects its volumes name, lays the volumes out as the kubelet
+// does and runs the Custodian container's own command, env, user and
+// mounts, then curl as the agent container (internal/podrun), each in the
+// Pod's own network and mount namespaces; the values exist only in the API
+// server's Secrets and, through the layout, in the Custodian's volume.
+//
 // Not covered: the Envoy run itself where no envoy binary is installed (see
-// envoy/README.md for what only that run proves), and a Kubernetes pod.
+// envoy/README.md for what only that run proves); a kubelet, scheduler or
+// container runtime (podrun stands in for them, and says what it does not
+// model); an image built from the recipes (their binaries are bound where
+// the Pod's command and envoy.json name them).
 package e2e

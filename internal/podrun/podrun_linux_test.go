@@ -48,7 +48,7 @@ func testPod() (*corev1.Pod, kubelayout.Objects) {
 				Name: "side", RestartPolicy: &always,
 				Command: []string{"/bin/sh"}, Args: []string{"-c", "$(SCRIPT)"},
 				Env: []corev1.EnvVar{
-					{Name: "SCRIPT", Value: `id -u; id -G; cat /etc/side/values/KEY; echo; ls /etc/side; echo $$POD; touch /x 2>/dev/null || echo ro-root; echo '$(NOPE)'`},
+					{Name: "SCRIPT", Value: `id -u; id -G; cat /etc/side/values/KEY; echo; ls /etc/side; echo $$POD; touch /x 2>/dev/null || echo ro-root; echo '$(NOPE)' >/dev/stdout`},
 					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 				},
 				VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/side"}, {Name: "values", MountPath: "/etc/side/values"}},
@@ -72,7 +72,7 @@ func testPod() (*corev1.Pod, kubelayout.Objects) {
 // made 0440 by fsGroup), sees the values mounted inside its read-only
 // config volume, cannot write its root, and gets its args expanded from
 // its env ($$ in a value is a $, so the shell expands $POD; an unknown
-// $(NAME) stays as written).
+// $(NAME) stays as written), and opens /dev/stdout as its own user.
 func TestSidecarSeesItsPod(t *testing.T) {
 	pod, objs := testPod()
 	p := New(t)
