@@ -1,7 +1,8 @@
 // Command effector is the Effector: `effector` serves the signed wire;
 // `effector confine -- ARGV` and `effector keep …` are the confiner and the
 // keeper a credentialed command runs under; `effector credential …` is an
-// https push's credential helper. This file only wires, and
+// https push's credential helper; `effector call` sends one signed effect
+// by hand. This file only wires, and
 // prints the usage: every variable `effector` reads and every flag of
 // confine and keep (usage_test.go holds it to their parsers).
 package main
@@ -11,6 +12,7 @@ import (
 	"io"
 	"os"
 
+	"jr2.dev/boundary/effector/internal/call"
 	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/pushkind"
@@ -55,6 +57,11 @@ const usage = `usage:
       The keeper between the Effector and the confiner: runs ARGV and reports its end on fd N.
       --help: its synopsis.
 
+  effector call --key FILE --start FILE [--address HOST:PORT] [--id ID]
+      Send one signed effect (a start body, the wire's JSON) to one replica, wait until it
+      settles and print the replica's signed answer, verified, as one JSON line: what an
+      Orchestrator does, by hand. --help: its synopsis.
+
   effector help | -h | --help
       Print this text.
 `
@@ -72,10 +79,12 @@ func dispatch(args []string, getenv func(string) string, stdout, stderr io.Write
 		return keep.Main(args[1:])
 	case "credential":
 		return pushkind.CredentialMain(args[1:], os.Stdin, stdout, stderr)
+	case "call":
+		return call.Main(args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, credential, help\n", args[0])
+	fmt.Fprintf(stderr, "effector: unknown sub-command %q; run effector with no argument to serve, or confine, keep, credential, call, help\n", args[0])
 	return 2
 }

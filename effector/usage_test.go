@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"jr2.dev/boundary/effector/internal/call"
 	"jr2.dev/boundary/effector/internal/pushkind"
 	"jr2.dev/boundary/internal/usagetest"
 )
@@ -58,7 +59,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	flagRe := regexp.MustCompile(`^--[a-z][a-z0-9-]*$`)
 	for _, tc := range []struct{ section, next, dir string }{
 		{"effector confine", "effector keep", "internal/confine"},
-		{"effector keep", "effector help", "internal/keep"},
+		{"effector keep", "effector call", "internal/keep"},
 	} {
 		var flags []string
 		for _, l := range literals(t, tc.dir, flagRe) {
@@ -71,6 +72,9 @@ func TestUsageListsEveryFlag(t *testing.T) {
 		}
 		usagetest.Check(t, tc.section, usagetest.Section(t, usage, tc.section, tc.next), flags)
 	}
+	cfs, _ := call.Flags()
+	usagetest.Check(t, "effector call", usagetest.Section(t, usage, "effector call", "effector help"), usagetest.Defined(cfs))
+	usagetest.Check(t, "effector call --help", call.Usage, usagetest.Defined(cfs))
 	fs, _, _, _ := pushkind.CredentialFlags()
 	usagetest.Check(t, "effector credential", usagetest.Section(t, usage, "effector credential", "effector confine"), usagetest.Defined(fs))
 	serveSection := usagetest.Section(t, usage, "  effector\n", "effector credential")

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,5 +93,22 @@ func TestAddressInUseNamesTheFix(t *testing.T) {
 		if err.Error() != tc.want {
 			t.Errorf("got  %v\nwant %s", err, tc.want)
 		}
+	}
+}
+
+// TestMissingValueNamesTheDirectory: a start without a held secret's value
+// file names the secret and the directory it was looked for in (issue 21
+// item 7), made absolute against custodian.json's directory.
+func TestMissingValueNamesTheDirectory(t *testing.T) {
+	f := newFixture(t, nil)
+	dir := t.TempDir()
+	b, err := os.ReadFile(f.config)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
+	must(t, os.Mkdir(filepath.Join(dir, "values"), 0o700))
+	_, err = New(Options{ConfigPath: filepath.Join(dir, "custodian.json"), Log: io.Discard})
+	want := "held secret KEY: no value file KEY in the value directory; mount the secret's value there (the value directory: " + filepath.Join(dir, "values") + ", custodian.json's valuesDir)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }

@@ -105,7 +105,9 @@ func New(o Options) (*Server, error) {
 	}
 	vals, err := filter.LoadValues(cfg)
 	if err != nil {
-		return nil, err
+		// The engine's refusal names the secret, never a path (it may be
+		// logged); this start error names where the file was looked for.
+		return nil, fmt.Errorf("%w (the value directory: %s, custodian.json's valuesDir)", err, cfg.ValuesDir)
 	}
 	lw := logline.NewBufferedWriter(o.Log, logline.Custodian, cmp.Or(o.logEvery, logEvery))
 	live, err := filter.NewLive(cfg, vals, filter.LiveOptions{Log: lw.Log})
