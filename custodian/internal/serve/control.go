@@ -39,6 +39,9 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	eng := s.eng.Latest() // this request, and its answer, are decided with one set of values
 	req := relay.RequestOf(r)
 	d := eng.DecideControl(&req)
+	if relay.UpgradeOf(r).Asked() {
+		d = eng.DecideControlUpgrade()
+	}
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
 		relay.WriteReply(w, d.Reply)

@@ -37,10 +37,14 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := ic.s
 	eng := s.eng.Latest() // this request, and its answer, are decided with one set of values
 	req := relay.RequestOf(r)
-	d := eng.DecideRequest(ic.target, &req)
+	d := eng.DecideUpgrade(ic.target, &req, relay.UpgradeOf(r))
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
 		relay.WriteReply(w, d.Reply)
+		return
+	}
+	if d.WebSocket {
+		ic.webSocket(w, r, eng, &d)
 		return
 	}
 	defer relay.FullDuplex(w, r)()
@@ -65,4 +69,27 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var status int
 	defer func() { s.log.Log(d.LogFields(status)...) }()
 	relay.Response(eng, w, ic.target, r.Method, resp, &status, nil)
+}
+
+// webSocket carries a WebSocket upgrade the engine forwarded, on an
+// upstream connection of its own (relay.WebSocket).
+func (ic *interceptor) webSocket(w http.ResponseWriter, r *http.Request, eng *filter.Engine, d *filter.Decision) {
+	s := ic.s
+	out, err := relay.Outbound(r, "https", ic.target, ic.host, d)
+	if err != nil {
+		rep := eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
+		s.log.Log(d.LogFields(rep.Status)...)
+		relay.WriteReply(w, rep)
+		return
+	}
+	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target)
+	if failed != nil {
+		if r.Context().Err() != nil {
+			s.log.Log(d.LogFields(499)...)
+			return
+		}
+		status = failed.Status
+		relay.WriteReply(w, failed)
+	}
+	s.log.Log(d.LogFields(status)...)
 }

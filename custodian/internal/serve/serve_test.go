@@ -63,6 +63,7 @@ type upstream struct {
 	conns    atomic.Int64  // TLS connections accepted
 	arrived  chan struct{} // a request reached /v1/barrier
 	release  chan struct{} // closed: /v1/barrier answers
+	ws       wsSeen        // what /v1/ws received
 }
 
 func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
@@ -70,6 +71,10 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		u.hits.Add(1)
+		if r.URL.Path == "/v1/ws" {
+			serveWebSocket(w, r, &u.ws) // websocket_test.go
+			return
+		}
 		if r.URL.Path == "/v1/barrier" {
 			u.arrived <- struct{}{}
 			<-u.release
