@@ -299,10 +299,18 @@ func TestReadmeRun(t *testing.T) {
 		regexp.MustCompile(`egress-decision attempt=\d+ decision="allow" host="example\.com" port=443 rule="allow_hosts\[0\]"`),
 		regexp.MustCompile(`secret-injected host="example\.com:443" name="EXAMPLE_TOKEN"`),
 		regexp.MustCompile(`egress-decision attempt=\d+ decision="deny" host="example\.org" port=443 rule="default-deny"`),
+		// Stock git (issue 27 item 3): the mediator's 401 challenge, then
+		// git's helper answers it with the stand-in and the value goes in.
+		regexp.MustCompile(`(?m)^git clone: the stand-in answered the 401 \(git exit \d+\)$`),
+		regexp.MustCompile(`egress-decision attempt=\d+ decision="deny" host="example\.com" method="GET" port=443 reason="no-stand-in" rule="engine" status=401`),
+		regexp.MustCompile(`http-request attempt=\d+ headers=.* method="GET" url="https://example\.com/org/app\.git/info/refs\?service=git-upload-pack"`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("the walk's output does not match %s\n%s", want, out)
 		}
+	}
+	if n := strings.Count(out, `secret-injected host="example.com:443" name="EXAMPLE_TOKEN"`); n < 2 {
+		t.Errorf("%d secret-injected records; want curl's and git's", n)
 	}
 	noValue(t, "the walk's output", out, string(value))
 	noValue(t, "the bundle", string(bundle), string(value))

@@ -59,6 +59,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/gitcred"
 )
 
 // Defaults of the render CLI's flags (custodian.md, and the two extensions
@@ -373,51 +374,27 @@ func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	return b.Bytes()
 }
 
-// GitUser is the Basic user of the credential helper harness.env sets:
-// the engine swaps the password whatever the user, and GitHub, GitLab and
-// Gitea accept a token under any user.
-const GitUser = "x-access-token"
+// GitUser is the Basic user of the credential helper harness.env sets
+// (gitcred.User).
+const GitUser = gitcred.User
 
-// gitHelpers writes GIT_CONFIG_COUNT and, per bound target of a secret
-// that rides authorization (in config order), two entries: an empty
-// credential.https://HOST.helper, which drops every helper configured
-// before it for that URL, and one that answers git's "get" with the
-// stand-in as the password. The stand-in is public; no value is here.
+// gitHelpers writes the git credential helper of every bound target of a
+// secret that rides authorization, in config order (gitcred.Env: the one
+// rendering custodian run's child gets too). The stand-in is public; no
+// value is here.
 func gitHelpers(c *filter.Config, line func(k, v string)) {
-	var kv [][2]string
+	var bs []gitcred.Binding
 	for _, s := range c.Secrets {
 		if !contains(s.Headers, "authorization") {
 			continue
 		}
 		for _, t := range s.Targets {
-			key := "credential." + gitURL(t) + ".helper"
-			kv = append(kv, [2]string{key, ""}, [2]string{key, gitHelper(s.StandIn)})
+			bs = append(bs, gitcred.Binding{Target: t, StandIn: s.StandIn})
 		}
 	}
-	if len(kv) == 0 {
-		return
+	for _, kv := range gitcred.Env(bs) {
+		line(kv[0], kv[1])
 	}
-	line("GIT_CONFIG_COUNT", fmt.Sprint(len(kv)))
-	for i, e := range kv {
-		line(fmt.Sprintf("GIT_CONFIG_KEY_%d", i), e[0])
-		line(fmt.Sprintf("GIT_CONFIG_VALUE_%d", i), e[1])
-	}
-}
-
-// gitHelper is a shell credential helper that prints the Basic pair on
-// "get" and ignores "store" and "erase". It holds no "$(" (Kubernetes
-// would expand it in an env value) and no newline.
-func gitHelper(standIn string) string {
-	return `!f() { test "$1" = get || return 0; echo username=` + GitUser + `; echo password=` + standIn + `; }; f`
-}
-
-// gitURL is the https URL git matches a credential against: the host, and
-// the port when it is not 443.
-func gitURL(target string) string {
-	if strings.HasSuffix(target, ":443") {
-		return "https://" + strings.TrimSuffix(target, ":443")
-	}
-	return "https://" + target
 }
 
 // Wgetrc is ca/wgetrc, which WGETRC names: wget built with GnuTLS reads

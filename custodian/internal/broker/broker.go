@@ -26,7 +26,12 @@
 //     them (the namespace routes the others to the mediator anyway);
 //   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
 //     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
-//     naming the run CA's file.
+//     naming the run CA's file;
+//   - for each host of a secret whose headers hold authorization, the git
+//     credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
+//     GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n), which answers the mediator's
+//     401 challenge with the stand-in as the Basic password, so stock git
+//     clones and pushes over https with no flag.
 //
 // NOT covered: any other credential in the runner's environment is passed
 // to the child as it is (a value the policy does not hold, or a policy
@@ -38,12 +43,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/gitcred"
 )
 
 // Broker is a run's held secrets and their engine. It is read-only after
@@ -174,6 +181,17 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	env = append(env, runca.TrustEnv(caFile)...)
 	for _, v := range extraTrust {
 		env = append(env, v+"="+caFile)
+	}
+	var git []gitcred.Binding
+	for _, s := range b.pol.Secrets {
+		if slices.Contains(s.Headers, "authorization") {
+			for _, h := range s.Hosts {
+				git = append(git, gitcred.Binding{Target: h.String(), StandIn: filter.StandIn(s.Name)})
+			}
+		}
+	}
+	for _, kv := range gitcred.Env(git) {
+		env = append(env, kv[0]+"="+kv[1])
 	}
 	sort.Strings(standIns)
 	return env, standIns

@@ -8,6 +8,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/gitcred"
 )
 
 const sentinel = "sk-sentinel-9f8e7d6c5b4a"
@@ -99,6 +100,11 @@ func TestChildEnv(t *testing.T) {
 		"SSL_CERT_FILE=/tmp/ca/ca.pem", "REQUESTS_CA_BUNDLE=/tmp/ca/ca.pem",
 		"NODE_EXTRA_CA_CERTS=/tmp/ca/ca.pem", "GIT_SSL_CAINFO=/tmp/ca/ca.pem",
 		"CURL_CA_BUNDLE=/tmp/ca/ca.pem", "AWS_CA_BUNDLE=/tmp/ca/ca.pem", "PIP_CERT=/tmp/ca/ca.pem",
+		// harness.env's git credential helper (gitcred) for the host of the
+		// secret that rides authorization; not for the one in X-Token.
+		"GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=credential.https://api.example.com.helper", "GIT_CONFIG_VALUE_0=",
+		"GIT_CONFIG_KEY_1=credential.https://api.example.com.helper", "GIT_CONFIG_VALUE_1=" + gitcred.Helper("jr2-held-EXAMPLE_TOKEN"),
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("env:\n%q\nwant\n%q", env, want)
@@ -110,7 +116,7 @@ func TestChildEnv(t *testing.T) {
 		t.Error("the child's environment holds a value")
 	}
 	names := Names(env)
-	if !reflect.DeepEqual(names[:5], []string{"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_SSL_CAINFO"}) || len(names) != len(want) {
+	if !reflect.DeepEqual(names[:5], []string{"AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "EXAMPLE_TOKEN", "GITHUB_TOKEN", "GIT_CONFIG_COUNT"}) || len(names) != len(want) {
 		t.Errorf("names %v", names)
 	}
 }
