@@ -38,6 +38,14 @@
 //   - ResponseTrailers: the held tail is appended before the trailers, and
 //     the trailers are decided as headers are: a name that holds a value is
 //     removed, every value scrubbed.
+//   - A WebSocket upgrade (issue 26): RequestHeaders decides it with
+//     filter.Engine.DecideUpgrade (UpgradeOf reads the upgrade header
+//     Envoy keeps on an upgrade); a 101 to it is decided by DecideSwitch
+//     (its 502 a local reply), and every chunk of the upgraded bytes
+//     Envoy passes as response data goes through the engine's frame
+//     scrubber (package filter/wsframe); malformed framing passes the
+//     Custodian's close frame and drops what follows. The agent's bytes
+//     (request data) pass unchanged.
 //   - Done: the scrubber is released, and a forwarded request that ended
 //     before any response gets its action=intercept line (status=0).
 //

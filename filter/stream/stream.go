@@ -8,6 +8,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/wsframe"
 	"jr2.dev/boundary/internal/logline"
 )
 
@@ -85,14 +86,15 @@ type Stream struct {
 	// this one keeps its set, and its body's scrubber.
 	eng *filter.Engine
 
-	target    string          // for log lines: the decision's target, or "-"
-	forwarded bool            // the request went on, marked
-	marked    bool            // the mark was set
-	answered  bool            // this filter answered the request itself
-	dec       filter.Decision // the forward decision (control, intercept)
-	logged    bool            // the action=intercept line was written
-	body      *filter.Body    // the response body scrubber, while a body flows
-	broken    bool            // the response was cut off; drop whatever follows
+	target    string            // for log lines: the decision's target, or "-"
+	forwarded bool              // the request went on, marked
+	marked    bool              // the mark was set
+	answered  bool              // this filter answered the request itself
+	dec       filter.Decision   // the forward decision (control, intercept)
+	logged    bool              // the action=intercept line was written
+	body      *filter.Body      // the response body scrubber, while a body flows
+	frames    *wsframe.Scrubber // the upstream's WebSocket frames' scrubber, after a 101
+	broken    bool              // the response was cut off; drop whatever follows
 }
 
 // New returns the machine of one stream. A nil cfg refuses the request as
@@ -138,6 +140,9 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 		return s.forward()
 	case pluginconf.RoleControl:
 		d := e.DecideControl(&r)
+		if UpgradeOf(r.Headers).Asked() {
+			d = e.DecideControlUpgrade()
+		}
 		if d.Reply != nil {
 			return s.reply(false, d.Reply, d.LogFields(0))
 		}
@@ -148,7 +153,7 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 		h.Set(":authority", d.Target)
 		return s.forwardDecision(d)
 	case pluginconf.RoleIntercept:
-		d := e.DecideRequest(s.cfg.route.Target, &r)
+		d := e.DecideUpgrade(s.cfg.route.Target, &r, UpgradeOf(r.Headers))
 		if d.Reply != nil {
 			return s.reply(false, d.Reply, d.LogFields(0))
 		}
@@ -225,6 +230,9 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	}
 	all := h.All()
 	code, _ := strconv.Atoi(firstValue(all, ":status"))
+	if s.dec.WebSocket && code == 101 {
+		return s.switched(h, all)
+	}
 	rd := s.eng.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(sortHeaders(all)))
 	if rd.Reply != nil {
 		s.logIntercept(rd.Reply.Status)
@@ -248,6 +256,9 @@ func (s *Stream) ResponseData(b Body, endStream bool) (status Status) {
 	if s.broken {
 		_ = b.Set(nil)
 		return Answered
+	}
+	if s.frames != nil {
+		return s.framesData(b, endStream)
 	}
 	if s.body == nil {
 		return Continue
@@ -331,6 +342,10 @@ func (s *Stream) scrubs() bool {
 // never panics.
 func (s *Stream) Done() {
 	defer func() { _ = recover() }()
+	if s.frames != nil {
+		s.frames.Close()
+		s.frames = nil
+	}
 	if s.body != nil {
 		s.body.Close()
 		s.body = nil
@@ -491,3 +506,61 @@ func firstValue(hs []filter.Header, name string) string {
 // Scrubbing reports whether the stream holds a live body scrubber (a
 // response body is flowing); Done releases it.
 func (s *Stream) Scrubbing() bool { return s.body != nil }
+
+// UpgradeOf reads a request's upgrade from its headers (Envoy keeps
+// upgrade and connection on an upgrade it carries): each upgrade value,
+// and whether a body comes (a content-length other than 0, or a
+// transfer-encoding).
+func UpgradeOf(hs []filter.Header) filter.Upgrade {
+	var u filter.Upgrade
+	for _, x := range hs {
+		switch strings.ToLower(x.Name) {
+		case "upgrade":
+			u.Tokens = append(u.Tokens, x.Value)
+		case "content-length":
+			u.Body = u.Body || strings.TrimSpace(x.Value) != "0"
+		case "transfer-encoding":
+			u.Body = true
+		}
+	}
+	return u
+}
+
+// switched decides the 101 of a forwarded WebSocket upgrade
+// (filter.Engine.DecideSwitch): its headers scrubbed and every byte the
+// upstream sends from then on through the frame scrubber, or the 502 of
+// a 101 that selected an extension or another protocol, nothing of its
+// frames passed on.
+func (s *Stream) switched(h Headers, all []filter.Header) Status {
+	rd := s.eng.DecideSwitch(s.dec.Target, withoutPseudo(sortHeaders(all)))
+	if rd.Reply != nil {
+		s.logIntercept(rd.Reply.Status)
+		return s.refuseResponse(rd.Reply)
+	}
+	s.logIntercept(101)
+	for _, n := range rd.Remove {
+		h.Del(n)
+	}
+	setAll(h, rd.Set)
+	s.frames = s.eng.NewFrames()
+	return Continue
+}
+
+// framesData passes one chunk of the upgraded upstream's bytes through
+// the frame scrubber. Malformed framing passes the Custodian's close
+// frame (code 1002) and drops everything after.
+func (s *Stream) framesData(b Body, endStream bool) Status {
+	out, err := s.frames.Write(nil, b.Bytes())
+	if err != nil || endStream {
+		s.frames.Close()
+		s.frames = nil
+	}
+	if err != nil {
+		s.broken = true
+	}
+	if err := b.Set(out); err != nil {
+		_ = b.Set(nil)
+		s.broken = true
+	}
+	return Continue
+}

@@ -222,6 +222,7 @@ func (s suite) groups() []group {
 		{"egress", s.egress},
 		{"request side", s.requestSide},
 		{"answers", s.answers},
+		{"websocket", s.webSocket},
 		{"stream ends", s.streamEnds},
 		{"panics", s.panics},
 		{"no route config", s.unrouted},
