@@ -164,7 +164,13 @@ func testRequestSide(t *testing.T, host Host) {
 	})
 	run(t, "no line carries a name the agent chose", func(t *testing.T) {
 		for _, l := range p.run.out.Lines() {
-			if strings.HasPrefix(l, "jr2.custodian") && (strings.Contains(strings.ToLower(l), "jr2-held") || strings.Contains(l, "elsewhere.example")) {
+			if !strings.HasPrefix(l, "jr2.custodian") {
+				continue
+			}
+			if !logLine.MatchString(l) {
+				t.Errorf("not a line of the log contract: %q", l)
+			}
+			if strings.Contains(strings.ToLower(l), "jr2-held") || strings.Contains(l, "elsewhere.example") || strings.Contains(l, "nowhere.invalid:443 reason=target") {
 				t.Errorf("%q", l)
 			}
 		}
