@@ -314,3 +314,55 @@ func TestCheckSentNamesAForeignObject(t *testing.T) {
 		t.Fatalf("outcome %+v, want rejected at start saying %q", out, want)
 	}
 }
+
+// TestCacheOnlyObjectsPush: the rule's other side. A blob and a tree that
+// only the push's own cache holds (not the worktree, not the remote),
+// named by the agent's commit, are sent: the push settles pushed and the
+// remote holds both.
+func TestCacheOnlyObjectsPush(t *testing.T) {
+	ssh := newSSHRemote(t)
+	r := newRig(t, "", []config.Push{{Slot: "app"}}, ssh.Entry("deploy"))
+	cr := newCacheRig(t, r, "shared", ssh.URL)
+	cr.seed(t, ssh.Repo, "refs/heads/base")
+	write := func(typ, body string) string {
+		cmd := exec.Command("/usr/bin/git", "--git-dir="+cr.cache, "hash-object", "-t", typ, "-w", "--stdin")
+		cmd.Stdin = strings.NewReader(body)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	blob := write("blob", "only the app's cache holds this\n")
+	cmd := exec.Command("/usr/bin/git", "--git-dir="+cr.cache, "mktree")
+	cmd.Stdin = strings.NewReader("100644 blob " + blob + "\tcached.txt\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := strings.TrimSpace(string(out))
+	head := agentCommit(t, r.f.Work, "tree", tree)
+	if remoteHas(ssh.Repo, blob) || looseHas(r.f.Work, blob) {
+		t.Fatal("the blob is not the cache's alone")
+	}
+	_, o := r.push(t, "cached", slotPush("app", ssh.URL, "deploy", "refs/heads/jr2/cached"))
+	if o.Kind != wire.OutcomePushed || o.Commit != head {
+		t.Fatalf("outcome %+v", o)
+	}
+	for _, sha := range []string{blob, tree, head} {
+		if !remoteHas(ssh.Repo, sha) {
+			t.Errorf("the remote lacks %s", sha)
+		}
+	}
+}
+
+// looseHas reports whether a worktree's own objects (alternates aside)
+// hold sha.
+func looseHas(work, sha string) bool {
+	cmd := exec.Command("/usr/bin/git", "cat-file", "-e", sha)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_DIR=" + filepath.Join(work, ".git"),
+		"GIT_OBJECT_DIRECTORY=" + filepath.Join(work, ".git", "objects"), "GIT_ALTERNATE_OBJECT_DIRECTORIES="}
+	os.Rename(filepath.Join(work, ".git", "objects", "info", "alternates"), filepath.Join(work, ".git", "alternates.off"))
+	defer os.Rename(filepath.Join(work, ".git", "alternates.off"), filepath.Join(work, ".git", "objects", "info", "alternates"))
+	return cmd.Run() == nil
+}
