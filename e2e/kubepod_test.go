@@ -299,7 +299,15 @@ func (w *kubeWorld) exercise(t *testing.T, host Host, pod *corev1.Pod, objs kube
 		noValue(t, "the refusal", body)
 	})
 	run(t, "the agent holds no value", func(t *testing.T) {
-		o := agent(t, `env; ls -la /etc/jr2/ca; cat /etc/jr2/custodian/values/* 2>&1; true`)
+		// Its env, its own mounts, and every place the Custodian's
+		// container mounts a volume (the Pod's paths, tried in the agent's).
+		script := "env"
+		for _, c := range []*corev1.Container{&pod.Spec.Containers[0], side} {
+			for _, vm := range c.VolumeMounts {
+				script += fmt.Sprintf("; ls -la %[1]s; cat %[1]s/* %[1]s/*/* 2>&1", vm.MountPath)
+			}
+		}
+		o := agent(t, script+"; true")
 		noValue(t, "the agent container's env and files", o)
 		if !strings.Contains(o, "bundle.crt") {
 			t.Errorf("the agent does not see its trust files:\n%s", o)
