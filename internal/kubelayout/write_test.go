@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,5 +213,54 @@ func TestWriteFSGroup(t *testing.T) {
 		if g := fi.Sys().(*syscall.Stat_t).Gid; int64(g) != gid {
 			t.Errorf("%s: group %d, want the fsGroup %d", c.path, g, gid)
 		}
+	}
+}
+
+// TestWriteNeverMixes: a reader that resolves ..data once and reads every
+// file from that directory sees one whole set or, when a later rotation
+// removed the directory it resolved, no file — never files of two sets.
+// That is what the rename over ..data buys a consumer that follows it.
+func TestWriteNeverMixes(t *testing.T) {
+	dir := t.TempDir()
+	set := func(v string) map[string]File {
+		return map[string]File{"a": {Data: []byte(v), Mode: 0o400}, "b/c": {Data: []byte(v), Mode: 0o400}}
+	}
+	if err := Write(dir, set("0"), nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	mixed := make(chan string, 1)
+	go func() {
+		defer close(mixed)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			ts, err := os.Readlink(filepath.Join(dir, DataLink))
+			if err != nil {
+				mixed <- "..data unreadable: " + err.Error()
+				return
+			}
+			a, errA := os.ReadFile(filepath.Join(dir, ts, "a"))
+			c, errC := os.ReadFile(filepath.Join(dir, ts, "b/c"))
+			if errA == nil && errC == nil && string(a) != string(c) {
+				mixed <- "a=" + string(a) + " b/c=" + string(c)
+				return
+			}
+		}
+	}()
+	for i := 1; i <= 200; i++ {
+		if err := Write(dir, set(strconv.Itoa(i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if m, ok := <-mixed; ok {
+		t.Fatalf("a reader saw %s", m)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "b", "c")); string(b) != "200" {
+		t.Errorf("b/c through the links: %q, want the last set's", b)
 	}
 }

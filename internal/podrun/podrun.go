@@ -23,7 +23,9 @@
 //     0 when neither says), the supplementary groups the Pod's fsGroup and
 //     supplementalGroups give, and no_new_privs when
 //     allowPrivilegeEscalation is false; its stdout and stderr are given
-//     to that user, as runc does, so it can open /dev/stdout.
+//     to that user, as runc does, so it can open /dev/stdout. A container
+//     with runAsNonRoot that would run as uid 0 is refused, as the kubelet
+//     refuses it.
 //
 // # Invariant
 //
@@ -170,6 +172,22 @@ type Identity struct {
 	UID, GID   uint32
 	Groups     []uint32
 	NoNewPrivs bool
+}
+
+// checkNonRoot is the kubelet's runAsNonRoot check: a container that must
+// not run as root and would run as uid 0 is not started.
+func checkNonRoot(pod *corev1.Pod, c *corev1.Container, id Identity) error {
+	var nonRoot *bool
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		nonRoot = psc.RunAsNonRoot
+	}
+	if sc := c.SecurityContext; sc != nil && sc.RunAsNonRoot != nil {
+		nonRoot = sc.RunAsNonRoot
+	}
+	if nonRoot != nil && *nonRoot && id.UID == 0 {
+		return fmt.Errorf("podrun: container %q has runAsNonRoot and would run as root (uid 0): the kubelet does not start it", c.Name)
+	}
+	return nil
 }
 
 // identityOf reads the container's and the Pod's security contexts.

@@ -166,6 +166,10 @@ func TestStartRefused(t *testing.T) {
 			p.Spec.InitContainers[0].Env = append(p.Spec.InitContainers[0].Env, corev1.EnvVar{Name: "IP",
 				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
 		}, "env IP: only secretKeyRef"},
+		{"runAsNonRoot as root", func(p *corev1.Pod, _ *kubelayout.Objects) {
+			p.Spec.SecurityContext.RunAsNonRoot = ptr(true)
+			p.Spec.InitContainers[0].SecurityContext.RunAsUser = nil
+		}, `has runAsNonRoot and would run as root`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod, objs := testPod()

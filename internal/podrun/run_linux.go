@@ -301,8 +301,12 @@ func (p *Pod) command(name string, o Options) (*exec.Cmd, error) {
 			return nil, err
 		}
 	}
+	id := identityOf(p.Pod, c)
+	if err := checkNonRoot(p.Pod, c, id); err != nil {
+		return nil, err
+	}
 	cfg := childConfig{
-		Argv: argv, Env: env, Dir: c.WorkingDir, Identity: identityOf(p.Pod, c),
+		Argv: argv, Env: env, Dir: c.WorkingDir, Identity: id,
 		ReadOnlyRoot: c.SecurityContext != nil && c.SecurityContext.ReadOnlyRootFilesystem != nil && *c.SecurityContext.ReadOnlyRootFilesystem,
 	}
 	images := make([]string, 0, len(o.Image))
