@@ -494,8 +494,10 @@ func TestInterceptListeners(t *testing.T) {
 		if po := m.HttpProtocolOptions; po.GetAllowAbsoluteUrl() == nil || po.GetAllowAbsoluteUrl().GetValue() || !po.GetAllowCustomMethods() {
 			t.Errorf("%s: HTTP/1 options %v", tg, po)
 		}
-		if len(m.UpgradeConfigs) != 1 || m.UpgradeConfigs[0].UpgradeType != "CONNECT" {
-			t.Errorf("%s: upgrades %v; want CONNECT, for the CONNECT route's filter chain", tg, m.UpgradeConfigs)
+		// CONNECT, for the CONNECT route's filter chain; websocket, so an
+		// upgrade reaches the engine instead of Envoy's 403 (issue 26).
+		if len(m.UpgradeConfigs) != 2 || m.UpgradeConfigs[0].UpgradeType != "CONNECT" || m.UpgradeConfigs[1].UpgradeType != "websocket" {
+			t.Errorf("%s: upgrades %v; want CONNECT and websocket", tg, m.UpgradeConfigs)
 		}
 		checkCodecLogs(t, tg, m, []line{
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'absolute_path_rejected'", ""},

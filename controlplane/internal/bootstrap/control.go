@@ -58,6 +58,7 @@ func (b *builder) controlListener() *listenerv3.Listener {
 		idle:    streamIdle,
 	})
 	strictTarget(m)
+	webSocket(m)
 	m.AccessLog = b.controlCodecLogs(c.Orchestrator)
 	return &listenerv3.Listener{
 		Name:         ListenerControl,

@@ -118,6 +118,7 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 		connect: true, // only for connectInside's routes: the engine's 405
 	})
 	strictTarget(m)
+	webSocket(m)
 	m.AccessLog = b.interceptCodecLogs()
 	return &listenerv3.Listener{
 		Name:              g.name,
@@ -162,4 +163,14 @@ func (b *builder) upstreamCluster(t string) *clusterv3.Cluster {
 
 func filename(p string) *corev3.DataSource {
 	return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: p}}
+}
+
+// webSocket lets a WebSocket upgrade reach the engine's filter (issue 26)
+// on a listener's every route, instead of Envoy's own 403: the engine
+// decides it as any request (and refuses it on the control listener), the
+// upgraded bytes pass the filter as body data, the upstream's through the
+// frame scrubber. One entry for the listener, not one per route: a pod of
+// many targets stays under Kubernetes' object limit.
+func webSocket(m *hcmv3.HttpConnectionManager) {
+	m.UpgradeConfigs = append(m.UpgradeConfigs, &hcmv3.HttpConnectionManager_UpgradeConfig{UpgradeType: "websocket"})
 }
