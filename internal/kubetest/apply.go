@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Namespace creates a namespace for t alone, named after it, with its
@@ -155,11 +156,32 @@ func ObjectFiles(dir string) ([]string, error) {
 }
 
 // Run runs line with bash in dir as a user at a shell would, with the
-// pinned kubectl first on PATH, KUBECONFIG naming the server, and HOME
-// (kubectl's cache) a directory of t's. It returns what the line printed
-// (stdout and stderr) and its error (an *exec.ExitError for a non-zero
-// exit).
+// pinned kubectl first on PATH, KUBECONFIG naming the server (its context
+// in no namespace: "default"), and HOME (kubectl's cache) a directory of
+// t's. It returns what the line printed (stdout and stderr) and its error
+// (an *exec.ExitError for a non-zero exit).
 func (s *Server) Run(t testing.TB, dir, line string) (string, error) {
+	t.Helper()
+	return s.run(t, dir, s.Kubeconfig, line)
+}
+
+// RunIn is Run with kubectl's context in namespace ns, as a user's whose
+// kubeconfig names it: a line that names no namespace works in ns.
+func (s *Server) RunIn(t testing.TB, dir, ns, line string) (string, error) {
+	t.Helper()
+	kc, err := clientcmd.LoadFromFile(s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = ns
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return s.run(t, dir, path, line)
+}
+
+func (s *Server) run(t testing.TB, dir, kubeconfig, line string) (string, error) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
@@ -174,7 +196,7 @@ func (s *Server) Run(t testing.TB, dir, line string) (string, error) {
 	cmd.Env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
-		"KUBECONFIG=" + s.Kubeconfig,
+		"KUBECONFIG=" + kubeconfig,
 		"KUBECACHEDIR=" + filepath.Join(home, "cache"),
 	}
 	out, err := cmd.CombinedOutput()
