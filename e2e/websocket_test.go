@@ -1,0 +1,223 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/wstest"
+)
+
+const wsName = "WS_KEY"
+
+// TestWebSocket is issue 26 against each host: a WebSocket client holding
+// only the stand-in talks to a real WebSocket upstream on loopback through
+// the Custodian. The upstream gets the value; the agent reads the label in
+// a text frame, a binary frame, three fragments around a ping, a frame cut
+// into one-byte TLS records, and the close reason; the agent's frames
+// reach the upstream byte for byte. Then the refusals: an h2c upgrade, an
+// upgrade on the control listener, a 101 selecting permessage-deflate, a
+// masked upstream frame, a 64-bit length with its top bit set. No log
+// line holds a value.
+func TestWebSocket(t *testing.T) {
+	for _, host := range hostsToRun(t) {
+		t.Run(host.Name(), func(t *testing.T) { testWebSocket(t, host) })
+	}
+}
+
+type wsPod struct {
+	run    *Running
+	target string
+	conf   *tls.Config
+	seen   *wstest.Seen
+	value  string
+}
+
+func newWSPod(t *testing.T, host Host) *wsPod {
+	tmp := t.TempDir()
+	p := &wsPod{seen: &wstest.Seen{}, value: sentinel(t, wsName)}
+	upCA := testpki.NewCA(t, "e2e websocket upstream CA")
+	p.target = serveTLS(t, upCA, "127.0.0.1", wstest.Handler("X-Api-Key", p.seen))
+	orch := serveLoopback(t, http.NotFoundHandler())
+	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
+		Secrets: []manifestSecret{{Name: wsName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{wsName: p.value, filter.TokenName: sentinel(t, filter.TokenName)})
+	p.conf = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}}
+	p.run = host.Start(t, dir, "")
+	return p
+}
+
+// dial opens an intercepted TLS connection and sends a WebSocket upgrade
+// for path with the stand-in.
+func (p *wsPod) dial(t *testing.T, path string) (net.Conn, *bufio.Reader, *http.Response) {
+	t.Helper()
+	c, err := net.Dial("tcp", p.run.Egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", p.target, p.target)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+	tc := tls.Client(&readerConn{Conn: c, r: br}, p.conf)
+	if err := wstest.Upgrade(tc, p.target, path, "X-Api-Key: "+standIn(wsName)); err != nil {
+		t.Fatal(err)
+	}
+	tbr := bufio.NewReader(tc)
+	resp, err = wstest.ReadSwitch(tbr)
+	if err != nil {
+		t.Fatalf("the upgrade's answer: %v", err)
+	}
+	return tc, tbr, resp
+}
+
+func testWebSocket(t *testing.T, host Host) {
+	p := newWSPod(t, host)
+	label := "[secret:" + wsName + "]"
+	si := standIn(wsName)
+	run(t, "a WebSocket client through the Custodian", func(t *testing.T) {
+		c, br, resp := p.dial(t, "/v1/ws")
+		if resp.StatusCode != 101 || resp.Header.Get("X-Echo") != label || resp.Header.Get("Sec-WebSocket-Accept") != wstest.Accept("dGhlIHNhbXBsZSBub25jZQ==") {
+			t.Fatalf("the 101: %d %v", resp.StatusCode, resp.Header)
+		}
+		var raw []byte
+		for i, w := range []wstest.Msg{
+			{Op: wstest.OpText, Payload: "text:" + label},
+			{Op: wstest.OpBinary, Payload: "\x00bin:" + label},
+			{Op: wstest.OpPing, Payload: "ping:" + label},
+			{Op: wstest.OpText, Payload: "frag:" + label},
+			{Op: wstest.OpText, Payload: "chunks:" + label},
+		} {
+			if m, err := wstest.ReadMsg(br, &raw); err != nil || m != w {
+				t.Fatalf("message %d: %q %v, want %q", i, m, err, w)
+			}
+		}
+		mask := []byte{7, 1, 9, 3}
+		sent := append(wstest.Frame(true, wstest.OpText, []byte("hello "+si), mask),
+			wstest.Frame(true, wstest.OpClose, wstest.ClosePayload(1000, "done"), mask)...)
+		if _, err := c.Write(sent); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []wstest.Msg{{Op: wstest.OpText, Payload: "echo:hello " + si}, {Op: wstest.OpClose, Payload: string(wstest.ClosePayload(1000, "bye "+label))}} {
+			if m, err := wstest.ReadMsg(br, &raw); err != nil || m != w {
+				t.Fatalf("got %q %v, want %q", m, err, w)
+			}
+		}
+		if bytes.Contains(raw, []byte(p.value)) {
+			t.Fatal("the value reached the agent")
+		}
+		if got := p.seen.Value(); got != p.value {
+			t.Fatalf("the upstream got %q, want the value", got)
+		}
+		if p.seen.Extensions() {
+			t.Fatal("the upstream was offered an extension")
+		}
+		// The upstream closes after its close frame; what it read of the
+		// agent is final once the agent's side is done.
+		c.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for !bytes.Equal(p.seen.Raw(), sent) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := p.seen.Raw(); !bytes.Equal(got, sent) {
+			t.Fatalf("the upstream got the agent's frames as %q, want %q", got, sent)
+		}
+		waitLines(t, p.run, regexp.QuoteMeta("jr2.custodian action=intercept target="+p.target+" secret="+wsName+" method=GET status=101"), 1)
+	})
+	run(t, "an h2c upgrade", func(t *testing.T) {
+		// Envoy's HTTP/1 codec drops an h2c upgrade's headers before any
+		// filter: the request goes on as a plain GET (no value can ride
+		// it: the upgrade is refused, not carried). custodian serve
+		// answers the engine's 400.
+		c, err := net.Dial("tcp", p.run.Egress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", p.target, p.target)
+		br := bufio.NewReader(c)
+		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		tc := tls.Client(&readerConn{Conn: c, r: br}, p.conf)
+		fmt.Fprintf(tc, "GET /v1/x HTTP/1.1\r\nHost: %s\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\nX-Api-Key: %s\r\n\r\n", p.target, si)
+		resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if _, envoy := host.(envoyHost); envoy {
+			if resp.StatusCode == 101 {
+				t.Fatalf("Envoy carried an h2c upgrade")
+			}
+			return
+		}
+		if resp.StatusCode != 400 || string(b) != "jr2 custodian: "+filter.UpgradeText {
+			t.Fatalf("%d %q", resp.StatusCode, b)
+		}
+	})
+	run(t, "an upgrade on the control listener", func(t *testing.T) {
+		c, err := net.Dial("tcp", p.run.Control)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		wstest.Upgrade(c, p.run.Control, "/agents/a1/surface", "Authorization: Bearer "+standIn(filter.TokenName))
+		resp, err := wstest.ReadSwitch(bufio.NewReader(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != 400 || string(b) != "jr2 custodian: "+filter.ControlUpgradeText {
+			t.Fatalf("%d %q", resp.StatusCode, b)
+		}
+	})
+	run(t, "a 101 selecting permessage-deflate", func(t *testing.T) {
+		_, br, resp := p.dial(t, "/v1/ws?mode=deflate")
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		want := "jr2 custodian: " + p.target + " answered the upgrade with a WebSocket extension, which the Custodian cannot read to scrub; the connection was closed"
+		if resp.StatusCode != 502 || string(b) != want {
+			t.Fatalf("%d %q", resp.StatusCode, b)
+		}
+		if rest, _ := io.ReadAll(br); bytes.Contains(rest, []byte("text:")) {
+			t.Fatalf("frame data passed on: %q", rest)
+		}
+	})
+	for _, mode := range []string{"masked", "huge"} {
+		run(t, "an upstream frame that does not read: "+mode, func(t *testing.T) {
+			_, br, resp := p.dial(t, "/v1/ws?mode="+mode)
+			if resp.StatusCode != 101 {
+				t.Fatalf("%d", resp.StatusCode)
+			}
+			m, err := wstest.ReadMsg(br, nil)
+			if err != nil || m != (wstest.Msg{Op: wstest.OpClose, Payload: string(wstest.ClosePayload(1002, filter.ClosedText))}) {
+				t.Fatalf("%q %v", m, err)
+			}
+		})
+	}
+	run(t, "no line holds a value or a stand-in", func(t *testing.T) {
+		for _, l := range p.run.out.Lines() {
+			if strings.Contains(l, p.value) || strings.Contains(l, "jr2-held-") {
+				t.Errorf("%q", l)
+			}
+		}
+	})
+}
