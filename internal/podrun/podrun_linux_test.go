@@ -176,7 +176,7 @@ func TestStartRefused(t *testing.T) {
 			tc.edit(pod, &objs)
 			p := New(t)
 			p.Pod, p.Objects = pod, objs
-			_, err := p.command("side", Options{})
+			_, _, err := p.command("side", Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)
 			}

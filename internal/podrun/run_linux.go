@@ -227,14 +227,26 @@ type Process struct {
 // t.Cleanup stops it.
 func (p *Pod) Start(t testing.TB, name string, o Options) *Process {
 	t.Helper()
-	cmd, err := p.command(name, o)
+	cmd, cfg, err := p.command(name, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.ExtraFiles = []*os.File{r, p.netns} // fds 3 and 4
 	pr := &Process{cmd: cmd, exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	r.Close() // the child's now
+	if err != nil {
+		w.Close()
 		t.Fatalf("podrun: start container %q: %v", name, err)
 	}
+	go func() {
+		json.NewEncoder(w).Encode(cfg) // EPIPE if the child is gone
+		w.Close()
+	}()
 	go func() {
 		pr.err = cmd.Wait()
 		close(pr.exited)
@@ -278,32 +290,33 @@ func (pr *Process) Stop() error {
 	}
 }
 
-// command builds the child that becomes container name.
-func (p *Pod) command(name string, o Options) (*exec.Cmd, error) {
+// command builds the child that becomes container name and what it is
+// to be told (Start sends it on fd 3).
+func (p *Pod) command(name string, o Options) (*exec.Cmd, *childConfig, error) {
 	if p.Pod == nil {
-		return nil, errors.New("podrun: set Pod (and Objects) before Start")
+		return nil, nil, errors.New("podrun: set Pod (and Objects) before Start")
 	}
 	c, err := Container(p.Pod, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mounts, err := p.volumes(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	env, err := Env(p.Pod, c, p.Objects)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	argv := o.Argv
 	if argv == nil {
 		if argv, err = Argv(c, env); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	id := identityOf(p.Pod, c)
 	if err := checkNonRoot(p.Pod, c, id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg := childConfig{
 		Argv: argv, Env: env, Dir: c.WorkingDir, Identity: id,
@@ -316,32 +329,23 @@ func (p *Pod) command(name string, o Options) (*exec.Cmd, error) {
 	sort.Strings(images)
 	for _, target := range images {
 		if !filepath.IsAbs(target) {
-			return nil, fmt.Errorf("podrun: image path %q is not absolute", target)
+			return nil, nil, fmt.Errorf("podrun: image path %q is not absolute", target)
 		}
 		cfg.Mounts = append(cfg.Mounts, kubelayout.Mount{Source: o.Image[target], Target: target, ReadOnly: true})
 	}
 	cfg.Mounts = append(cfg.Mounts, mounts...)
 	if cfg.Root, err = os.MkdirTemp(filepath.Join(p.dir, "root"), name+"-"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		json.NewEncoder(w).Encode(cfg)
-		w.Close()
-	}()
 	cmd := exec.Command(self)
 	cmd.Env = []string{childEnv + "=1"}
-	cmd.ExtraFiles = []*os.File{r, p.netns} // fds 3 and 4
 	cmd.Stdout, cmd.Stderr = o.Stdout, o.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	return cmd, nil
+	return cmd, &cfg, nil
 }
 
 // volumes lays out what c mounts, each volume once per Pod.
