@@ -31,6 +31,15 @@
 //   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
 //     5 s idle, outside the global connection limit.
 //
+// What Envoy's HTTP/1 codec and connection manager would change or refuse
+// before the engine (codec.go, issue 22): custom methods reach the engine
+// on every listener; the control and intercept listeners take no
+// absolute-form target, and their refusals of one and of a '#' (and an
+// intercept listener's of a CONNECT it cannot parse) carry the engine's
+// texts and lines, as do the egress listener's refusal of a CONNECT
+// target it cannot parse and a tunnel that never came up; each target's
+// intercept route has a CONNECT twin (the engine's 405).
+//
 // # Data planes
 //
 //   - golang (the default; envoy-contrib builds only): FilterGolang, the
