@@ -41,6 +41,12 @@ import (
 //     for custodian serve the bytes and objects it allocated (a -tags
 //     jr2bench build answers SIGUSR1 with its runtime counters).
 //
+// Beside Envoy + module run Envoy alone (the same envoy.json without the
+// module, internal/benchenvoy; issue 25), so the module's share of Envoy's
+// cost is a ratio of one run, and Envoy + module on two workers
+// (--concurrency 2) at c=32 only. A host's CPU time, syscalls and profile
+// include its descendants (Envoy under custodian envoy).
+//
 // The upstream, the load and the host are separate processes (roles of
 // this test binary, the built custodian, Envoy). The floor beside them is
 // the least any TLS-intercepting proxy costs here (benchfloor_test.go):
@@ -58,7 +64,7 @@ func BenchmarkServe(b *testing.B) {
 		hosts = []string{"direct"}
 	}
 	if p.envoy != nil {
-		hosts = append(hosts, "envoy")
+		hosts = append(hosts, "envoy-alone", "envoy", "envoy-2w")
 	} else {
 		fmt.Println("bench: ENVOY LEFT OUT: " + p.envoyWhy)
 	}
@@ -85,13 +91,22 @@ func BenchmarkServe(b *testing.B) {
 	}
 	for _, c := range cells {
 		for _, h := range hosts {
+			if h == "envoy-2w" && c.conc == 1 {
+				continue // the worker count matters with many clients only
+			}
 			res[h+"/"+cellName(c.size, c.conc)] = p.measure(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Seconds: 2})
 		}
 	}
 	for _, h := range hosts {
+		if h == "envoy-2w" {
+			continue
+		}
 		res[h+"/sse"] = p.measure(b, h, loadSpec{Mode: "sse", Conc: 1, Warmup: 20, Count: 300})
 	}
 	for _, h := range hosts {
+		if h == "envoy-2w" {
+			continue
+		}
 		for _, size := range []int{1 << 10, 1 << 20} {
 			n := 1000
 			if size > 1<<10 {
@@ -132,6 +147,8 @@ type benchPod struct {
 	statsAddr          string
 	upCA, podCA        string
 	serve, envoy       *Running
+	envoyAlone         *Running  // the same envoy.json without the module (benchenvoy_test.go)
+	envoy2w            *Running  // the module's envoy.json, Envoy on two workers
 	floor              string    // the floor's egress (benchfloor_test.go)
 	floorCmd           *exec.Cmd // its process, for its CPU time
 	envoyWhy           string
@@ -193,6 +210,8 @@ func newBenchPod(b *testing.B) *benchPod {
 		h := envoyHost{bin: bin, module: bins.module}
 		render(filepath.Join(tmp, "pod-envoy"), h.RenderArgs()...)
 		p.envoy = h.Start(b, filepath.Join(tmp, "pod-envoy"), "")
+		p.envoyAlone = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), "envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"})
+		p.envoy2w = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), "envoy-2w", benchEnvoyVariant{concurrency: "2"})
 	}
 	return p
 }
@@ -241,8 +260,8 @@ func (p *benchPod) spec(h string, s loadSpec) loadSpec {
 		s.Proxy, s.CAFile, s.Key = "http://"+p.floor, p.upCA, p.value
 	case "serve":
 		s.Proxy, s.CAFile, s.Key = "http://"+p.serve.Egress, p.podCA, standIn(benchKey)
-	case "envoy":
-		s.Proxy, s.CAFile, s.Key = "http://"+p.envoy.Egress, p.podCA, standIn(benchKey)
+	case "envoy", "envoy-alone", "envoy-2w":
+		s.Proxy, s.CAFile, s.Key = "http://"+p.host(h).Egress, p.podCA, standIn(benchKey)
 	}
 	return s
 }
@@ -254,6 +273,10 @@ func (p *benchPod) host(h string) *Running {
 		return p.serve
 	case "envoy":
 		return p.envoy
+	case "envoy-alone":
+		return p.envoyAlone
+	case "envoy-2w":
+		return p.envoy2w
 	case "floor":
 		return &Running{cmd: p.floorCmd}
 	}
@@ -365,7 +388,7 @@ func (p *benchPod) syscalls(b *testing.B, h string, s loadSpec) benchResult {
 	up := startStrace(b, p.upPid)
 	var hs *strace
 	if host := p.host(h); host != nil {
-		hs = startStrace(b, host.cmd.Process.Pid)
+		hs = startStrace(b, treePids(host.cmd.Process.Pid)...)
 	}
 	lr, err := l.run()
 	r.loadResult = lr
@@ -384,13 +407,17 @@ type strace struct {
 	out string
 }
 
-// startStrace attaches strace -c to every thread of pid.
-func startStrace(b *testing.B, pid int) *strace {
+// startStrace attaches strace -c to every thread of pids.
+func startStrace(b *testing.B, pids ...int) *strace {
 	f := filepath.Join(b.TempDir(), "strace.txt")
 	if dir := os.Getenv("JR2_BENCH_PERF_DIR"); dir != "" {
-		f = filepath.Join(dir, fmt.Sprintf("strace-%d.txt", pid)) // the table by syscall, kept beside the profiles
+		f = filepath.Join(dir, fmt.Sprintf("strace-%d.txt", pids[0])) // the table by syscall, kept beside the profiles
 	}
-	cmd := exec.Command("strace", "-f", "-c", "-U", "calls,name", "-o", f, "-p", strconv.Itoa(pid))
+	args := []string{"-f", "-c", "-U", "calls,name", "-o", f}
+	for _, pid := range pids {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	cmd := exec.Command("strace", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -438,7 +465,11 @@ func startPerf(b *testing.B, r *Running, h string, s loadSpec) *perf {
 		return nil
 	}
 	name := strings.NewReplacer(" ", "-", "=", "").Replace(fmt.Sprintf("%s-%s-%s", h, s.Mode, cellName(s.Size, s.Conc)))
-	cmd := exec.Command("perf", "record", "-q", "-g", "-F", "1999", "-p", strconv.Itoa(r.cmd.Process.Pid),
+	var pids []string
+	for _, pid := range treePids(r.cmd.Process.Pid) {
+		pids = append(pids, strconv.Itoa(pid))
+	}
+	cmd := exec.Command("perf", "record", "-q", "-g", "-F", "1999", "-p", strings.Join(pids, ","),
 		"-o", filepath.Join(dir, name+".perf.data"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
@@ -468,13 +499,21 @@ func (p *benchPod) upConns(b *testing.B) int {
 	return n
 }
 
-// cpuSeconds is the user and system time of r's process, all threads, or
-// 0 for none.
+// cpuSeconds is the user and system time of r's process and its
+// descendants (Envoy under custodian envoy), all threads, or 0 for none.
 func cpuSeconds(r *Running) float64 {
 	if r == nil {
 		return 0
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.cmd.Process.Pid))
+	t := 0.0
+	for _, pid := range treePids(r.cmd.Process.Pid) {
+		t += pidCPUSeconds(pid)
+	}
+	return t
+}
+
+func pidCPUSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -549,8 +588,13 @@ func (p *benchPod) table(w io.Writer, hosts []string, res map[string]benchResult
 		line := label + "\t"
 		d := val(res["direct/"+key], what)
 		for _, h := range hosts {
-			v := val(res[h+"/"+key], what)
-			if v == 0 {
+			r, ok := res[h+"/"+key]
+			v := val(r, what)
+			switch {
+			case !ok:
+				line += "-\t" // not measured for this host
+				continue
+			case v == 0:
 				line += "failed\t"
 				continue
 			}
@@ -659,9 +703,7 @@ func (p *benchPod) table(w io.Writer, hosts []string, res map[string]benchResult
 		{Figure: "the floor ÷ direct, 1 KiB c=32", Value: floor32, Want: "(measured)", Format: "%.2f×"},
 	}
 	if p.envoy != nil {
-		for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1", "1MiB c=32"} {
-			goals = append(goals, benchgoal.Row{Figure: "Envoy + module ÷ direct, " + strings.NewReplacer("KiB", " KiB", "MiB", " MiB").Replace(c), Value: ratio("envoy", c), Want: "(measured)", Format: "%.2f×"})
-		}
+		goals = append(goals, envoyGoals(res, val, ratio)...)
 	}
 	if err := benchgoal.Print(w, goals); err != nil {
 		fmt.Fprintln(w, "bench:", err)
@@ -755,4 +797,85 @@ func printable(n int) []byte {
 		b.WriteByte(alphabet[r.IntN(len(alphabet))])
 	}
 	return []byte(b.String())
+}
+
+// envoyGoals are issue 25's rows: core Envoy with the module against
+// direct, against Envoy alone (the same envoy.json without the module,
+// benchenvoy_test.go) and on two workers; a short row names, from this
+// run, what Envoy alone costs, which the module cannot remove.
+func envoyGoals(res map[string]benchResult, val func(benchResult, string) float64, ratio func(h, key string) float64) []benchgoal.Row {
+	nice := strings.NewReplacer("KiB", " KiB", "MiB", " MiB").Replace
+	perReq := func(h, key string) float64 { // host CPU µs per request, or -1
+		r := res[h+"/"+key]
+		if r.N == 0 || r.HostCPU == 0 {
+			return -1
+		}
+		return r.HostCPU * 1e6 / float64(r.N)
+	}
+	calls := func(h, key string) float64 {
+		r := res[h+"/strace/"+key]
+		if r.N == 0 || r.HostCalls < 0 {
+			return -1
+		}
+		return float64(r.HostCalls) / float64(r.N)
+	}
+	share := func(key string) float64 { // Envoy + module ÷ Envoy alone, requests/s
+		a, m := val(res["envoy-alone/"+key], "rps"), val(res["envoy/"+key], "rps")
+		if a == 0 || m == 0 {
+			return -1
+		}
+		return m / a
+	}
+	var rows []benchgoal.Row
+	for _, g := range []struct {
+		cell string
+		min  float64
+	}{{"1KiB c=1", 0.5}, {"1KiB c=32", 0.5}, {"1MiB c=1", 0.7}, {"1MiB c=32", 0.6}} {
+		min := g.min
+		rows = append(rows, benchgoal.Row{
+			Figure: "Envoy + module ÷ direct, " + nice(g.cell), Value: ratio("envoy", g.cell),
+			OK: func(v float64) bool { return v >= min }, Want: fmt.Sprintf("≥ %.1f×", min), Format: "%.2f×",
+			Limit: fmt.Sprintf("Envoy alone (this envoy.json without the module) is at %.2f× here and the module keeps %.2f of Envoy alone's rate; "+
+				"host CPU per request %.0f µs with the module, %.0f µs without (JR2_BENCH_PERF_DIR=DIR keeps both profiles)",
+				ratio("envoy-alone", g.cell), share(g.cell), perReq("envoy", g.cell), perReq("envoy-alone", g.cell)),
+		})
+	}
+	for _, c := range []string{"1KiB c=1", "1KiB c=32"} {
+		cpu := -1.0
+		if m, a := perReq("envoy", c), perReq("envoy-alone", c); m > 0 && a > 0 {
+			cpu = m / a
+		}
+		rows = append(rows, benchgoal.Row{
+			Figure: "Envoy + module host CPU per request ÷ Envoy alone, " + nice(c), Value: cpu,
+			OK: func(v float64) bool { return v <= 1.25 }, Want: "≤ 1.25×", Format: "%.2f×",
+			Limit: fmt.Sprintf("%.0f µs with the module against %.0f µs without; syscalls per request at 1 KiB c=1 (strace) %.1f against %.1f: "+
+				"the module's hooks, its ABI crossings and the Go runtime's wake-ups inside Envoy",
+				perReq("envoy", c), perReq("envoy-alone", c), calls("envoy", "1KiB c=1"), calls("envoy-alone", "1KiB c=1")),
+		})
+	}
+	sseAdded := func(h string) float64 {
+		v, d := val(res[h+"/sse"], "p50"), val(res["direct/sse"], "p50")
+		if v == 0 || d == 0 {
+			return -1e9
+		}
+		return v - d
+	}
+	rows = append(rows, benchgoal.Row{
+		Figure: "Envoy + module first SSE event added, p50", Value: sseAdded("envoy"),
+		OK: func(v float64) bool { return v > -1e9 && v <= 500 }, Want: "≤ +500 µs", Format: "%+.0f µs",
+		Limit: fmt.Sprintf("Envoy alone adds %+.0f µs", sseAdded("envoy-alone")),
+	})
+	for _, c := range []string{"1KiB c=1", "1KiB c=32", "1MiB c=1", "1MiB c=32"} {
+		rows = append(rows, benchgoal.Row{Figure: "Envoy alone ÷ direct, " + nice(c), Value: ratio("envoy-alone", c), Want: "(measured)", Format: "%.2f×"})
+		rows = append(rows, benchgoal.Row{Figure: "the module's share: Envoy + module ÷ Envoy alone, " + nice(c), Value: share(c), Want: "(measured)", Format: "%.2f×"})
+	}
+	for _, c := range []string{"1KiB c=32", "1MiB c=32"} {
+		two := -1.0
+		if a, b := val(res["envoy/"+c], "rps"), val(res["envoy-2w/"+c], "rps"); a > 0 && b > 0 {
+			two = b / a
+		}
+		rows = append(rows, benchgoal.Row{Figure: "Envoy + module, two workers ÷ one, " + nice(c), Value: two, Want: "(measured)", Format: "%.2f×"})
+		rows = append(rows, benchgoal.Row{Figure: "Envoy + module, two workers, host CPU µs per request, " + nice(c), Value: perReq("envoy-2w", c), Want: "(measured)", Format: "%.0f"})
+	}
+	return rows
 }
