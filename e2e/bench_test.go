@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func BenchmarkServe(b *testing.B) {
 		hosts = []string{"direct"}
 	}
 	if p.envoy != nil {
-		hosts = append(hosts, "envoy-alone", "envoy", "envoy-2w")
+		hosts = append(hosts, "envoy-alone", "envoy", "envoy-2w", "envoy-gmp")
 	} else {
 		fmt.Println("bench: ENVOY LEFT OUT: " + p.envoyWhy)
 	}
@@ -91,14 +92,14 @@ func BenchmarkServe(b *testing.B) {
 	}
 	for _, c := range cells {
 		for _, h := range hosts {
-			if h == "envoy-2w" && c.conc == 1 {
-				continue // the worker count matters with many clients only
+			if h == "envoy-2w" && c.conc == 1 || h == "envoy-gmp" && c.size > 1<<10 {
+				continue // the worker count matters with many clients only; GOMAXPROCS is a per-request cost
 			}
 			res[h+"/"+cellName(c.size, c.conc)] = p.measure(b, h, loadSpec{Mode: "post", Size: c.size, Conc: c.conc, Warmup: 20, Seconds: 2})
 		}
 	}
 	for _, h := range hosts {
-		if h == "envoy-2w" {
+		if h == "envoy-2w" || h == "envoy-gmp" {
 			continue
 		}
 		res[h+"/sse"] = p.measure(b, h, loadSpec{Mode: "sse", Conc: 1, Warmup: 20, Count: 300})
@@ -108,6 +109,9 @@ func BenchmarkServe(b *testing.B) {
 			continue
 		}
 		for _, size := range []int{1 << 10, 1 << 20} {
+			if h == "envoy-gmp" && size > 1<<10 {
+				continue
+			}
 			n := 1000
 			if size > 1<<10 {
 				n = 100
@@ -149,6 +153,7 @@ type benchPod struct {
 	serve, envoy       *Running
 	envoyAlone         *Running  // the same envoy.json without the module (benchenvoy_test.go)
 	envoy2w            *Running  // the module's envoy.json, Envoy on two workers
+	envoyGMP           *Running  // the module's envoy.json, GOMAXPROCS at the machine's CPUs
 	floor              string    // the floor's egress (benchfloor_test.go)
 	floorCmd           *exec.Cmd // its process, for its CPU time
 	envoyWhy           string
@@ -212,6 +217,7 @@ func newBenchPod(b *testing.B) *benchPod {
 		p.envoy = h.Start(b, filepath.Join(tmp, "pod-envoy"), "")
 		p.envoyAlone = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), "envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"})
 		p.envoy2w = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), "envoy-2w", benchEnvoyVariant{concurrency: "2"})
+		p.envoyGMP = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), "envoy-gmp", benchEnvoyVariant{concurrency: "1", env: []string{fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU())}})
 	}
 	return p
 }
@@ -260,7 +266,7 @@ func (p *benchPod) spec(h string, s loadSpec) loadSpec {
 		s.Proxy, s.CAFile, s.Key = "http://"+p.floor, p.upCA, p.value
 	case "serve":
 		s.Proxy, s.CAFile, s.Key = "http://"+p.serve.Egress, p.podCA, standIn(benchKey)
-	case "envoy", "envoy-alone", "envoy-2w":
+	case "envoy", "envoy-alone", "envoy-2w", "envoy-gmp":
 		s.Proxy, s.CAFile, s.Key = "http://"+p.host(h).Egress, p.podCA, standIn(benchKey)
 	}
 	return s
@@ -277,6 +283,8 @@ func (p *benchPod) host(h string) *Running {
 		return p.envoyAlone
 	case "envoy-2w":
 		return p.envoy2w
+	case "envoy-gmp":
+		return p.envoyGMP
 	case "floor":
 		return &Running{cmd: p.floorCmd}
 	}
@@ -877,5 +885,14 @@ func envoyGoals(res map[string]benchResult, val func(benchResult, string) float6
 		rows = append(rows, benchgoal.Row{Figure: "Envoy + module, two workers ÷ one, " + nice(c), Value: two, Want: "(measured)", Format: "%.2f×"})
 		rows = append(rows, benchgoal.Row{Figure: "Envoy + module, two workers, host CPU µs per request, " + nice(c), Value: perReq("envoy-2w", c), Want: "(measured)", Format: "%.0f"})
 	}
+	for _, c := range []string{"1KiB c=1", "1KiB c=32"} {
+		gain := -1.0
+		if a, b := val(res["envoy-gmp/"+c], "rps"), val(res["envoy/"+c], "rps"); a > 0 && b > 0 {
+			gain = b / a
+		}
+		rows = append(rows, benchgoal.Row{Figure: "module GOMAXPROCS = workers ÷ = CPUs (the runtime's default), requests/s, " + nice(c), Value: gain, Want: "(measured)", Format: "%.2f×"})
+		rows = append(rows, benchgoal.Row{Figure: "module GOMAXPROCS = CPUs, host CPU µs per request, " + nice(c), Value: perReq("envoy-gmp", c), Want: "(measured)", Format: "%.0f"})
+	}
+	rows = append(rows, benchgoal.Row{Figure: "module GOMAXPROCS = CPUs, host syscalls per request, 1 KiB c=1", Value: calls("envoy-gmp", "1KiB c=1"), Want: "(measured)", Format: "%.1f"})
 	return rows
 }

@@ -17,7 +17,9 @@ import (
 	"jr2.dev/boundary/internal/benchenvoy"
 )
 
-// Envoy without the module, and Envoy with it on two workers, for
+// Envoy without the module, Envoy with it on two workers, and on one
+// worker with GOMAXPROCS at the machine's CPUs (the Go runtime's default
+// the module overrode before issue 25), for
 // BenchmarkServe (issue 25). Both are the module render's envoy.json
 // transformed here, in the bench, not a render option: the render's
 // default output stays the one thing the e2e suite and the red team
@@ -28,8 +30,9 @@ import (
 // envoy.json: its own listener ports and admin socket, so it runs beside
 // the module host.
 type benchEnvoyVariant struct {
-	noModule    bool   // withoutModule applied
-	concurrency string // Envoy's --concurrency
+	noModule    bool     // benchenvoy.WithoutModule applied
+	concurrency string   // Envoy's --concurrency
+	env         []string // set for Envoy (through env(1), so the pid is Envoy's)
 }
 
 // freeLoopbackPort is a port nothing listens on now.
@@ -92,8 +95,8 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 	if r.Egress == "" || r.Health == "" {
 		b.Fatalf("bench %s: envoy.json has no egress or health listener", name)
 	}
-	run := startProcess(b, "", "", bin, "-c", path, "--log-format", "%v", "--file-flush-interval-msec", "500",
-		"--concurrency", v.concurrency, "--disable-hot-restart")
+	run := startProcess(b, "", "", append(append([]string{"/usr/bin/env"}, v.env...), bin, "-c", path, "--log-format", "%v", "--file-flush-interval-msec", "500",
+		"--concurrency", v.concurrency, "--disable-hot-restart")...)
 	run.Control, run.Egress, run.Health = r.Control, r.Egress, r.Health
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := http.Get("http://" + run.Health + "/healthz")
