@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -156,6 +157,15 @@ func copyExamples(t *testing.T, dir string) {
 // probes; never part of the block).
 func walk(t *testing.T, dir, block, after string) string {
 	t.Helper()
+	out, err := walkErr(dir, block, after)
+	if err != nil {
+		t.Fatalf("the block failed: %v\n--- block\n%s--- output\n%s", err, block, out)
+	}
+	return out
+}
+
+// walkErr is walk, returning the block's failure with its output.
+func walkErr(dir, block, after string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	script := "set -e\nip link set lo up\n" + block + after
@@ -164,16 +174,21 @@ func walk(t *testing.T, dir, block, after string) string {
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A block may leave a process running that holds its output (the
+	// by-hand block's upstream, which the Envoy block stops): once bash
+	// has exited, its output is read for 2 s more and then closed, and
+	// the process group is killed below.
+	cmd.WaitDelay = 2 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever the block left running
 	}
-	if err != nil {
-		t.Fatalf("the block failed: %v\n--- block\n%s--- output\n%s", err, block, out.String())
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // bash exited 0; what it left running held the output
 	}
-	return out.String()
+	return out.String(), err
 }
 
 func fingerprint(v string) string {
@@ -367,13 +382,24 @@ func TestExampleEffector(t *testing.T) {
 
 // TestReadmeEffector: the README's Effector block, as written, from
 // examples/effector.json: the Effector names the placement, the secret and
-// the target it read, answers its health route, drains and exits 0 on
-// SIGTERM, and no output holds the value or a key.
+// the target it read, answers its health route, runs the one signed http
+// effect effector call sends (the upstream got the value, the signed answer
+// holds the echo scrubbed), drains and exits 0 on SIGTERM, and no output
+// holds the value or a key (issue 21 item 9).
 func TestReadmeEffector(t *testing.T) {
 	dir, out := walkBlock(t, "effector")
+	raw, err := os.ReadFile(filepath.Join(dir, "examples", "effector-secrets", "EXAMPLE_API_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := fingerprint(strings.TrimSpace(string(raw)))
 	for _, want := range []string{
 		"jr2.effector ready placement=instance replica=example secrets=EXAMPLE_API_KEY targets=1\n",
 		"ok\n", "jr2.effector action=drain-ended waiting=0\n",
+		"example-upstream: GET /v1/messages X-Api-Key=" + fp + "\n",
+		"the value's fingerprint: " + fp + "\n",
+		`{"state":"settled","replica":{"name":"example","address":"127.0.0.1:8082"},"outcome":{"kind":"response","status":200,`,
+		`\"X-Api-Key\": \"[secret:EXAMPLE_API_KEY]\"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the block's output holds no %q:\n%s", want, out)
@@ -390,9 +416,13 @@ func TestReadmeEffector(t *testing.T) {
 	}
 }
 
-// TestReadmeModes: the README's modes block, as written: a replay of a
-// recorded run prints the same bytes with nothing sent, faults draws, and
-// preflight's plan lists both effects.
+// TestReadmeModes: the README's modes block, as written, twice in one
+// directory (the second run meets the first's bundles): each time a replay
+// of a recorded run prints the same bytes with nothing sent, faults draws,
+// and preflight's plan lists both effects. Then, with a policy whose path
+// does not exist, every run is refused: the block fails, says FAILED, and
+// never claims the replay matched (issue 21 item 5: two refused runs
+// printed two empty files, and cmp called them equal).
 func TestReadmeModes(t *testing.T) {
 	require(t, "ip", "curl", "openssl", "go")
 	landlocktest.Require(t, 2)
@@ -402,6 +432,32 @@ func TestReadmeModes(t *testing.T) {
 		t.Fatal("README.md has no block marked <!-- readme-walk: modes")
 	}
 	dir, out, value := walkExamples(t, block)
+	checkModes(t, dir, out, value)
+	t.Run("again in the same directory", func(t *testing.T) {
+		probe := filepath.Join(dir, "value")
+		out := walk(t, dir, block, "printf %s \"$EXAMPLE_TOKEN\" > "+probe+"\n")
+		value, _ := os.ReadFile(probe)
+		checkModes(t, dir, out, value)
+	})
+	t.Run("a refused run fails the block", func(t *testing.T) {
+		pol := filepath.Join(dir, "examples", "policy.toml")
+		b, _ := os.ReadFile(pol)
+		os.WriteFile(pol, []byte(strings.Replace(string(b), `write_paths = ["`, `write_paths = ["/nonexistent-jr2-readme", "`, 1)), 0o644)
+		out, err := walkErr(dir, block, "")
+		if err == nil || !strings.Contains(out, "FAILED: a run was refused") || strings.Contains(out, "the replay printed what the live run printed") ||
+			!strings.Contains(out, "no bundle was written") {
+			t.Errorf("a refused run: the block ended %v\n%s", err, out)
+		}
+	})
+}
+
+// checkModes asserts what one walk of the modes block printed and left in
+// dir.
+func checkModes(t *testing.T, dir, out string, value []byte) {
+	t.Helper()
+	if strings.Contains(out, "FAILED") {
+		t.Errorf("the block says FAILED:\n%s", out)
+	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^the replay printed what the live run printed$`),
 		regexp.MustCompile(`(?m)^GET (200|502|429)$`),

@@ -164,6 +164,9 @@ func Call(ctx context.Context, o Options, stdin io.Reader) (*wire.State, error) 
 			return nil, fmt.Errorf("the Effector refused the start (%d): %s; nothing ran", a.Status, a.Error.Error)
 		}
 		if a.State.State == wire.StateSettled {
+			if a.State.Outcome == nil {
+				return nil, fmt.Errorf("effect %s: %w (settled without an outcome)", o.ID, client.ErrDefect)
+			}
 			return a.State, nil
 		}
 		if a.State.State == wire.StateUnknown {

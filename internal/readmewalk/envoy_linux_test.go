@@ -1,0 +1,95 @@
+package readmewalk
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"jr2.dev/boundary/internal/envoybin"
+)
+
+// TestReadmeEnvoy: the by-hand block and then, in the same shell, the
+// README's core-Envoy block, as written (issue 21 item 2): Envoy found as
+// the e2e suite finds it (internal/envoybin) is on PATH as envoy, and the
+// module is built where `make module` puts it (bin/, beside examples/).
+// The re-render works (the by-hand block left the upstream running), Envoy
+// takes the same curl with the same outcome — the upstream got the value
+// (its fingerprint, once per host), the agent saw the echo scrubbed —, its
+// health listener is on loopback, its log holds no warning of the RBAC's
+// missing filter state (issue 21 item 3) and no error, no output holds a
+// form of the value, and both stop cleanly.
+func TestReadmeEnvoy(t *testing.T) {
+	require(t, "ip", "curl", "openssl", "go")
+	envoy := envoyBinary(t)
+	bs, _ := blocks(t)
+	byHand, ok1 := bs["by-hand"]
+	block, ok2 := bs["envoy"]
+	if !ok1 || !ok2 {
+		t.Fatal("README.md lacks the blocks marked <!-- readme-walk: by-hand and <!-- readme-walk: envoy")
+	}
+	dir := t.TempDir()
+	tools(t)
+	copyExamples(t, dir)
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(dir, "bin", "custodian-module.so"), "./filter/module/custodian-module")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make module's build: %v\n%s", err, out)
+	}
+	envoyDir := filepath.Join(dir, "envoy-on-path")
+	os.Mkdir(envoyDir, 0o755)
+	if err := os.Symlink(envoy, filepath.Join(envoyDir, "envoy")); err != nil {
+		t.Fatal(err)
+	}
+	out := walk(t, dir, "export PATH="+envoyDir+":$PATH\n"+byHand+block, "")
+
+	raw, err := os.ReadFile(filepath.Join(dir, "examples", "values", "EXAMPLE_API_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := strings.TrimSuffix(string(raw), "\n")
+	fp := fingerprint(value)
+	for want, n := range map[string]int{
+		"example-upstream: GET /v1/messages X-Api-Key=" + fp + "\n":                                         2,
+		"the value's fingerprint: " + fp + "\n":                                                             2,
+		`"X-Api-Key": "[secret:EXAMPLE_API_KEY]"`:                                                           2,
+		"jr2.custodian action=intercept target=127.0.0.2:8443 secret=EXAMPLE_API_KEY method=GET status=200": 2,
+	} {
+		if got := strings.Count(out, want); got != n {
+			t.Errorf("the walk's output holds %q %d times; want %d (custodian serve, then Envoy)\n%s", want, got, n, out)
+		}
+	}
+	for _, bad := range []string{"Did not find filter state", "[warning][rbac]", "[error]", "[critical]", "no such file"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the walk's output holds %q\n%s", bad, out)
+		}
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "examples", "pod", "envoy.json"))
+	if !strings.Contains(string(js), `"address":"127.0.0.1","port_value":15021`) || strings.Contains(string(js), `"address":"0.0.0.0","port_value":15021`) {
+		t.Error("envoy.json's health listener is not on loopback")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "examples", "upstream-ca.pem")); err == nil {
+		t.Error("the upstream still ran after the Envoy block (upstream-ca.pem is there)")
+	}
+	noValue(t, "the walk's output", out, value)
+}
+
+// envoyBinary is the Envoy the e2e suite runs (internal/envoybin, the
+// pinned release). Without one the walk fails, naming the fix, unless
+// JR2_E2E_HOST=serve says the run has no Envoy on purpose (then it skips,
+// loudly, unless JR2_REQUIRE_ALL=1); another release always fails.
+func envoyBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := envoybin.Find()
+	switch {
+	case err == nil:
+		return bin
+	case err == envoybin.ErrNone && os.Getenv("JR2_E2E_HOST") == "serve" && os.Getenv("JR2_REQUIRE_ALL") != "1":
+		t.Skip("SKIPPED, NOT PROVEN: the README's Envoy block — " + err.Error() + " (JR2_E2E_HOST=serve)")
+	case err == envoybin.ErrNone:
+		t.Fatal(err.Error() + "; or set JR2_E2E_HOST=serve to run without Envoy")
+	}
+	t.Fatal(err)
+	return ""
+}
