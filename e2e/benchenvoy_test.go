@@ -63,29 +63,11 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 		}
 	}
 	// Listener ports of its own; the admin socket in the bench's directory.
-	r := &Running{}
-	lst, _ := cfg["static_resources"].(map[string]any)["listeners"].([]any)
-	for _, l := range lst {
-		l := l.(map[string]any)
-		sa, ok := l["address"].(map[string]any)["socket_address"].(map[string]any)
-		if !ok {
-			continue // the internal listeners
-		}
-		port := freeLoopbackPort(b)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		sa["address"], sa["port_value"] = "127.0.0.1", port
-		switch l["name"] {
-		case "egress":
-			r.Egress = addr
-		case "control":
-			r.Control = addr
-		case "health":
-			r.Health = addr
-		}
+	addrs, err := benchenvoy.Relocate(cfg, filepath.Join(p.dir, name+"-admin.sock"), func() int { return freeLoopbackPort(b) })
+	if err != nil {
+		b.Fatalf("bench %s: %v", name, err)
 	}
-	if admin, ok := cfg["admin"].(map[string]any); ok {
-		admin["address"] = map[string]any{"pipe": map[string]any{"path": filepath.Join(p.dir, name+"-admin.sock"), "mode": 384}}
-	}
+	r := &Running{Control: addrs["control"], Egress: addrs["egress"], Health: addrs["health"]}
 	out, _ := json.MarshalIndent(cfg, "", " ")
 	if v.noModule && strings.Contains(string(out), "dynamic_modules") {
 		b.Fatalf("bench %s: envoy.json still names dynamic_modules after benchenvoy.WithoutModule", name)

@@ -12,6 +12,12 @@
 // changes under it.
 package benchenvoy
 
+import (
+	"errors"
+	"net"
+	"strconv"
+)
+
 // WithoutModule removes from an envoy.json what exists for the dynamic
 // module and only that: the envoy.filters.http.dynamic_modules HTTP filter
 // of every connection manager, its per-route configs, and jr2.rbac.mark
@@ -52,4 +58,34 @@ func WithoutModule(v any) int {
 		}
 	}
 	return n
+}
+
+// Relocate gives every listener of an envoy.json with a socket address a
+// loopback port of its own (port returns a free one) and the admin
+// interface the unix socket adminSock, so the copy runs beside the
+// original. It returns each listener's new address by name; an
+// envoy.json without an egress or health listener is an error.
+func Relocate(cfg map[string]any, adminSock string, port func() int) (map[string]string, error) {
+	addrs := map[string]string{}
+	sr, _ := cfg["static_resources"].(map[string]any)
+	lst, _ := sr["listeners"].([]any)
+	for _, l := range lst {
+		l, _ := l.(map[string]any)
+		a, _ := l["address"].(map[string]any)
+		sa, ok := a["socket_address"].(map[string]any)
+		if !ok {
+			continue // an internal listener
+		}
+		p := port()
+		sa["address"], sa["port_value"] = "127.0.0.1", p
+		name, _ := l["name"].(string)
+		addrs[name] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	if addrs["egress"] == "" || addrs["health"] == "" {
+		return nil, errors.New("envoy.json has no egress or health listener: the render changed; update internal/benchenvoy")
+	}
+	if admin, ok := cfg["admin"].(map[string]any); ok {
+		admin["address"] = map[string]any{"pipe": map[string]any{"path": adminSock, "mode": 384}}
+	}
+	return addrs, nil
 }

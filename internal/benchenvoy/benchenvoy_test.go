@@ -2,6 +2,7 @@ package benchenvoy
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -47,5 +48,37 @@ func TestWithoutModule(t *testing.T) {
 				t.Error("a second pass removed more")
 			}
 		})
+	}
+}
+
+// TestRelocate: every listener with a socket address moves to its own
+// loopback port, the internal ones stay, the admin socket moves.
+func TestRelocate(t *testing.T) {
+	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy-module.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	json.Unmarshal(data, &cfg)
+	next := 40000
+	addrs, err := Relocate(cfg, "/tmp/x/admin.sock", func() int { next++; return next })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"control": "127.0.0.1:40001", "egress": "127.0.0.1:40002", "health": "127.0.0.1:40003"}
+	if fmt.Sprint(addrs) != fmt.Sprint(want) {
+		t.Errorf("addrs %v, want %v", addrs, want)
+	}
+	out, _ := json.Marshal(cfg)
+	for _, s := range []string{`"pipe":{"mode":384,"path":"/tmp/x/admin.sock"}`, `"server_listener_name"`, `"internal_listener"`} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("%s missing", s)
+		}
+	}
+	if strings.Contains(string(out), "15001") || strings.Contains(string(out), "jr2-custodian-admin.sock") {
+		t.Error("an original port or admin socket is left")
+	}
+	if _, err := Relocate(map[string]any{}, "/a", func() int { return 1 }); err == nil {
+		t.Error("an envoy.json without listeners was relocated")
 	}
 }
