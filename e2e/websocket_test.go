@@ -6,10 +6,14 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,6 +47,7 @@ type wsPod struct {
 	conf   *tls.Config
 	seen   *wstest.Seen
 	value  string
+	env    []string // the Harness's environment (harness.env), toward this run
 }
 
 func newWSPod(t *testing.T, host Host) *wsPod {
@@ -56,6 +61,24 @@ func newWSPod(t *testing.T, host Host) *wsPod {
 	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{wsName: p.value, filter.TokenName: sentinel(t, filter.TokenName)})
 	p.conf = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}}
 	p.run = host.Start(t, dir, "")
+	// The Harness's environment, as render wrote it, the proxy being the
+	// running egress listener. NO_PROXY is left out: the bound target is
+	// on loopback here, which it names.
+	hb, err := os.ReadFile(filepath.Join(dir, "harness.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "LANG=C.UTF-8"}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(hb), "\n"), "\n") {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(k) {
+		case "NO_PROXY":
+			continue
+		case "HTTPS_PROXY":
+			kv = k + "=http://" + p.run.Egress
+		}
+		p.env = append(p.env, kv)
+	}
 	return p
 }
 
@@ -140,6 +163,9 @@ func testWebSocket(t *testing.T, host Host) {
 		}
 		waitLines(t, p.run, regexp.QuoteMeta("jr2.custodian action=intercept target="+p.target+" secret="+wsName+" method=GET status=101"), 1)
 	})
+	run(t, "Node's ws", func(t *testing.T) {
+		p.nodeClient(t, label, si)
+	})
 	run(t, "an h2c upgrade", func(t *testing.T) {
 		// Envoy's HTTP/1 codec drops an h2c upgrade's headers before any
 		// filter: the request goes on as a plain GET (no value can ride
@@ -220,4 +246,41 @@ func testWebSocket(t *testing.T, host Host) {
 			}
 		}
 	})
+}
+
+// nodeClient runs Node's ws package on Node 24 (e2e/node/ws.js) through
+// the Custodian with the Harness's environment: every message reads the
+// label, the agent's message reaches the upstream with its stand-in
+// unswapped, and the close reason is scrubbed.
+func (p *wsPod) nodeClient(t *testing.T, label, si string) {
+	bin := node24Bin()
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("JR2_REQUIRE_ALL") == "1" {
+			t.Fatalf("no Node 24 at %s (make test runs npm ci in e2e/node): %v", bin, err)
+		}
+		t.Skipf("SKIP: no Node 24 at %s (make test runs npm ci in e2e/node); Node's ws is not exercised", bin)
+	}
+	spec := fmt.Sprintf(`{"url":"wss://%s/v1/ws","headers":[["x-api-key",%q]],"send":["hello from node %s"]}`, p.target, si, si)
+	cmd := exec.Command(bin, filepath.Join(suiteDir(), "node", "ws.js"), spec)
+	cmd.Env = p.env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
+	}
+	want := strings.Join([]string{
+		`{"type":"text","data":"text:` + label + `"}`,
+		`{"type":"binary","data":"` + base64.StdEncoding.EncodeToString([]byte("\x00bin:"+label)) + `"}`,
+		`{"type":"text","data":"frag:` + label + `"}`,
+		`{"type":"text","data":"chunks:` + label + `"}`,
+		`{"type":"text","data":"echo:hello from node ` + si + `"}`,
+		`{"type":"close","code":1000,"reason":"bye ` + label + `"}`,
+	}, "\n") + "\n"
+	if string(out) != want {
+		t.Fatalf("node printed\n%s\nwant\n%s\n%s\nthe host's lines:\n%s", out, want, stderr.String(), strings.Join(p.run.out.matching(func(l string) bool { return strings.Contains(l, "jr2.custodian") }), "\n"))
+	}
+	if got := p.seen.Value(); got != p.value {
+		t.Fatalf("the upstream got %q, want the value", got)
+	}
 }

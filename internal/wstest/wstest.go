@@ -49,7 +49,7 @@ func (s *Seen) Upgrades() int    { s.mu.Lock(); defer s.mu.Unlock(); return s.up
 
 // Accept is the Sec-WebSocket-Accept of key.
 func Accept(key string) string {
-	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC175B11"))
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 	return base64.StdEncoding.EncodeToString(h[:])
 }
 
