@@ -19,7 +19,8 @@ import (
 // (its fingerprint, once per host), the agent saw the echo scrubbed —, its
 // health listener is on loopback, its log holds no warning of the RBAC's
 // missing filter state (issue 21 item 3) and no error, no output holds a
-// form of the value, and both stop cleanly.
+// form of the value, and both stop cleanly. Then two tunnels through the
+// same envoy.json log no such warning either.
 func TestReadmeEnvoy(t *testing.T) {
 	require(t, "ip", "curl", "openssl", "go")
 	envoy := envoyBinary(t)
@@ -73,6 +74,27 @@ func TestReadmeEnvoy(t *testing.T) {
 		t.Error("the upstream still ran after the Envoy block (upstream-ca.pem is there)")
 	}
 	noValue(t, "the walk's output", out, value)
+
+	// The block's curl is intercepted; a tunnel is the other route the
+	// guard's RBAC sits on. The test's own probe, not the README's: the
+	// rendered Envoy again, two CONNECTs to targets nothing binds — one the
+	// guard refuses (loopback), one it passes (TEST-NET-1, unreachable
+	// here) — and no warning of missing filter state in Envoy's log.
+	tunnels := walk(t, dir, "export PATH="+envoyDir+":$PATH\ncd examples\n"+
+		"envoy -c pod/envoy.json --log-level warning --component-log-level dynamic_modules:info & envoy=$!\n"+
+		"until curl -fsS http://127.0.0.1:15021/healthz; do sleep 0.1; done; echo\n"+
+		"for target in 127.0.0.3:8443 192.0.2.1:443; do curl -sS -o /dev/null -w 'tunnel %{http_connect}\\n' --connect-timeout 5 -x http://127.0.0.1:15001 https://$target/ || true; done\n"+
+		"kill $envoy; wait $envoy\n", "")
+	for _, want := range []string{"tunnel 403\n", "tunnel 502\n"} {
+		if !strings.Contains(tunnels, want) {
+			t.Errorf("the tunnels' probe lacks %q\n%s", want, tunnels)
+		}
+	}
+	for _, bad := range []string{"Did not find filter state", "[warning][rbac]", "[error]", "[critical]"} {
+		if strings.Contains(tunnels, bad) {
+			t.Errorf("Envoy's log of two tunnels holds %q\n%s", bad, tunnels)
+		}
+	}
 }
 
 // envoyBinary is the Envoy the e2e suite runs (internal/envoybin, the
