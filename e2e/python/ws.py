@@ -1,0 +1,52 @@
+"""The suite's Python WebSocket client (issue 26): websockets 15.0.1, which
+make test installs into .cache/python (PYTHONPATH), run by /usr/bin/python3.
+
+It reads one request (JSON, argv[1]: url, headers, send) and connects the
+way a tool in the Harness container would: through HTTPS_PROXY (websockets
+reads the proxy from the environment), trusting SSL_CERT_FILE. It prints
+each message as one JSON line ({"type": "text"|"binary", "data": ...},
+binary data in base64), sends each string of send after the fourth, closes
+with 1000 "done" after the answers, and prints the close code and reason.
+"""
+import base64
+import json
+import os
+import ssl
+import sys
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+    send = spec.get("send") or []
+    out = sys.stdout
+    with connect(
+        spec["url"],
+        additional_headers=[tuple(h) for h in spec.get("headers") or []],
+        ssl=ctx,
+        open_timeout=20,
+    ) as ws:
+        n = 0
+        try:
+            while True:
+                m = ws.recv(timeout=20)
+                if isinstance(m, str):
+                    out.write(json.dumps({"type": "text", "data": m}, separators=(",", ":")) + "\n")
+                else:
+                    out.write(json.dumps({"type": "binary", "data": base64.b64encode(m).decode()}, separators=(",", ":")) + "\n")
+                n += 1
+                if n == 4:
+                    for s in send:
+                        ws.send(s)
+                if n == 4 + len(send):
+                    ws.close(1000, "done")
+        except ConnectionClosed:
+            pass
+        out.write(json.dumps({"type": "close", "code": ws.close_code, "reason": ws.close_reason}, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main()
