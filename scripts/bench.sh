@@ -34,7 +34,9 @@ go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
 	-goal 'envoy.json, 200 secrets, 400 targets|^RenderCold/targets=400/fresh$|envoy.json-bytes|<=|1048576' || status=1
 
 # custodian serve and Envoy with the module (issues 4, 11, 12): each
-# against the same upstream reached directly, in separate processes.
+# against the same upstream reached directly, in separate processes; beside
+# them Envoy alone (the same envoy.json without the module), Envoy + module
+# on two workers and with GOMAXPROCS=1 and =CPUs (issue 25).
 go test ./e2e -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -count=1 || status=1
 
 # The Effector (issues 5, 6).
@@ -70,7 +72,7 @@ summary() {
 	done <"$JR2_BENCH_GOALS"
 }
 echo
-echo "## Issue 12's goals, from this run"
+echo "## The goals of issues 12 and 25, from this run"
 echo
 summary
 

@@ -44,7 +44,7 @@ func (r Row) Mark() string {
 // Print writes rows as a table to w and appends them to JR2_BENCH_GOALS.
 func Print(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "goal (issue 12)\tnow\tgoal\t\tlimit\t")
+	fmt.Fprintln(tw, "goal (issues 12, 25)\tnow\tgoal\t\tlimit\t")
 	var lines []string
 	for _, r := range rows {
 		now := fmt.Sprintf(r.Format, r.Value)
