@@ -49,7 +49,12 @@ const upgradeTimeout = 30 * time.Second
 // ends both connections after the Custodian's close frame. It returns the
 // status the client got (0: nothing was written; failed tells why), for
 // the caller's log line.
-func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *http.Request, dial func(context.Context) (net.Conn, error), target string) (status int, failed *filter.Reply) {
+//
+// track, when not nil, registers the taken-over connection with the
+// host's graceful stop (which closes it when the grace is over); false
+// means the host is stopping, and the connection is closed at once.
+// untrack is called when it ends.
+func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *http.Request, dial func(context.Context) (net.Conn, error), target string, track func(net.Conn) bool, untrack func(net.Conn)) (status int, failed *filter.Reply) {
 	out.Header.Set("Connection", "Upgrade")
 	out.Header.Set("Upgrade", "websocket")
 	up, err := dial(r.Context())
@@ -133,6 +138,12 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 		return http.StatusBadGateway, nil
 	}
 	defer client.Close()
+	if track != nil {
+		if !track(client) {
+			return 0, nil // stopping: closed before the 101
+		}
+		defer untrack(client)
+	}
 	client.SetDeadline(time.Time{})
 	var head strings.Builder
 	head.WriteString("HTTP/1.1 101 Switching Protocols\r\n")

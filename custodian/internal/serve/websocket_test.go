@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/wstest"
@@ -164,5 +165,28 @@ func TestWebSocketRefusals(t *testing.T) {
 				t.Fatalf("after the close: %q", rest)
 			}
 		})
+	}
+}
+
+// The graceful stop closes an upgraded connection still open when the
+// grace is over, as it closes a tunnel (the fixture's grace is 1 s).
+func TestWebSocketClosedAtTheStop(t *testing.T) {
+	f := newFixture(t, nil)
+	c, br, resp := f.wsDial(t, f.up.target, "/v1/ws", "X-Api-Key: "+keySI)
+	if resp.StatusCode != 101 {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+	if m, err := wstest.ReadMsg(br, nil); err != nil || m.Payload != "text:"+keyLabel {
+		t.Fatalf("%q %v", m, err)
+	}
+	f.cancel()
+	err := <-f.done
+	f.done <- err // the fixture's cleanup waits for it too
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(br); err != nil {
+		t.Fatalf("the upgraded connection was not closed at the stop: %v", err)
 	}
 }
