@@ -196,12 +196,12 @@ func alternatesIn(b []byte, own, name, objects string) (string, string) {
 // refusedAlternate is the reason of an alternates entry (line n) that is
 // not the push's cache. It names no byte of the entry: the agent wrote it.
 func refusedAlternate(n int, name, objects string) string {
-	const rule = "a push sends only objects that are the worktree's own or that the cache of its remote holds"
+	const sendRule = "a push sends only objects that are the worktree's own or that the cache of its remote holds"
 	switch {
 	case name == "":
-		return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory, and the push's url names no node cache (%s); %s: repack the worktree (git repack -a -d) and remove its alternates file", n, "its path is not plain names", rule)
+		return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory, and the push's url names no node cache (%s); %s: repack the worktree (git repack -a -d) and remove its alternates file", n, "its path is not plain names", sendRule)
 	case objects == "":
-		return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory, and this Effector holds no cache of the push's remote ($%s/%s); %s: repack the worktree (git repack -a -d) and remove its alternates file, or mount that cache", n, config.EnvRepos, name, rule)
+		return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory, and this Effector holds no cache of the push's remote ($%s/%s); %s: repack the worktree (git repack -a -d) and remove its alternates file, or mount that cache", n, config.EnvRepos, name, sendRule)
 	}
-	return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory other than the cache of the push's remote ($%s/%s/objects); %s: clone from that cache (git clone --shared or --reference), or repack the worktree (git repack -a -d) and remove the entry", n, config.EnvRepos, name, rule)
+	return fmt.Sprintf("the worktree's .git/objects/info/alternates line %d names an object directory other than the cache of the push's remote ($%s/%s/objects); %s: clone from that cache (git clone --shared or --reference), or repack the worktree (git repack -a -d) and remove the entry", n, config.EnvRepos, name, sendRule)
 }
