@@ -125,3 +125,49 @@ func TestNewFrames(t *testing.T) {
 		t.Fatalf("a masked frame: %v", err)
 	}
 }
+
+// FuzzDecideUpgrade: any upgrade the agent spells is either refused (no
+// header change, no value in the reply or the line) or carried as
+// websocket only for a GET asking for websocket alone with no body, the
+// extension offer removed; DecideSwitch on any 101 headers either refuses
+// 502 or carries websocket alone, no value in any header it sets.
+func FuzzDecideUpgrade(f *testing.F) {
+	f.Add("GET", "websocket", "", false, "sec-websocket-extensions", "permessage-deflate")
+	f.Add("GET", "h2c", "TLS/1.0", false, "x-api-key", anthSI)
+	f.Add("POST", "WebSocket", "", true, "upgrade", "websocket")
+	f.Fuzz(func(t *testing.T, method, tok1, tok2 string, body bool, hn, hv string) {
+		e := testEngineFuzz(t)
+		var toks []string
+		for _, tk := range []string{tok1, tok2} {
+			if tk != "" {
+				toks = append(toks, tk)
+			}
+		}
+		r := &Request{Method: method, Authority: "api.anthropic.com", Path: "/v1/ws", Headers: []Header{{"x-api-key", anthSI}, {hn, hv}}}
+		d := e.DecideUpgrade(anth, r, Upgrade{Tokens: toks, Body: body})
+		for _, v := range sentinels {
+			if strings.Contains(strings.Join(d.LogFields(101), " "), v) || d.Reply != nil && strings.Contains(d.Reply.Body, v) && !strings.Contains(method+hn+hv, v) {
+				t.Fatal("a value in the line or the reply")
+			}
+		}
+		if d.WebSocket {
+			if d.Reply != nil || method != "GET" || body || len(toks) != 1 || !strings.EqualFold(strings.TrimSpace(toks[0]), "websocket") || !slices.Contains(d.Remove, ExtensionsHeader) {
+				t.Fatalf("carried: %q %q body %v", method, toks, body)
+			}
+		}
+		if len(toks) > 0 && d.Reply == nil && !d.WebSocket {
+			t.Fatal("an upgrade forwarded as a plain request")
+		}
+		rd := e.DecideSwitch(anth, []Header{{"upgrade", tok1}, {hn, hv}, {"x-echo", e.byName["ANTHROPIC_API_KEY"].valueStr}})
+		if rd.WebSocket == (rd.Reply != nil) {
+			t.Fatal("a 101 both carried and refused, or neither")
+		}
+		for _, h := range rd.Set {
+			for _, v := range sentinels {
+				if strings.Contains(h.Value, v) {
+					t.Fatal("a value in a 101's header")
+				}
+			}
+		}
+	})
+}
