@@ -24,6 +24,10 @@
 //     DecideTrailers holds its trailers to the same rule as its headers.
 //   - AllowDial: the resolved half of the dial guard, on the address a host
 //     actually dials.
+//   - DecideUpgrade, DecideControlUpgrade, DecideSwitch and NewFrames: a
+//     WebSocket upgrade (any other upgrade refused), its 101, and the
+//     scrubber of every frame the upstream sends after it (package
+//     filter/wsframe); the agent's frames are not read.
 //
 // Invariant: no value leaves this package except in a Decision's Set
 // headers, which a host puts only on the outbound request to the bound
