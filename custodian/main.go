@@ -1,6 +1,7 @@
 // Command custodian is the Custodian's Go host and the contained local run:
 //
 //	custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
+//	custodian envoy -- ENVOY -c DIR/envoy.json [ENVOY-ARG…]
 //	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE …] -- CMD [ARG…]
 //	custodian verify OUT.jsonl
 //	custodian inspect OUT.jsonl [--json]
@@ -15,6 +16,7 @@ import (
 	"io"
 	"os"
 
+	"jr2.dev/boundary/custodian/internal/envoyrun"
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
@@ -22,8 +24,9 @@ import (
 	"jr2.dev/boundary/internal/bundle"
 )
 
-const usage = `usage: custodian serve|run|verify|inspect|help …
+const usage = `usage: custodian serve|envoy|run|verify|inspect|help …
   custodian serve --config DIR/custodian.json [--control ADDR] [--egress ADDR] [--health ADDR]
+  custodian envoy -- ENVOY -c DIR/envoy.json [ENVOY-ARG…]
   custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE] [--from RUN.jsonl] [--timing PACE] [--seed N] [--faults SPEC] -- CMD [ARG…]
   custodian verify [--pubkey KEY] OUT.jsonl
   custodian inspect OUT.jsonl [--json | --plan]
@@ -44,6 +47,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve.Main(args[1:], stdout, stderr)
+	case "envoy":
+		return envoyrun.Main(args[1:], stdout, stderr)
 	case "run":
 		return run.Main(args[1:], stdout, stderr)
 	case "verify":

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"jr2.dev/boundary/custodian/internal/envoyrun"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
 	"jr2.dev/boundary/internal/bundle"
@@ -23,6 +24,8 @@ func TestUsageListsEveryFlag(t *testing.T) {
 	}{
 		// serve's usage ends with render's flags for one machine.
 		{"custodian serve", usagetest.Section(t, serve.Usage, "usage:", "\nOn one machine"), usagetest.Defined(serveFlags)},
+		// envoy's usage goes on with Envoy's own arguments, not its flags.
+		{"custodian envoy", usagetest.Section(t, envoyrun.Usage, "usage:", "\nRuns Envoy"), usagetest.Defined(envoyrun.Flags())},
 		{"custodian run", run.Usage, usagetest.Defined(runFlags)},
 		{"custodian verify", bundle.VerifyUsage, bundle.VerifyFlags},
 		{"custodian inspect", bundle.InspectUsage, bundle.InspectFlags},
@@ -45,6 +48,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, 0, usage},
 		{[]string{"serve", "--help"}, 0, serve.Usage},
 		{[]string{"run", "-h"}, 0, run.Usage},
+		{[]string{"envoy", "--help"}, 0, envoyrun.Usage},
+		{[]string{"envoy"}, 2, "custodian envoy: no Envoy command: write it after --, such as -- envoy -c DIR/envoy.json\n" + envoyrun.Usage},
+		{[]string{"envoy", "--", "envoy", "--version"}, 2, "custodian envoy: Envoy is given no config: add -c DIR/envoy.json"},
+		{[]string{"envoy", "--", "envoy", "-c", "/nonexistent/envoy.json"}, 1, "custodian envoy: open /nonexistent/envoy.json: no such file or directory; give Envoy the envoy.json controlplane render wrote"},
 		{[]string{"verify", "--help"}, 0, bundle.VerifyUsage},
 		{[]string{"inspect", "--help"}, 0, bundle.InspectUsage},
 		{nil, 2, usage},

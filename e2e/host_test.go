@@ -158,8 +158,9 @@ func (h envoyHost) Start(t testing.TB, dir, hosts string) *Running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startProcess(t, hosts, "", h.bin, "-c", filepath.Join(dir, "envoy.json"), "--log-format", "%v", "--file-flush-interval-msec", "500",
-		"--concurrency", "1", "--disable-hot-restart")
+	// The documented start command: Envoy under custodian envoy, which
+	// gives SIGTERM custodian serve's stop (envoy/README.md).
+	r := startProcess(t, hosts, "", append([]string{bins.custodian, "envoy", "--", h.bin}, envoyArgs(dir)...)...)
 	r.Control, r.Egress = cfg.Listeners.Control, cfg.Listeners.Egress
 	_, port, _ := net.SplitHostPort(cfg.Listeners.Health)
 	r.Health = net.JoinHostPort("127.0.0.1", port)
@@ -180,6 +181,13 @@ func (h envoyHost) Start(t testing.TB, dir, hosts string) *Running {
 	}
 	r.out.waitPrefix(t, "jr2.custodian ready ", 10*time.Second, r.exited)
 	return r
+}
+
+// envoyArgs are Envoy's arguments on a rendered directory, as
+// envoy/README.md's start command gives them (the log on stderr here).
+func envoyArgs(dir string) []string {
+	return []string{"-c", filepath.Join(dir, "envoy.json"), "--log-format", "%v", "--file-flush-interval-msec", "500",
+		"--concurrency", "1", "--disable-hot-restart", "--drain-strategy", "immediate", "--drain-time-s", "10"}
 }
 
 // hostsFileEnv names the file the hostsns role bind-mounts over /etc/hosts.

@@ -33,7 +33,7 @@ func TestBadValueRefusesStart(t *testing.T) {
 				argv = []string{bins.custodian, "serve", "--config", filepath.Join(dir, "custodian.json"),
 					"--control", "127.0.0.1:0", "--egress", "127.0.0.1:0", "--health", "127.0.0.1:0"}
 			case envoyHost:
-				argv = []string{h.bin, "-c", filepath.Join(dir, "envoy.json"), "--log-format", "%v", "--concurrency", "1", "--disable-hot-restart"}
+				argv = append([]string{bins.custodian, "envoy", "--", h.bin}, envoyArgs(dir)...)
 			default:
 				t.Fatalf("no start-up argv for %s", host.Name())
 			}

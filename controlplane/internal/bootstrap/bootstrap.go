@@ -1,7 +1,9 @@
 // Package bootstrap builds a pod's whole Envoy configuration (envoy.json)
 // from go-control-plane types: static listeners and clusters, no admin
-// listener, no dynamic resources, so nothing in the pod can change or read
-// back the configuration.
+// listener on the network, no dynamic resources, so nothing in the pod but
+// the Custodian container itself can change or read back the
+// configuration. The admin interface is a unix socket in that container
+// (hostlimits.AdminSocket, mode 0600), for custodian envoy's graceful stop.
 //
 // # What it holds
 //
@@ -29,7 +31,12 @@
 //     against ca/upstream.crt and the target's name. The egress cluster that reaches a listener carries the
 //     filter state in through internal_upstream.
 //   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
-//     5 s idle, outside the global connection limit.
+//     5 s idle.
+//
+// Every listener of the agent's holds package hostlimits' header, idle and
+// connection limits (limits.go), the numbers custodian serve reads too; the
+// overload manager's global connection limit is the sum of the listeners'
+// own.
 //
 // What Envoy's HTTP/1 codec and connection manager would change or refuse
 // before the engine (codec.go, issue 22): custom methods reach the engine
@@ -220,7 +227,6 @@ func UpstreamCluster(target string) string { return "upstream|" + target }
 const (
 	streamIdle     = time.Hour        // an idle stream or connection of the agent's
 	healthIdle     = 5 * time.Second  // a health connection idle this long is closed
-	healthMaxConns = 16               // health connections at most
 	connectTimeout = 10 * time.Second // to a target, the Orchestrator, a tunnel's far end
 )
 
@@ -247,12 +253,16 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 		return nil, fmt.Errorf("bootstrap: --mount-dir %q: %w", in.MountDir, err)
 	}
 	b := &builder{in: in, pluginConfig: string(engine), targets: BoundTargets(in.Config)}
+	listeners := b.listeners()
+	b.limitConnections(listeners)
 	bs := &bootstrapv3.Bootstrap{
 		Node: &corev3.Node{Id: in.Config.Pod, Cluster: "jr2-custodian"},
 		StaticResources: &bootstrapv3.Bootstrap_StaticResources{
-			Listeners: b.listeners(),
+			Listeners: listeners,
 			Clusters:  b.clusters(),
 		},
+		Admin:           b.admin(),
+		OverloadManager: b.overload(),
 		BootstrapExtensions: []*corev3.TypedExtensionConfig{{
 			Name:        ExtInternalListener,
 			TypedConfig: b.pack(&internallistenerv3.InternalListener{}),

@@ -315,9 +315,11 @@ func filterNames(t *testing.T, l *listenerv3.Listener) []string {
 	return n
 }
 
+// TestNoAdminNoXDS: no xDS, and no admin listener on the network: the one
+// admin interface is a unix socket (TestAdminOnlyOnAUnixSocket).
 func TestNoAdminNoXDS(t *testing.T) {
 	bs := build(t, config("ws-7f3a"))
-	if bs.Admin != nil || bs.DynamicResources != nil || bs.HdsConfig != nil || len(bs.ConfigSources) != 0 || bs.DefaultConfigSource != nil {
+	if bs.Admin.GetAddress().GetSocketAddress() != nil || bs.Admin.GetAddress().GetPipe() == nil || bs.DynamicResources != nil || bs.HdsConfig != nil || len(bs.ConfigSources) != 0 || bs.DefaultConfigSource != nil {
 		t.Errorf("admin %v, dynamic %v, hds %v, config sources %v", bs.Admin, bs.DynamicResources, bs.HdsConfig, bs.ConfigSources)
 	}
 	if bs.Node.GetId() != "ws-7f3a" {
@@ -857,8 +859,8 @@ func TestControl(t *testing.T) {
 func TestHealth(t *testing.T) {
 	bs := build(t, config("ws-7f3a"))
 	l := listener(t, bs, bootstrap.ListenerHealth)
-	if a := l.Address.GetSocketAddress(); a.GetAddress() != "0.0.0.0" || a.GetPortValue() != 15021 || !l.IgnoreGlobalConnLimit {
-		t.Errorf("health at %v, ignore global limit %v", a, l.IgnoreGlobalConnLimit)
+	if a := l.Address.GetSocketAddress(); a.GetAddress() != "0.0.0.0" || a.GetPortValue() != 15021 || l.IgnoreGlobalConnLimit {
+		t.Errorf("health at %v, ignore global limit %v (its share is in the global limit: TestConnectionLimits)", a, l.IgnoreGlobalConnLimit)
 	}
 	fs := l.FilterChains[0].Filters
 	if fs[0].Name != bootstrap.FilterConnLimit || unpack[*connlimitv3.ConnectionLimit](t, fs[0].GetTypedConfig()).MaxConnections.GetValue() != 16 {

@@ -100,6 +100,9 @@ func (b *builder) hcm(s hcmSettings) *hcmv3.HttpConnectionManager {
 		MergeSlashes:                 false,
 		PathWithEscapedSlashesAction: hcmv3.HttpConnectionManager_KEEP_UNCHANGED,
 	}
+	if s.statPrefix != ListenerHealth {
+		agentLimits(m)
+	}
 	if s.connect {
 		m.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "CONNECT"}}
 		m.StripTrailingHostDot = true

@@ -368,10 +368,12 @@ func TestMarkInEnvoy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mark json.RawMessage
-	for _, hf := range rendered.StaticResources.Listeners[0].FilterChains[0].Filters[0].TypedConfig.HTTPFilters {
-		var named struct{ Name string }
-		if json.Unmarshal(hf, &named) == nil && named.Name == bootstrap.FilterMark {
-			mark = hf
+	for _, f := range rendered.StaticResources.Listeners[0].FilterChains[0].Filters { // the connection limit, then the manager
+		for _, hf := range f.TypedConfig.HTTPFilters {
+			var named struct{ Name string }
+			if json.Unmarshal(hf, &named) == nil && named.Name == bootstrap.FilterMark {
+				mark = hf
+			}
 		}
 	}
 	if rendered.StaticResources.Listeners[0].Name != bootstrap.ListenerControl || mark == nil {

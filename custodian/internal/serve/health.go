@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // The health listener is the one a peer can reach (0.0.0.0:15021), so a
@@ -13,7 +15,7 @@ import (
 // healthMaxConns connections, refuses (closes) the ones beyond, and closes
 // one idle for healthIdle.
 const (
-	healthMaxConns = 16
+	healthMaxConns = hostlimits.HealthConnections
 	healthIdle     = 5 * time.Second
 )
 

@@ -51,6 +51,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/hostlimits"
 	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
 )
@@ -67,7 +68,7 @@ type Options struct {
 	Log io.Writer
 	// Resolver resolves tunnel targets; nil is net.DefaultResolver.
 	Resolver *net.Resolver
-	// Grace bounds a graceful stop; 0 is 10 s.
+	// Grace bounds a graceful stop; 0 is hostlimits.StopGrace.
 	Grace time.Duration
 
 	logEvery time.Duration // how long a log line may wait; 0 is logEvery (tests set it)
@@ -129,7 +130,7 @@ func New(o Options) (*Server, error) {
 		grace:      o.Grace,
 	}
 	if s.grace == 0 {
-		s.grace = 10 * time.Second
+		s.grace = hostlimits.StopGrace
 	}
 	for _, t := range eng.Targets() {
 		base := filepath.Join(dir, filter.LeafBase(t))
@@ -201,9 +202,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			errc <- err
 		}
 	}
-	go serve(ctl, s.control)
-	go serve(egr, s.egress)
-	go serve(hlt, limitListener(s.health, healthMaxConns))
+	// Each listener holds at most its own number of connections
+	// (hostlimits; ADR-0059's global limit is their sum), closing one
+	// beyond at once, as Envoy's connection_limit filters do. An
+	// intercepted connection rides its egress connection, counted there.
+	go serve(ctl, limitListener(s.control, hostlimits.ControlConnections))
+	go serve(egr, limitListener(s.egress, hostlimits.EgressConnections))
+	go serve(hlt, limitListener(s.health, hostlimits.HealthConnections))
 	for _, ic := range s.intercepts {
 		go serve(ic.srv, ic.l)
 	}
@@ -238,9 +243,9 @@ func (s *Server) newServer(listener string, h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:                      h,
 		DisableGeneralOptionsHandler: true,
-		ReadHeaderTimeout:            30 * time.Second,
-		IdleTimeout:                  time.Hour,
-		MaxHeaderBytes:               64 << 10,
+		ReadHeaderTimeout:            hostlimits.HeaderTimeout,
+		IdleTimeout:                  hostlimits.IdleTimeout,
+		MaxHeaderBytes:               hostlimits.MaxHeaderBytes,
 		ErrorLog:                     relay.ErrorLog(s.log, listener),
 	}
 }
