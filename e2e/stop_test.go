@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,5 +186,9 @@ func testGracefulStop(t *testing.T, host Host) {
 	}
 	if p.run.exitErr != nil {
 		t.Errorf("exit after SIGTERM: %v; want 0\n%s", p.run.exitErr, p.run.out.String())
+	}
+	// custodian envoy removes the admin socket Envoy leaves behind.
+	if _, err := os.Lstat(hostlimits.AdminSocket); host.Name() == "envoy" && !os.IsNotExist(err) {
+		t.Errorf("the admin socket %s is left behind: %v", hostlimits.AdminSocket, err)
 	}
 }

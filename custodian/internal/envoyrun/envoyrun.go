@@ -17,7 +17,9 @@
 //     gets SIGTERM and what is still open is closed.
 //
 // It exits with Envoy's exit code (0 after a stop), 1 when Envoy cannot be
-// started or envoy.json has no admin socket, 2 for a usage error.
+// started or envoy.json has no admin socket, 2 for a usage error. The
+// admin socket, which Envoy never removes, is removed before Envoy starts
+// (when nothing answers on it) and after it exits.
 //
 // Invariant: this process makes no decision about traffic and reads no
 // value; it moves signals and reads counters. It writes nothing on stdout
@@ -109,6 +111,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Stop(cmd.Process, exited, sock, hostlimits.StopGrace, stderr)
 	}
 	<-exited
+	// Envoy leaves its socket behind; nothing answers on it now.
+	_ = removeStale(sock)
 	if code := cmd.ProcessState.ExitCode(); code >= 0 {
 		return code
 	}
