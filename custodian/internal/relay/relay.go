@@ -306,27 +306,8 @@ func Response(e *filter.Engine, w http.ResponseWriter, target, method string, re
 		return
 	}
 	h := w.Header()
-	for _, hd := range headers {
-		h.Add(hd.Name, hd.Value)
-	}
-	for _, n := range rd.Remove {
-		h.Del(n)
-	}
-	set := map[string]bool{}
-	for _, hd := range rd.Set {
-		k := http.CanonicalHeaderKey(hd.Name)
-		if !set[k] {
-			h.Del(k)
-			set[k] = true
-		}
-		h.Add(k, hd.Value)
-	}
-	// Then, and only then, what belongs to the upstream's hop: the framing
-	// set (content-length is the engine's to keep or remove), and what its
-	// Connection named, except a header the engine reads.
-	for _, n := range framingKeys {
-		delete(h, n)
-	}
+	answerHeaders(h, headers, rd)
+	// Then what its Connection named, except a header the engine reads.
 	for n := range nominated(resp.Header) {
 		if !engineReads[n] {
 			h.Del(n)
@@ -520,4 +501,30 @@ func WriteReplyKeep(w http.ResponseWriter, r *filter.Reply) {
 	}
 	w.WriteHeader(r.Status)
 	io.WriteString(w, r.Body)
+}
+
+// answerHeaders puts the upstream's answer headers into h as the engine's
+// decision rd says (its removals, then its sets, each name set once), and
+// then takes off what belongs to the upstream's hop: the framing set
+// (content-length is the engine's to keep or remove). Both the answer to a
+// request and a WebSocket's 101 go through it, so the two cannot differ.
+func answerHeaders(h http.Header, headers []filter.Header, rd filter.ResponseDecision) {
+	for _, hd := range headers {
+		h.Add(hd.Name, hd.Value)
+	}
+	for _, n := range rd.Remove {
+		h.Del(n)
+	}
+	set := map[string]bool{}
+	for _, hd := range rd.Set {
+		k := http.CanonicalHeaderKey(hd.Name)
+		if !set[k] {
+			h.Del(k)
+			set[k] = true
+		}
+		h.Add(k, hd.Value)
+	}
+	for _, n := range framingKeys {
+		delete(h, n)
+	}
 }

@@ -108,24 +108,7 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 		return rd.Reply.Status, nil
 	}
 	h := http.Header{}
-	for _, hd := range headers {
-		h.Add(hd.Name, hd.Value)
-	}
-	for _, n := range rd.Remove {
-		h.Del(n)
-	}
-	set := map[string]bool{}
-	for _, hd := range rd.Set {
-		k := http.CanonicalHeaderKey(hd.Name)
-		if !set[k] {
-			h.Del(k)
-			set[k] = true
-		}
-		h.Add(k, hd.Value)
-	}
-	for _, n := range framingKeys {
-		delete(h, n)
-	}
+	answerHeaders(h, headers, rd)
 	for n := range nominated(resp.Header) {
 		h.Del(n)
 	}
