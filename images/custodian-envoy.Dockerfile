@@ -1,6 +1,8 @@
 # The Custodian on the proven path: core Envoy 1.39.3 (the release every
 # `make test` runs) with the engine's dynamic module at the path the pod's
-# envoy.json loads it from. `controlplane render --sidecar envoy` (the
+# envoy.json loads it from, run under `custodian envoy` (a static Go binary),
+# which drains Envoy on SIGTERM through its admin socket in /tmp (the pod
+# mounts an emptyDir there: the root filesystem is read-only). `controlplane render --sidecar envoy` (the
 # default) writes the Pod that runs this image; TestRecipesMatchObjects holds
 # this file to that Pod (binary, module path, user, port, config path).
 #
@@ -17,15 +19,19 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=1 go build -buildmode=c-shared -o /out/custodian-module.so ./filter/module/custodian-module
+RUN CGO_ENABLED=0 go build -trimpath -o /out/custodian ./custodian
 
 FROM envoyproxy/envoy-distroless:v1.39.3
 COPY --from=module /out/custodian-module.so /opt/jr2/lib/custodian-module.so
+COPY --from=module /out/custodian /opt/jr2/bin/custodian
 # distroless's nonroot: the pod's runAsUser, never the agent's uid.
 USER 65532:65532
 # The health listener (custodian.json's 0.0.0.0:15021), the kubelet's probes.
 EXPOSE 15021
-# One worker, hot restart off; log lines carry only the message, so the
-# engine's jr2.custodian lines are whole lines on stdout. The config is the
+# custodian envoy starts Envoy (the words after --) and, on SIGTERM, drains
+# it (envoy/README.md). One worker, hot restart off; log lines carry only the
+# message, so the engine's jr2.custodian lines are whole lines on stdout; the
+# drain custodian envoy drives (hostlimits.StopGrace). The config is the
 # pod's projected volume (--pod-config-dir, default /etc/jr2/custodian/config).
-ENTRYPOINT ["/usr/local/bin/envoy"]
-CMD ["-c", "/etc/jr2/custodian/config/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-format", "%v", "--log-path", "/dev/stdout"]
+ENTRYPOINT ["/opt/jr2/bin/custodian", "envoy", "--", "/usr/local/bin/envoy"]
+CMD ["-c", "/etc/jr2/custodian/config/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-format", "%v", "--log-path", "/dev/stdout", "--drain-strategy", "immediate", "--drain-time-s", "10"]

@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"jr2.dev/boundary/controlplane/internal/kube"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // recipe is the last stage of a Dockerfile: what the image runs, as whom,
@@ -95,7 +98,7 @@ func TestRecipesMatchObjects(t *testing.T) {
 		file    string
 		files   []string
 	}{
-		{kube.SidecarEnvoy, "custodian-envoy.Dockerfile", []string{kube.ModulePath}},
+		{kube.SidecarEnvoy, "custodian-envoy.Dockerfile", []string{kube.ModulePath, kube.CustodianBinary}},
 		{kube.SidecarServe, "custodian-serve.Dockerfile", []string{kube.CustodianBinary}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -111,6 +114,69 @@ func TestRecipesMatchObjects(t *testing.T) {
 			}
 			if set.Objects[0].GetName() == "" || c.Image != tc.sidecar.Image() {
 				t.Errorf("the Pod's image %q; the recipe's tag is %q", c.Image, tc.sidecar.Image())
+			}
+			// Envoy runs under custodian envoy, which drains it on
+			// SIGTERM through the admin socket in /tmp: the documented
+			// start command, a writable /tmp, and the pod's grace.
+			if tc.sidecar == kube.SidecarEnvoy {
+				if want := []string{kube.CustodianBinary, "envoy", "--", kube.EnvoyBinary}; !slices.Equal(c.Command, want) {
+					t.Errorf("the Envoy sidecar's command %q; want %q", c.Command, want)
+				}
+				if !strings.HasPrefix(r.from, "envoyproxy/envoy") {
+					t.Errorf("FROM %s; %s comes from the Envoy image", r.from, kube.EnvoyBinary)
+				}
+			}
+		})
+	}
+}
+
+// TestStopNeeds: the Custodian's stop works in the Pod. The Envoy sidecar
+// has a writable /tmp for Envoy's admin socket (hostlimits.AdminSocket), an
+// emptyDir in memory mounted in that container only; the Pod's grace
+// period holds the agent's stop, then hostlimits.StopGrace and a margin,
+// for either sidecar (a native sidecar gets its SIGTERM after the agent
+// has exited).
+func TestStopNeeds(t *testing.T) {
+	small, _ := os.ReadFile(filepath.Join(manifests, "small.json"))
+	for _, sidecar := range []kube.Sidecar{kube.SidecarEnvoy, kube.SidecarServe} {
+		t.Run(string(sidecar), func(t *testing.T) {
+			set, err := kube.Build(stubInput(t, small, kube.Options{Sidecar: sidecar}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, spec := range map[string]corev1.PodSpec{"the Pod": pod(t, set).Spec, "the patch": set.Patch.Spec.Template.Spec} {
+				g := spec.TerminationGracePeriodSeconds
+				min := int64((kube.AgentStopAllowance + hostlimits.StopGrace) / time.Second)
+				if g == nil || *g <= min || *g != kube.TerminationGracePeriod() {
+					t.Errorf("%s: terminationGracePeriodSeconds %v; want %d, more than the agent's %v and the stop's %v", name, g, kube.TerminationGracePeriod(), kube.AgentStopAllowance, hostlimits.StopGrace)
+				}
+				var tmp *corev1.Volume
+				for i, v := range spec.Volumes {
+					if v.Name == kube.VolumeTmp {
+						tmp = &spec.Volumes[i]
+					}
+				}
+				side := spec.InitContainers[0]
+				mounted := slices.ContainsFunc(side.VolumeMounts, func(m corev1.VolumeMount) bool {
+					return m.Name == kube.VolumeTmp && m.MountPath == filepath.Dir(hostlimits.AdminSocket) && !m.ReadOnly
+				})
+				for _, c := range spec.Containers {
+					if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == kube.VolumeTmp }) {
+						t.Errorf("%s: container %s mounts the Custodian's /tmp", name, c.Name)
+					}
+				}
+				if sidecar == kube.SidecarServe {
+					if tmp != nil || mounted {
+						t.Errorf("%s: custodian serve has no admin socket, yet the Pod gives it %s", name, kube.VolumeTmp)
+					}
+					continue
+				}
+				if tmp == nil || tmp.EmptyDir == nil || tmp.EmptyDir.Medium != corev1.StorageMediumMemory || tmp.EmptyDir.SizeLimit == nil || tmp.EmptyDir.SizeLimit.IsZero() {
+					t.Errorf("%s: volume %s %+v; want an emptyDir, medium Memory, with a sizeLimit", name, kube.VolumeTmp, tmp)
+				}
+				if !mounted || !*side.SecurityContext.ReadOnlyRootFilesystem {
+					t.Errorf("%s: the Envoy sidecar's mounts %+v; want %s writable at %s over a read-only root", name, side.VolumeMounts, kube.VolumeTmp, filepath.Dir(hostlimits.AdminSocket))
+				}
 			}
 		})
 	}

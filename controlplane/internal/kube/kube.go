@@ -36,6 +36,11 @@
 //     namespace, and the Custodian runs as a non-root uid distinct from the
 //     agent's, read-only root, no privilege escalation, every capability
 //     dropped, seccomp RuntimeDefault.
+//   - The Custodian's stop works in the Pod: the envoy sidecar runs Envoy
+//     under custodian envoy (the documented start command), with an
+//     emptyDir in memory at /tmp in its container only for Envoy's admin
+//     socket; terminationGracePeriodSeconds is TerminationGracePeriod (the
+//     agent's stop, then hostlimits.StopGrace, then a margin).
 //   - Every object is at most MaxObjectBytes as written; a render whose
 //     object would be larger is refused (Files), naming the object and the
 //     fix, before the API server would refuse it. Objects carry no

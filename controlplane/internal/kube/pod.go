@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,6 +19,7 @@ import (
 
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // Container and volume names.
@@ -26,11 +28,37 @@ const (
 	VolumeConfig       = "custodian-config"
 	VolumeValues       = "custodian-values"
 	VolumeTrust        = "jr2-ca"
+	// VolumeTmp is the Envoy sidecar's /tmp: Envoy binds its admin socket
+	// there (hostlimits.AdminSocket), which custodian envoy's stop drives,
+	// and the root filesystem is read-only. An emptyDir in memory, mounted
+	// in the Custodian container only (the agent never sees the socket).
+	VolumeTmp = "custodian-tmp"
+	// TmpDir is where VolumeTmp is mounted: the admin socket's directory.
+	TmpDir = "/tmp"
 	// HealthPort names the Custodian's health port, which both probes use.
 	HealthPort = "health"
 	// HealthPath is the health listener's route.
 	HealthPath = "/healthz"
 )
+
+// tmpSize is VolumeTmp's sizeLimit: it holds one unix socket.
+var tmpSize = resource.MustParse("1Mi")
+
+// The pod's terminationGracePeriodSeconds. A native sidecar gets its
+// SIGTERM only once the agent container has exited, from what is left of
+// the pod's one grace period (at least 2 s, the kubelet's minimum). So the
+// grace is the agent's own stop (AgentStopAllowance), then the Custodian's
+// (hostlimits.StopGrace: requests in flight finish, then Envoy or custodian
+// serve exits), then a margin for Envoy's own exit and the signals.
+const (
+	AgentStopAllowance = 15 * time.Second
+	stopMargin         = 5 * time.Second
+)
+
+// TerminationGracePeriod is the Pod's terminationGracePeriodSeconds.
+func TerminationGracePeriod() int64 {
+	return int64((AgentStopAllowance + hostlimits.StopGrace + stopMargin) / time.Second)
+}
 
 // Files of the rendered directory the objects carry (render's names).
 const (
@@ -303,10 +331,22 @@ func podSpec(in Input, env []corev1.EnvVar, health int32, configs []*corev1.Conf
 	o := in.Options
 	always := corev1.ContainerRestartPolicyAlways
 	gid := CustodianUID
+	mounts := []corev1.VolumeMount{
+		{Name: VolumeConfig, MountPath: o.ConfigDir, ReadOnly: true},
+		{Name: VolumeValues, MountPath: o.ValuesDir, ReadOnly: true},
+	}
+	var tmp []corev1.Volume
+	if o.Sidecar != SidecarServe {
+		mounts = append(mounts, corev1.VolumeMount{Name: VolumeTmp, MountPath: TmpDir})
+		tmp = []corev1.Volume{{Name: VolumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: &tmpSize,
+		}}}}
+	}
 	return corev1.PodSpec{
-		AutomountServiceAccountToken: ptr(false),
-		ShareProcessNamespace:        ptr(false),
-		EnableServiceLinks:           ptr(false),
+		AutomountServiceAccountToken:  ptr(false),
+		ShareProcessNamespace:         ptr(false),
+		EnableServiceLinks:            ptr(false),
+		TerminationGracePeriodSeconds: ptr(TerminationGracePeriod()),
 		SecurityContext: &corev1.PodSecurityContext{
 			FSGroup:        &gid,
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -324,10 +364,7 @@ func podSpec(in Input, env []corev1.EnvVar, health int32, configs []*corev1.Conf
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			},
-			VolumeMounts: []corev1.VolumeMount{
-				{Name: VolumeConfig, MountPath: o.ConfigDir, ReadOnly: true},
-				{Name: VolumeValues, MountPath: o.ValuesDir, ReadOnly: true},
-			},
+			VolumeMounts: mounts,
 			SecurityContext: &corev1.SecurityContext{
 				RunAsUser:                ptr(CustodianUID),
 				RunAsGroup:               ptr(CustodianUID),
@@ -339,14 +376,14 @@ func podSpec(in Input, env []corev1.EnvVar, health int32, configs []*corev1.Conf
 			},
 		}},
 		Containers: []corev1.Container{agentContainer(o, env)},
-		Volumes: []corev1.Volume{
+		Volumes: append([]corev1.Volume{
 			{Name: VolumeConfig, VolumeSource: corev1.VolumeSource{Projected: configVolume(in, configs, leaves)}},
 			{Name: VolumeValues, VolumeSource: corev1.VolumeSource{Projected: valuesVolume(in.Manifest)}},
 			{Name: VolumeTrust, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 				LocalObjectReference: corev1.LocalObjectReference{Name: TrustConfigMap},
 				DefaultMode:          ptr(modePublic),
 			}}},
-		},
+		}, tmp...),
 	}
 }
 
@@ -366,14 +403,17 @@ func agentContainer(o Options, env []corev1.EnvVar) corev1.Container {
 }
 
 // SidecarCommand and sidecarArgs start the sidecar as the recipes do:
-// Envoy on the pod's envoy.json (one worker, no hot restart, log lines
-// that are the message alone on stdout), or custodian serve on its
-// custodian.json (leaves and ca/ beside it).
+// Envoy under custodian envoy (the documented start command,
+// envoy/README.md, which gives Envoy custodian serve's stop through the
+// admin socket in VolumeTmp) on the pod's envoy.json (one worker, no hot
+// restart, log lines that are the message alone on stdout, the drain
+// custodian envoy drives), or custodian serve on its custodian.json
+// (leaves and ca/ beside it).
 func sidecarCommand(o Options) []string {
 	if o.Sidecar == SidecarServe {
 		return []string{CustodianBinary}
 	}
-	return []string{EnvoyBinary}
+	return []string{CustodianBinary, "envoy", "--", EnvoyBinary}
 }
 
 func sidecarArgs(o Options) []string {
@@ -381,7 +421,8 @@ func sidecarArgs(o Options) []string {
 		return []string{"serve", "--config", path.Join(o.ConfigDir, CustodianFile)}
 	}
 	return []string{"-c", path.Join(o.ConfigDir, EnvoyFile), "--concurrency", "1", "--disable-hot-restart",
-		"--log-format", "%v", "--log-path", "/dev/stdout"}
+		"--log-format", "%v", "--log-path", "/dev/stdout",
+		"--drain-strategy", "immediate", "--drain-time-s", strconv.Itoa(int(hostlimits.StopGrace / time.Second))}
 }
 
 // probe is a GET of the health listener's /healthz.
