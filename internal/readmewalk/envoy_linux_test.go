@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // TestReadmeEnvoy: the by-hand block and then, in the same shell, the
@@ -74,6 +75,11 @@ func TestReadmeEnvoy(t *testing.T) {
 		t.Error("the upstream still ran after the Envoy block (upstream-ca.pem is there)")
 	}
 	noValue(t, "the walk's output", out, value)
+	// The block stops Envoy through custodian envoy (set -e: wait $envoy
+	// is its exit 0), which removes the admin socket Envoy leaves.
+	if _, err := os.Lstat(hostlimits.AdminSocket); err == nil {
+		t.Errorf("%s is still there after the block's stop: Envoy did not run under custodian envoy", hostlimits.AdminSocket)
+	}
 
 	// The block's curl is intercepted; a tunnel is the other route the
 	// guard's RBAC sits on. The test's own probe, not the README's: the
@@ -81,7 +87,7 @@ func TestReadmeEnvoy(t *testing.T) {
 	// guard refuses (loopback), one it passes (TEST-NET-1, unreachable
 	// here) — and no warning of missing filter state in Envoy's log.
 	tunnels := walk(t, dir, "export PATH="+envoyDir+":$PATH\ncd examples\n"+
-		"envoy -c pod/envoy.json --log-level warning --component-log-level dynamic_modules:info & envoy=$!\n"+
+		"custodian envoy -- envoy -c pod/envoy.json --log-level warning --component-log-level dynamic_modules:info & envoy=$!\n"+
 		"until curl -fsS http://127.0.0.1:15021/healthz; do sleep 0.1; done; echo\n"+
 		"for target in 127.0.0.3:8443 192.0.2.1:443; do curl -sS -o /dev/null -w 'tunnel %{http_connect}\\n' --connect-timeout 5 -x http://127.0.0.1:15001 https://$target/ || true; done\n"+
 		"kill $envoy; wait $envoy\n", "")
