@@ -219,7 +219,7 @@ func (o Options) withDefaults() (Options, error) {
 	for _, pair := range [][2]string{{"--pod-config-dir", "--values-dir"}} {
 		a, b := o.ConfigDir, o.ValuesDir
 		if a == b || under(a, b) || under(b, a) {
-			return o, fmt.Errorf("%s %q and %s %q nest or coincide: the kubelet cannot make a mount point inside a read-only volume; give the values a directory beside the config (defaults %s and %s)", pair[0], a, pair[1], b, DefaultConfigDir, "/etc/jr2/custodian/values")
+			return o, fmt.Errorf("%s %q and %s %q nest or coincide: one volume would be mounted over or inside the other, hiding it or mixing the value files into the config the Custodian reads as its rendered directory; give the values a directory beside the config (defaults %s and %s)", pair[0], a, pair[1], b, DefaultConfigDir, "/etc/jr2/custodian/values")
 		}
 	}
 	return o, nil

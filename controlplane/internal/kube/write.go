@@ -105,9 +105,11 @@ func Files(set *Set) (map[string][]byte, error) {
 	return out, nil
 }
 
-// Size is an object's size as the API server limits it: a ConfigMap's or a
-// Secret's data (each key and value; the server refuses more than 1 MiB),
-// any other object's JSON encoding. The YAML file may be a little larger
+// Size is an object's size as this package limits it: a ConfigMap's or a
+// Secret's data, each key and value, any other object's JSON encoding. The
+// API server (1.37.2's validation) refuses a ConfigMap or Secret whose
+// values alone total more than 1 MiB; counting the keys too is stricter,
+// so an object Size passes the server passes. The YAML file may be a little larger
 // (a JSON file's quotes escaped, a PEM's lines indented).
 func Size(obj Object) (int, error) {
 	switch v := obj.(type) {
