@@ -63,7 +63,7 @@ mode 0600, in this container only). --drain-strategy immediate and
 --drain-time-s 10 are added to Envoy's arguments unless given.
 
 The pod's start command (envoy/README.md):
-  custodian envoy -- envoy -c /etc/jr2/custodian/envoy.json --concurrency 1 \
+  custodian envoy -- envoy -c /etc/jr2/custodian/config/envoy.json --concurrency 1 \
     --disable-hot-restart --log-format %v --drain-strategy immediate --drain-time-s 10
 `
 
