@@ -364,16 +364,8 @@ func podSpec(in Input, env []corev1.EnvVar, health int32, configs []*corev1.Conf
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			},
-			VolumeMounts: mounts,
-			SecurityContext: &corev1.SecurityContext{
-				RunAsUser:                ptr(CustodianUID),
-				RunAsGroup:               ptr(CustodianUID),
-				RunAsNonRoot:             ptr(true),
-				ReadOnlyRootFilesystem:   ptr(true),
-				AllowPrivilegeEscalation: ptr(false),
-				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			VolumeMounts:    mounts,
+			SecurityContext: hardened(CustodianUID),
 		}},
 		Containers: []corev1.Container{agentContainer(o, env)},
 		Volumes: append([]corev1.Volume{
@@ -549,3 +541,19 @@ func configDigest(configs []*corev1.ConfigMap, trust *corev1.ConfigMap, leaves [
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// hardened is the security context of every container this package runs
+// (the Custodian, the Effector): uid and gid uid, never root, a read-only
+// root file system, no privilege escalation, every capability dropped and
+// the runtime's default seccomp profile.
+func hardened(uid int64) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr(uid),
+		RunAsGroup:               ptr(uid),
+		RunAsNonRoot:             ptr(true),
+		ReadOnlyRootFilesystem:   ptr(true),
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
