@@ -30,6 +30,11 @@
 // one list (endToEnd): a header Connection names is neither judged nor
 // forwarded, so it can hide nothing from the engine.
 //
+// A request net/http would refuse before its handler for a '%' in the
+// path that begins no escape reaches the handler through Gate, its target
+// as sent (Target, RequestOf), so the engine answers it; Gate changes no
+// other byte.
+//
 // Every refusal leaves the client's connection usable: a request refused
 // before it is forwarded is answered in Go's default (half-duplex) mode,
 // which drains or closes its body, and one forwarded has its body closed
@@ -80,7 +85,7 @@ func FullDuplex(w http.ResponseWriter, r *http.Request) (settle func()) {
 // and those Connection names, are the transport's and never forwarded:
 // Outbound copies the same list).
 func RequestOf(r *http.Request) filter.Request {
-	req := filter.Request{Method: r.Method, Authority: r.Host, Path: r.RequestURI}
+	req := filter.Request{Method: r.Method, Authority: r.Host, Path: Target(r)}
 	for _, k := range endToEnd(r.Header) {
 		for _, v := range r.Header[k] {
 			req.Headers = append(req.Headers, filter.Header{Name: k, Value: v})

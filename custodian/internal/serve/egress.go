@@ -11,9 +11,11 @@ import (
 	"net/netip"
 	"sync"
 	"syscall"
+	"time"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 func (s *Server) newEgress() *http.Server {
@@ -53,7 +55,30 @@ func (s *Server) intercept(w http.ResponseWriter, target string) {
 		NextProtos:   []string{"http/1.1"},
 		MinVersion:   tls.VersionTLS12,
 	})
-	ic.l.push(tc)
+	// The handshake is this host's, not net/http's, so the target's
+	// server reads the connection through relay.Gate; it logs and answers
+	// a failed one as net/http would (logline's tls-handshake).
+	tc.SetDeadline(time.Now().Add(hostlimits.HeaderTimeout))
+	if err := tc.Handshake(); err != nil {
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		}
+		s.log.Log("action", "error", "listener", "intercept", "reason", "tls-handshake")
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	ic.l.push(relay.Gate(tc, hostlimits.MaxHeaderBytes))
+}
+
+// looksLikeHTTP is net/http's test of a first record that is plain HTTP.
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
 }
 
 var errGuard = errors.New("dial guard")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/internal/hostlimits"
 )
 
@@ -75,4 +76,28 @@ func (c *releaseConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// CloseWrite half-closes the TCP connection: net/http does so before it
+// closes one with an unread body, so the client reads the answer rather
+// than a reset.
+func (c *releaseConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Close()
+}
+
+// gated reads every accepted connection through relay.Gate, so a request
+// target net/http would refuse itself reaches the engine (relay.Gate).
+func gated(l net.Listener) net.Listener { return gatedListener{l} }
+
+type gatedListener struct{ net.Listener }
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return relay.Gate(c, hostlimits.MaxHeaderBytes), nil
 }

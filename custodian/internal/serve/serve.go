@@ -31,7 +31,9 @@
 // an intercepted connection the engine: net/http answers nothing itself
 // ("OPTIONS *" is the engine's 400 there, the control listener's 404, the
 // egress listener's 405), because every http.Server here comes from
-// newServer.
+// newServer, and every connection but the health listener's is read
+// through relay.Gate (a target net/http would refuse for a '%' that
+// begins no escape reaches the engine as sent).
 package serve
 
 import (
@@ -206,8 +208,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	// (hostlimits; ADR-0059's global limit is their sum), closing one
 	// beyond at once, as Envoy's connection_limit filters do. An
 	// intercepted connection rides its egress connection, counted there.
-	go serve(ctl, limitListener(s.control, hostlimits.ControlConnections))
-	go serve(egr, limitListener(s.egress, hostlimits.EgressConnections))
+	go serve(ctl, gated(limitListener(s.control, hostlimits.ControlConnections)))
+	go serve(egr, gated(limitListener(s.egress, hostlimits.EgressConnections)))
 	go serve(hlt, limitListener(s.health, hostlimits.HealthConnections))
 	for _, ic := range s.intercepts {
 		go serve(ic.srv, ic.l)
@@ -247,6 +249,7 @@ func (s *Server) newServer(listener string, h http.Handler) *http.Server {
 		IdleTimeout:                  hostlimits.IdleTimeout,
 		MaxHeaderBytes:               hostlimits.MaxHeaderBytes,
 		ErrorLog:                     relay.ErrorLog(s.log, listener),
+		ConnContext:                  relay.GateContext,
 	}
 }
 
