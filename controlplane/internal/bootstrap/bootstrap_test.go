@@ -505,17 +505,19 @@ func TestInterceptListeners(t *testing.T) {
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'absolute_path_rejected'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'path_normalization_failed'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "response.code_details == 'http1.invalid_url'", ""},
+			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=upgrade\n", "response.code_details == 'upgrade_failed'", ""},
 		})
 		// An intercept listener answers Envoy's own refusal of a target
 		// that is not a path as the engine does (rule 5's 400).
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
-		if len(lr.Mappers) > 2 {
-			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:3]}, []mapperWant{
+		if len(lr.Mappers) > 3 {
+			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:4]}, []mapperWant{
 				{expr: "response.code_details == 'absolute_path_rejected'", status: 400, text: "jr2 custodian: the request target must be a path that starts with /"},
 				{expr: "response.code_details == 'path_normalization_failed'", status: 400, text: "jr2 custodian: " + filter.FragmentText},
 				{expr: "response.code_details == 'http1.invalid_url'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
+				{expr: "response.code_details == 'upgrade_failed'", status: 400, text: "jr2 custodian: " + filter.UpgradeText},
 			})
-			lr.Mappers = lr.Mappers[3:]
+			lr.Mappers = lr.Mappers[4:]
 		}
 		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
 
@@ -824,16 +826,18 @@ func TestControl(t *testing.T) {
 		// (issue 22 rows 5, 6), and custom methods reach the engine.
 		notRoute := "jr2 custodian: not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
-		if len(lr.Mappers) > 2 {
-			checkMappers(t, "control", &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:2]}, []mapperWant{
+		if len(lr.Mappers) > 3 {
+			checkMappers(t, "control", &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:3]}, []mapperWant{
 				{expr: "response.code_details == 'absolute_path_rejected'", status: 404, text: notRoute},
 				{expr: "response.code_details == 'path_normalization_failed'", status: 404, text: notRoute},
+				{expr: "response.code_details == 'upgrade_failed'", status: 400, text: "jr2 custodian: " + filter.ControlUpgradeText},
 			})
-			lr.Mappers = lr.Mappers[2:]
+			lr.Mappers = lr.Mappers[3:]
 		}
 		checkCodecLogs(t, "control", m, []line{
 			{"jr2.custodian action=refuse target=jr2-orchestrator.jr2.svc:4000 reason=route\n", "response.code_details == 'absolute_path_rejected'", ""},
 			{"jr2.custodian action=refuse target=jr2-orchestrator.jr2.svc:4000 reason=route\n", "response.code_details == 'path_normalization_failed'", ""},
+			{"jr2.custodian action=refuse target=jr2-orchestrator.jr2.svc:4000 reason=upgrade\n", "response.code_details == 'upgrade_failed'", ""},
 		})
 		if po := m.HttpProtocolOptions; po.GetAllowAbsoluteUrl() == nil || po.GetAllowAbsoluteUrl().GetValue() || !po.GetAllowCustomMethods() {
 			t.Errorf("control: HTTP/1 options %v", po)

@@ -23,6 +23,10 @@ const (
 	// invalidURL: a CONNECT target the codec cannot parse (no port, a port
 	// above 65535, a '_' in the name): the egress listener's target refusal.
 	invalidURL = "response.code_details == 'http1.invalid_url'"
+	// upgradeFailed: an Upgrade of a token the listener has no
+	// upgrade_configs entry for (anything but websocket; h2c the codec
+	// drops before): the engine's upgrade refusal, 400, not Envoy's 403.
+	upgradeFailed = "response.code_details == 'upgrade_failed'"
 	// tunnelFailed: a tunnel that never came up (one that did was
 	// answered 200, whatever ended it).
 	tunnelFailed = "xds.route_name == '" + RouteTunnel + "' && response.code >= 500"
@@ -47,6 +51,7 @@ func (b *builder) interceptCodecReplies() []*hcmv3.ResponseMapper {
 	return []*hcmv3.ResponseMapper{
 		mapper(b.celFilter(fragmentRejected), 400, "jr2 custodian: "+filter.FragmentText, nil),
 		mapper(b.celFilter(invalidURL), 405, "jr2 custodian: "+connectNotAllowed, nil),
+		mapper(b.celFilter(upgradeFailed), 400, "jr2 custodian: "+filter.UpgradeText, nil),
 	}
 }
 
@@ -55,7 +60,8 @@ const connectNotAllowed = "method CONNECT is not allowed; use GET, HEAD, POST, P
 
 // interceptCodecLogs are the lines of the refusals Envoy makes before the
 // engine on an intercept listener: an absolute-form target and a fragment
-// (rule 5), an unparsable CONNECT (rule 1). The target is the
+// (rule 5), an unparsable CONNECT (rule 1), an upgrade to another
+// protocol than websocket. The target is the
 // connection's (filter state), the bound target the egress listener
 // decided, never what the agent wrote.
 func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
@@ -66,28 +72,35 @@ func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(absolutePath)),
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(fragmentRejected)),
 		b.stdoutLog(line(filter.ReasonMethod), b.endedWith(invalidURL)),
+		b.stdoutLog(line(filter.ReasonUpgrade), b.endedWith(upgradeFailed)),
 	}
 }
 
-// controlCodecReplies are the control listener's answers to the same two
-// refusals: no route (404), as the engine answers such a target there.
+// controlCodecReplies are the control listener's answers to the same
+// refusals: no route (404), as the engine answers such a target there,
+// and its upgrade refusal (400) to an upgrade of another protocol than
+// websocket.
 func (b *builder) controlCodecReplies() []*hcmv3.ResponseMapper {
 	return []*hcmv3.ResponseMapper{
 		mapper(b.celFilter(absolutePath), 404, "jr2 custodian: "+controlNotRouteText, nil),
 		mapper(b.celFilter(fragmentRejected), 404, "jr2 custodian: "+controlNotRouteText, nil),
+		mapper(b.celFilter(upgradeFailed), 400, "jr2 custodian: "+filter.ControlUpgradeText, nil),
 	}
 }
 
 // controlNotRouteText is the engine's 404 of the control listener.
 const controlNotRouteText = "not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
 
-// controlCodecLogs are the lines of the control listener's two refusals
+// controlCodecLogs are the lines of the control listener's refusals
 // before the engine.
 func (b *builder) controlCodecLogs(orchestrator string) []*accesslogv3.AccessLog {
-	line := "jr2.custodian action=refuse target=" + orchestrator + " reason=" + filter.ReasonRoute + "\n"
+	line := func(reason string) string {
+		return "jr2.custodian action=refuse target=" + orchestrator + " reason=" + reason + "\n"
+	}
 	return []*accesslogv3.AccessLog{
-		b.stdoutLog(line, b.endedWith(absolutePath)),
-		b.stdoutLog(line, b.endedWith(fragmentRejected)),
+		b.stdoutLog(line(filter.ReasonRoute), b.endedWith(absolutePath)),
+		b.stdoutLog(line(filter.ReasonRoute), b.endedWith(fragmentRejected)),
+		b.stdoutLog(line(filter.ReasonUpgrade), b.endedWith(upgradeFailed)),
 	}
 }
 
