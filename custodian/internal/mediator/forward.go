@@ -36,9 +36,16 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: "plaintext",
 			Body: "jr2 custodian: a secret is bound to " + target + " and values cross the network only inside TLS; use https"}
 	case m.o.Broker.Bound(target):
-		d = eng.DecideRequest(target, &req)
+		d = eng.DecideUpgrade(target, &req, relay.UpgradeOf(r))
+	case relay.UpgradeOf(r).Asked():
+		d.Reply = &filter.Reply{Status: http.StatusBadRequest, Reason: filter.ReasonUpgrade,
+			Body: "jr2 custodian: no secret is bound to " + target + "; a contained run carries an upgrade (WebSocket) only to a bound target"}
 	default:
 		d = m.decideUnbound(ci, &req)
+	}
+	if d.WebSocket && m.o.Mode.Mode() != mode.Live {
+		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: filter.ReasonUpgrade,
+			Body: "jr2 custodian: mode " + m.o.Mode.Mode() + " matches and replays requests whole, and a WebSocket is not one; run it live"}
 	}
 	if d.Reply != nil {
 		m.recordDenial(bundle.KindEgressDecision, egressDecision{Attempt: ci.attempt, Decision: "deny", Host: ci.host, Port: ci.port,
@@ -47,7 +54,9 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		relay.WriteReply(w, d.Reply)
 		return
 	}
-	defer relay.FullDuplex(w, r)()
+	if !d.WebSocket {
+		defer relay.FullDuplex(w, r)()
+	}
 	out, err := relay.Outbound(r, ci.scheme, target, ci.hostHeader(), &d)
 	if err != nil {
 		m.localReply(w, 0, eng.Unreachable(target, "the request could not be built: "+err.Error()))
@@ -92,6 +101,13 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		return
 	}
 	next := m.transport(ci.scheme, ci.host, ci.port)
+	if d.WebSocket {
+		status := m.webSocket(w, r, next, target, out, reqSeq)
+		if m.log != nil {
+			m.log.Log(d.LogFields(status)...)
+		}
+		return
+	}
 	resp, sent, err := relay.RoundTrip(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return v.RoundTrip(next, req)
 	}), out)
@@ -152,6 +168,48 @@ func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target 
 		return status
 	}
 	m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Chunks: chunks, Bytes: bytes})
+	return status
+}
+
+// webSocket carries an upgrade the engine forwarded (relay.WebSocket) and
+// records it as a request's answer: the 101's headers, each chunk of
+// scrubbed frames the child got as a body chunk, the child's own bytes as
+// the request's body (recorded scrubbed, as any body), and the end. A
+// record that cannot be written ends the connection. Any other answer is
+// recorded by its status.
+func (m *Mediator) webSocket(w http.ResponseWriter, r *http.Request, pool *relay.Pool, target string, out *http.Request, reqSeq uint64) int {
+	eng := m.o.Broker.Engine()
+	rec := m.newBodyRecorder(reqSeq)
+	var chunks int
+	var n int64
+	hooks := &relay.WebSocketHooks{
+		Switch: func(h http.Header) error {
+			_, err := m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, Status: http.StatusSwitchingProtocols, Headers: headerList(h)})
+			return err
+		},
+		Frames: func(p []byte) error {
+			_, err := m.record(bundle.KindHTTPResponse, chunkRecord(reqSeq, chunks, p))
+			chunks++
+			n += int64(len(p))
+			return err
+		},
+		Agent: rec.Write,
+	}
+	status, failed := relay.WebSocket(eng, w, r, out, pool.Dial, target, nil, nil, hooks)
+	switch {
+	case failed != nil:
+		if r.Context().Err() != nil {
+			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
+			return 499
+		}
+		m.localReply(w, reqSeq, failed)
+		return failed.Status
+	case status == http.StatusSwitchingProtocols:
+		rec.End("")
+		m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Chunks: chunks, Bytes: n})
+	case status != 0:
+		m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, Status: status, End: true})
+	}
 	return status
 }
 

@@ -29,6 +29,12 @@
 // target (or a listener) and a word, never a value, a stand-in, a path, a
 // query, a header value, a body or anything else the child chose.
 //
+// A WebSocket to a bound target, in live mode, is carried as custodian
+// serve carries it (relay.WebSocket: the upgrade decided by the engine,
+// every upstream frame scrubbed) and recorded as a request whose answer's
+// body is the frames the child got and whose body is the child's own;
+// toward an unbound host, or in another mode, an upgrade is refused.
+//
 // # What each connection is
 //
 // Every caught port is served alike; the first byte decides:

@@ -24,6 +24,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/wstest"
 )
 
 // sentinel is the held value: it must reach the upstream and appear in no
@@ -59,13 +60,18 @@ func (s *syncBuffer) Bytes() []byte {
 type upstream struct {
 	addr string
 	mu   sync.Mutex
-	got  []string // "METHOD host path authorization"
+	got  []string    // "METHOD host path authorization"
+	ws   wstest.Seen // what /ws received (wstest.Handler)
 }
 
 func (u *upstream) handler(w http.ResponseWriter, r *http.Request) {
 	u.mu.Lock()
 	u.got = append(u.got, r.Method+" "+r.Host+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
 	u.mu.Unlock()
+	if r.URL.Path == "/ws" {
+		wstest.Handler("Authorization", &u.ws)(w, r)
+		return
+	}
 	if hopAnswer(w, r) {
 		return
 	}

@@ -54,7 +54,13 @@ const upgradeTimeout = 30 * time.Second
 // host's graceful stop (which closes it when the grace is over); false
 // means the host is stopping, and the connection is closed at once.
 // untrack is called when it ends.
-func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *http.Request, dial func(context.Context) (net.Conn, error), target string, track func(net.Conn) bool, untrack func(net.Conn)) (status int, failed *filter.Reply) {
+//
+// hooks, when not nil, see what is carried, for a host that records it
+// (the contained run's mediator): Switch the 101's headers as the client
+// gets them, Frames each chunk of scrubbed frames before it is written to
+// the client, Agent each chunk of the client's bytes before it goes
+// upstream. An error from any ends both connections at once.
+func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *http.Request, dial func(context.Context) (net.Conn, error), target string, track func(net.Conn) bool, untrack func(net.Conn), hooks *WebSocketHooks) (status int, failed *filter.Reply) {
 	out.Header.Set("Connection", "Upgrade")
 	out.Header.Set("Upgrade", "websocket")
 	up, err := dial(r.Context())
@@ -112,6 +118,9 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 	for n := range nominated(resp.Header) {
 		h.Del(n)
 	}
+	if hooks == nil {
+		hooks = &WebSocketHooks{}
+	}
 	h.Set("Connection", "Upgrade")
 	h.Set("Upgrade", "websocket")
 
@@ -132,6 +141,9 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 	head.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
 	h.Write(&head)
 	head.WriteString("\r\n")
+	if hooks.Switch != nil && hooks.Switch(h) != nil {
+		return 0, nil
+	}
 	if _, err := io.WriteString(client, head.String()); err != nil {
 		return http.StatusSwitchingProtocols, nil
 	}
@@ -147,7 +159,11 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 		// The agent's bytes, unchanged (what the server read ahead first).
 		defer wg.Done()
 		defer end()
-		io.Copy(upc, crw.Reader)
+		var to io.Writer = upc
+		if hooks.Agent != nil {
+			to = hookWriter{upc, hooks.Agent}
+		}
+		io.Copy(to, crw.Reader)
 	}()
 	buf := make([]byte, 32<<10)
 	var scrubbed []byte
@@ -157,6 +173,9 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 			var ferr error
 			scrubbed, ferr = frames.Write(scrubbed[:0], buf[:n])
 			if len(scrubbed) > 0 {
+				if hooks.Frames != nil && hooks.Frames(scrubbed) != nil {
+					break
+				}
 				if _, err := client.Write(scrubbed); err != nil {
 					break
 				}
@@ -172,4 +191,24 @@ func WebSocket(e *filter.Engine, w http.ResponseWriter, r *http.Request, out *ht
 	end()
 	wg.Wait()
 	return http.StatusSwitchingProtocols, nil
+}
+
+// WebSocketHooks see what WebSocket carries (see there).
+type WebSocketHooks struct {
+	Switch func(h http.Header) error
+	Frames func(p []byte) error
+	Agent  func(p []byte) error
+}
+
+// hookWriter shows each chunk to see before it goes to w.
+type hookWriter struct {
+	w   io.Writer
+	see func([]byte) error
+}
+
+func (h hookWriter) Write(p []byte) (int, error) {
+	if err := h.see(p); err != nil {
+		return 0, err
+	}
+	return h.w.Write(p)
 }

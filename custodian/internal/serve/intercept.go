@@ -82,7 +82,7 @@ func (ic *interceptor) webSocket(w http.ResponseWriter, r *http.Request, eng *fi
 		relay.WriteReply(w, rep)
 		return
 	}
-	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, s.track, s.untrack)
+	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, s.track, s.untrack, nil)
 	if failed != nil {
 		if r.Context().Err() != nil {
 			s.log.Log(d.LogFields(499)...)
