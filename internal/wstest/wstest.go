@@ -243,6 +243,18 @@ func Handler(header string, seen *Seen) http.HandlerFunc {
 	}
 }
 
+// Script is what Handler's script sends first, each as ReadMsg reads it,
+// with v (the echoed header) as the agent must see it.
+func Script(v string) []Msg {
+	return []Msg{
+		{Op: OpText, Payload: "text:" + v},
+		{Op: OpBinary, Payload: "\x00bin:" + v},
+		{Op: OpPing, Payload: "ping:" + v},
+		{Op: OpText, Payload: "frag:" + v},
+		{Op: OpText, Payload: "chunks:" + v},
+	}
+}
+
 // Upgrade writes a WebSocket upgrade request for path on host to w, with
 // the extra header lines given ("Name: value"), offering permessage-deflate
 // (the Custodian must take it off).

@@ -53,13 +53,7 @@ func TestWebSocket(t *testing.T) {
 		t.Fatalf("the upgrade: %d", st)
 	}
 	var raw []byte
-	for i, w := range []wstest.Msg{
-		{Op: wstest.OpText, Payload: "text:" + label},
-		{Op: wstest.OpBinary, Payload: "\x00bin:" + label},
-		{Op: wstest.OpPing, Payload: "ping:" + label},
-		{Op: wstest.OpText, Payload: "frag:" + label},
-		{Op: wstest.OpText, Payload: "chunks:" + label},
-	} {
+	for i, w := range wstest.Script(label) {
 		if m, err := wstest.ReadMsg(br, &raw); err != nil || m != w {
 			t.Fatalf("message %d: %q %v, want %q", i, m, err, w)
 		}

@@ -59,13 +59,7 @@ func TestWebSocketThroughServe(t *testing.T) {
 		resp.Header.Get("X-Echo") != keyLabel || !strings.EqualFold(resp.Header.Get("Upgrade"), "websocket") {
 		t.Fatalf("the 101: %d %v", resp.StatusCode, resp.Header)
 	}
-	want := []wstest.Msg{
-		{Op: wstest.OpText, Payload: "text:" + keyLabel},
-		{Op: wstest.OpBinary, Payload: "\x00bin:" + keyLabel},
-		{Op: wstest.OpPing, Payload: "ping:" + keyLabel},
-		{Op: wstest.OpText, Payload: "frag:" + keyLabel},
-		{Op: wstest.OpText, Payload: "chunks:" + keyLabel},
-	}
+	want := wstest.Script(keyLabel)
 	var raw []byte
 	for i, w := range want {
 		m, err := wstest.ReadMsg(br, &raw)
