@@ -109,8 +109,25 @@ func freePort(t testing.TB) int {
 }
 
 // run starts the binary with the site's env and extra, and waits for its
-// ready line or its end.
+// ready line or its end. When the port it picked was taken before the
+// Effector bound it (freePort closes its listener, and another process's
+// connection may get the port meanwhile), it starts again on another.
 func (s *site) run(t testing.TB, extra map[string]string) *proc {
+	t.Helper()
+	_, fixed := extra["JR2_EFFECTOR_PORT"]
+	if _, ok := s.env["JR2_EFFECTOR_PORT"]; ok {
+		fixed = true
+	}
+	for attempt := 1; ; attempt++ {
+		p, ready := s.runOnce(t, extra)
+		if ready || fixed || attempt == 5 || !strings.Contains(p.stdout.String(), "action=exit reason=listen") {
+			return p
+		}
+		t.Logf("the effector's port was taken before it bound it; starting it on another (attempt %d)", attempt+1)
+	}
+}
+
+func (s *site) runOnce(t testing.TB, extra map[string]string) (*proc, bool) {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	port := strconv.Itoa(freePort(t))
@@ -160,11 +177,15 @@ func (s *site) run(t testing.TB, extra map[string]string) *proc {
 		}
 	}()
 	select {
-	case <-ready:
+	case ok := <-ready:
+		if !ok {
+			<-p.done
+		}
+		return p, ok
 	case <-time.After(20 * time.Second):
 		t.Fatal("the effector did not say ready")
 	}
-	return p
+	return p, false
 }
 
 // exit waits for the process to end and returns its code.
