@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,9 +49,11 @@ type GateConn struct {
 
 	in  []byte // read, not yet framed
 	out []byte // framed, not yet returned
-	st  gateState
-	n   uint64 // body or chunk bytes left to pass
-	eof bool   // the connection ended; returned once in and out are empty
+
+	inBuf, outBuf []byte // in's and out's storage, used again once each is empty
+	st            gateState
+	n             uint64 // body or chunk bytes left to pass
+	eof           bool   // the connection ended; returned once in and out are empty
 
 	mu    sync.Mutex
 	held  map[string]string // placeholder -> the target as sent
@@ -105,9 +108,19 @@ func (g *GateConn) Read(p []byte) (int, error) {
 			g.out, g.in = g.in, nil
 			continue
 		}
-		var buf [4096]byte
-		n, err := g.Conn.Read(buf[:])
-		g.in = append(g.in, buf[:n]...)
+		// Read into in's own spare room: one buffer per connection, not
+		// one per read.
+		if len(g.in) == 0 {
+			g.in = g.inBuf[:0]
+		}
+		if cap(g.in)-len(g.in) < 4096 {
+			g.in = slices.Grow(g.in, 4096)
+			if len(g.in) == 0 {
+				g.inBuf = g.in
+			}
+		}
+		n, err := g.Conn.Read(g.in[len(g.in):cap(g.in)])
+		g.in = g.in[:len(g.in)+n]
 		switch {
 		case err == io.EOF:
 			g.eof = true
@@ -119,6 +132,9 @@ func (g *GateConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, g.out)
 	g.out = g.out[n:]
+	if len(g.out) == 0 {
+		g.out = g.outBuf[:0]
+	}
 	return n, nil
 }
 
@@ -160,7 +176,7 @@ func (g *GateConn) frame() bool {
 		}
 		head := g.in[:end]
 		g.in = g.in[end:]
-		g.out = append(g.out, g.judge(head)...)
+		g.emit(g.judge(head))
 		return true
 	case gateChunkLine:
 		i := bytes.IndexByte(g.in, '\n')
@@ -224,8 +240,16 @@ func (g *GateConn) frame() bool {
 }
 
 func (g *GateConn) pass(n int) {
-	g.out = append(g.out, g.in[:n]...)
+	g.emit(g.in[:n])
 	g.in = g.in[n:]
+}
+
+// emit appends b to out, keeping out's storage for the next time.
+func (g *GateConn) emit(b []byte) {
+	g.out = append(g.out, b...)
+	if cap(g.out) > cap(g.outBuf) {
+		g.outBuf = g.out[:0:cap(g.out)]
+	}
 }
 
 // headEnd is the length of the head at the start of b, through its first
@@ -265,72 +289,74 @@ func chunkSize(line []byte) (uint64, bool) {
 // returns the head to pass, its target replaced if net/http cannot parse
 // it only for a '%' that begins no escape.
 func (g *GateConn) judge(head []byte) []byte {
-	lines := strings.Split(string(head), "\n")
-	reqLine := strings.TrimSuffix(lines[0], "\r")
-	method, rest, ok1 := strings.Cut(reqLine, " ")
-	target, proto, ok2 := strings.Cut(rest, " ")
-	minor, okProto := http1Minor(proto)
 	g.st = gatePass
+	line, rest := nextLine(head)
+	method, after, ok1 := bytes.Cut(line, []byte(" "))
+	target, proto, ok2 := bytes.Cut(after, []byte(" "))
+	minor, okProto := http1Minor(proto)
 	if !ok1 || !ok2 || !okProto {
 		return head
 	}
-	var cls, tes []string
+	var cl, te []byte // the first of each
+	cls, tes := 0, 0
 	upgrade := false
-	for _, l := range lines[1:] {
-		l = strings.TrimSuffix(l, "\r")
-		if l == "" {
+	for len(rest) > 0 {
+		line, rest = nextLine(rest)
+		if len(line) == 0 {
 			break
 		}
-		if l[0] == ' ' || l[0] == '\t' {
+		if line[0] == ' ' || line[0] == '\t' {
 			return head // obs-fold
 		}
-		name, value, ok := strings.Cut(l, ":")
+		name, value, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			return head
 		}
-		value = strings.Trim(value, " \t")
+		value = bytes.Trim(value, " \t")
 		switch {
-		case strings.EqualFold(name, "Content-Length"):
-			cls = append(cls, value)
-		case strings.EqualFold(name, "Transfer-Encoding"):
-			tes = append(tes, value)
-		case strings.EqualFold(name, "Upgrade"):
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if cls > 0 && !bytes.Equal(value, cl) {
+				return head
+			}
+			cl, cls = value, cls+1
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			te, tes = value, tes+1
+		case bytes.EqualFold(name, []byte("Upgrade")):
 			upgrade = true
 		}
 	}
 	var length uint64
-	if len(cls) > 0 {
-		for _, v := range cls[1:] {
-			if v != cls[0] {
-				return head
-			}
-		}
-		n, err := strconv.ParseUint(cls[0], 10, 63)
+	if cls > 0 {
+		n, err := strconv.ParseUint(string(cl), 10, 63)
 		if err != nil {
 			return head
 		}
 		length = n
 	}
 	chunked := false
-	if len(tes) > 0 && minor >= 1 {
-		if len(tes) != 1 || !strings.EqualFold(tes[0], "chunked") {
+	if tes > 0 && minor >= 1 {
+		if tes != 1 || !bytes.EqualFold(te, []byte("chunked")) {
 			return head
 		}
 		chunked = true
 	}
-	if method == http.MethodConnect || upgrade {
+	connect := string(method) == http.MethodConnect
+	switch {
+	case connect || upgrade:
 		// After it the connection may carry other bytes than requests.
-	} else if chunked {
+	case chunked:
 		g.st = gateChunkLine
-	} else if length > 0 {
+	case length > 0:
 		g.st, g.n = gateBody, length
-	} else {
+	default:
 		g.st = gateHead
 	}
-	if method == http.MethodConnect || !strings.HasPrefix(target, "/") || !badEscapeOnly(target) {
+	// Most targets hold no '%' that begins no escape: only those are
+	// parsed again (badEscapeOnly).
+	if connect || len(target) == 0 || target[0] != '/' || !hasBadEscape(target) || !badEscapeOnly(string(target)) {
 		return head
 	}
-	ph := g.hold(target)
+	ph := g.hold(string(target))
 	at := len(method) + 1
 	out := make([]byte, 0, len(head)-len(target)+len(ph))
 	out = append(out, head[:at]...)
@@ -338,9 +364,26 @@ func (g *GateConn) judge(head []byte) []byte {
 	return append(out, head[at+len(target):]...)
 }
 
+// nextLine cuts the first line off b, its "\n" and a "\r" before it
+// dropped, as textproto reads lines.
+func nextLine(b []byte) (line, rest []byte) {
+	line, rest, _ = bytes.Cut(b, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), rest
+}
+
+// hasBadEscape reports a '%' in b that does not begin two hex digits.
+func hasBadEscape(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] == '%' && !(i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2])) {
+			return true
+		}
+	}
+	return false
+}
+
 // http1Minor reads "HTTP/1.d", the versions net/http serves as HTTP/1.
-func http1Minor(proto string) (int, bool) {
-	if len(proto) != len("HTTP/1.1") || !strings.HasPrefix(proto, "HTTP/1.") || proto[7] < '0' || proto[7] > '9' {
+func http1Minor(proto []byte) (int, bool) {
+	if len(proto) != len("HTTP/1.1") || !bytes.HasPrefix(proto, []byte("HTTP/1.")) || proto[7] < '0' || proto[7] > '9' {
 		return 0, false
 	}
 	return int(proto[7] - '0'), true
