@@ -21,6 +21,15 @@ from websockets.sync.client import connect
 def main():
     spec = json.loads(sys.argv[1])
     ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+    # TLS 1.2 at most. Over TLS 1.3 the sync client's receiving thread reads
+    # the server's session tickets while the opening thread writes the
+    # upgrade request on the same TLS socket, and now and then neither goes
+    # on: the client times out "waiting for handshake response" with the
+    # server never having read the request. It is the client's: against a
+    # plain Go TLS WebSocket server, no Custodian, 11 and 15 of 6000
+    # connects stalled (websockets 17.0.1: 7 and 3 of 6000); with TLS 1.2,
+    # or with the server's session tickets off, 0 of 6000 each.
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     send = spec.get("send") or []
     out = sys.stdout
     with connect(
