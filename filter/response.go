@@ -42,7 +42,7 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 	var d ResponseDecision
 	var encodings []string
 	f := e.scrubFields(headers)
-	for _, v := range f.raw["content-encoding"] {
+	for _, v := range f.values("content-encoding") {
 		for _, enc := range strings.Split(v, ",") {
 			if enc = strings.ToLower(strings.TrimSpace(enc)); enc != "" && enc != "identity" {
 				encodings = append(encodings, enc)
@@ -61,7 +61,7 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 	d.Set = f.set
 	d.Remove = append(d.Remove, f.renamed...)
 	if d.Body {
-		if _, ok := f.raw["content-length"]; ok {
+		if f.has("content-length") {
 			d.Remove = append(d.Remove, "content-length")
 		}
 		if d.Gzip {
@@ -89,42 +89,87 @@ func (e *Engine) DecideTrailers(trailers []Header) []Header {
 
 // fields is what scrubFields found in a header (or trailer) list.
 type fields struct {
-	raw     map[string][]string // lowercase name -> values as sent, names that hold no value
-	set     []Header            // the scrubbed values of each name where one changed, in order
-	renamed []string            // lowercase names that hold a value
+	hs      []Header // the list as given
+	set     []Header // the scrubbed values of each name where one changed, in order
+	renamed []string // lowercase names that hold a value
+}
+
+// values are the values as sent of the lowercase name, unless the name
+// holds a value.
+func (f *fields) values(name string) []string {
+	if containsStr(f.renamed, name) {
+		return nil
+	}
+	var out []string
+	for _, h := range f.hs {
+		if strings.EqualFold(h.Name, name) {
+			out = append(out, h.Value)
+		}
+	}
+	return out
+}
+
+// has reports whether the lowercase name is in the list (and holds no
+// value).
+func (f *fields) has(name string) bool {
+	if containsStr(f.renamed, name) {
+		return false
+	}
+	for _, h := range f.hs {
+		if strings.EqualFold(h.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // scrubFields reads a response's header or trailer list: a name that holds
 // a value (in any case: a transport folds a name's case) is dropped with
 // its values, since a scrubbed name would not be a name; every other value
-// is scrubbed, and the names whose values changed are set anew.
+// is scrubbed, and the names whose values changed are set anew, each with
+// all its scrubbed values, in the order the names first appear. A list
+// holding no value costs no allocation.
 func (e *Engine) scrubFields(hs []Header) fields {
-	f := fields{raw: map[string][]string{}}
-	scrubbed := map[string][]string{}
-	changed := map[string]bool{}
-	var order []string
+	f := fields{hs: hs}
+	folded := e.scrubber.Folded()
+	changed := false
 	for _, h := range hs {
 		n := strings.ToLower(h.Name)
-		if e.scrubber.Folded().String(n) != n {
+		if folded.String(n) != n {
 			if !containsStr(f.renamed, n) {
 				f.renamed = append(f.renamed, n)
 			}
 			continue
 		}
-		if _, ok := f.raw[n]; !ok {
-			order = append(order, n)
+		if e.scrubber.String(h.Value) != h.Value {
+			changed = true
 		}
-		v := e.scrubber.String(h.Value)
-		if v != h.Value {
-			changed[n] = true
-		}
-		f.raw[n] = append(f.raw[n], h.Value)
-		scrubbed[n] = append(scrubbed[n], v)
 	}
-	for _, n := range order {
-		if changed[n] {
-			for _, v := range scrubbed[n] {
-				f.set = append(f.set, Header{Name: n, Value: v})
+	if !changed {
+		return f
+	}
+	// Rare: a value changed. Each name whose values changed, at its first
+	// appearance, with every value of it scrubbed.
+	var done []string
+	for i, h := range hs {
+		n := strings.ToLower(h.Name)
+		if containsStr(f.renamed, n) || containsStr(done, n) {
+			continue
+		}
+		done = append(done, n)
+		dirty := false
+		for _, x := range hs[i:] {
+			if strings.ToLower(x.Name) == n && e.scrubber.String(x.Value) != x.Value {
+				dirty = true
+				break
+			}
+		}
+		if !dirty {
+			continue
+		}
+		for _, x := range hs[i:] {
+			if strings.ToLower(x.Name) == n {
+				f.set = append(f.set, Header{Name: n, Value: e.scrubber.String(x.Value)})
 			}
 		}
 	}

@@ -269,3 +269,68 @@ func TestBodyHoldIsNoOracle(t *testing.T) {
 		t.Fatalf("released %q", out)
 	}
 }
+
+// refScrubFields is scrubFields as it was first written (maps of every
+// name's values): the reference FuzzScrubFields holds the list-walking
+// one to.
+func refScrubFields(e *Engine, hs []Header) (set []Header, renamed []string, raw map[string][]string) {
+	raw = map[string][]string{}
+	scrubbed := map[string][]string{}
+	changed := map[string]bool{}
+	var order []string
+	for _, h := range hs {
+		n := strings.ToLower(h.Name)
+		if string(e.scrubber.Folded().Bytes([]byte(n))) != n {
+			if !containsStr(renamed, n) {
+				renamed = append(renamed, n)
+			}
+			continue
+		}
+		if _, ok := raw[n]; !ok {
+			order = append(order, n)
+		}
+		v := string(e.scrubber.Bytes([]byte(h.Value)))
+		if v != h.Value {
+			changed[n] = true
+		}
+		raw[n] = append(raw[n], h.Value)
+		scrubbed[n] = append(scrubbed[n], v)
+	}
+	for _, n := range order {
+		if changed[n] {
+			for _, v := range scrubbed[n] {
+				set = append(set, Header{Name: n, Value: v})
+			}
+		}
+	}
+	return set, renamed, raw
+}
+
+// FuzzScrubFields: the upstream's header list, any names, values and
+// repeats (the fuzzer's bytes, split on \n into name:value lines, with the
+// held values spliced in), read as the reference reads it.
+func FuzzScrubFields(f *testing.F) {
+	f.Add([]byte("x-echo:key=\x01\nX-Echo:ok\nx-other:\x02\ncontent-length:4"))
+	f.Add([]byte("\x01:v\ncontent-encoding:gzip\nContent-Encoding:br\nupgrade:websocket"))
+	f.Add([]byte("a:1\nb:\x02\na:\x01\nB:2"))
+	e := testEngine(f)
+	f.Fuzz(func(t *testing.T, spec []byte) {
+		spec = bytes.ReplaceAll(spec, []byte{1}, []byte(anthropicValue))
+		spec = bytes.ReplaceAll(spec, []byte{2}, []byte(githubValue))
+		var hs []Header
+		for _, line := range strings.Split(string(spec), "\n") {
+			n, v, _ := strings.Cut(line, ":")
+			hs = append(hs, Header{Name: n, Value: v})
+		}
+		got := e.scrubFields(hs)
+		set, renamed, raw := refScrubFields(e, hs)
+		if !reflect.DeepEqual(got.set, set) || !reflect.DeepEqual(got.renamed, renamed) {
+			t.Fatalf("set %q renamed %q, the reference: %q %q", got.set, got.renamed, set, renamed)
+		}
+		for _, n := range []string{"content-encoding", "content-length", "upgrade", ExtensionsHeader, "x-echo", "a"} {
+			if !reflect.DeepEqual(got.values(n), raw[n]) || got.has(n) != (len(raw[n]) > 0) {
+				t.Fatalf("%s: %q %v, the reference %q", n, got.values(n), got.has(n), raw[n])
+			}
+		}
+	})
+}

@@ -84,9 +84,9 @@ func (e *Engine) DecideControlUpgrade() Decision {
 func (e *Engine) DecideSwitch(target string, headers []Header) ResponseDecision {
 	var d ResponseDecision
 	f := e.scrubFields(headers)
-	ups := f.raw["upgrade"]
+	ups := f.values("upgrade")
 	switch {
-	case len(f.raw[ExtensionsHeader]) > 0:
+	case f.has(ExtensionsHeader):
 		d.Reply = e.scrubReply(reply(502, ReasonUpgrade, target+" answered the upgrade with a WebSocket extension, which the Custodian cannot read to scrub; the connection was closed"))
 		return d
 	case len(ups) != 1 || !strings.EqualFold(strings.TrimSpace(ups[0]), "websocket"):

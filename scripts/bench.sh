@@ -25,6 +25,8 @@ go test ./filter -run '^$' -bench 'DecideRequest' -benchmem \
 	-goal 'DecideRequest, 100 secrets, a swap: allocations|^DecideRequest$|allocs/op|<=|2' || status=1
 go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 	| table -title "the Envoy adapter over fakes of the SDK (no Envoy here)" || status=1
+go test ./filter/module -run '^$' -bench PassedRequest -benchmem \
+	| table -title "one 1 KiB request the dynamic module passes, hooks to stream end, over a fake ABI (its copies of headers and body included; issue 25)" || status=1
 
 # controlplane render (issue 3): a cold process, 10 to 400 targets.
 go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \

@@ -4,6 +4,30 @@ package module
 #include <stdlib.h>
 #include "abi.h"
 
+// Envoy copies what it keeps of these calls' arguments before it returns
+// (noescape: Go memory passed to them need not move to the heap), and the
+// ones marked nocallback call no hook of the module (the runtime then
+// skips its preparation for a callback). A call that changes a body may
+// cross a buffer's watermark, whose hooks are the module's: those two are
+// not marked.
+#cgo noescape envoy_dynamic_module_callback_http_get_headers
+#cgo nocallback envoy_dynamic_module_callback_http_get_headers
+#cgo noescape envoy_dynamic_module_callback_http_get_body_chunks
+#cgo nocallback envoy_dynamic_module_callback_http_get_body_chunks
+#cgo noescape envoy_dynamic_module_callback_http_set_header
+#cgo nocallback envoy_dynamic_module_callback_http_set_header
+#cgo noescape envoy_dynamic_module_callback_http_add_header
+#cgo nocallback envoy_dynamic_module_callback_http_add_header
+#cgo noescape envoy_dynamic_module_callback_http_append_body
+#cgo noescape envoy_dynamic_module_callback_http_set_dynamic_metadata_bool
+#cgo nocallback envoy_dynamic_module_callback_http_set_dynamic_metadata_bool
+#cgo noescape envoy_dynamic_module_callback_log
+#cgo nocallback envoy_dynamic_module_callback_log
+#cgo nocallback envoy_dynamic_module_callback_http_get_headers_size
+#cgo nocallback envoy_dynamic_module_callback_http_get_body_chunks_size
+#cgo nocallback envoy_dynamic_module_callback_http_clear_route_cache
+#cgo nocallback envoy_dynamic_module_callback_get_most_specific_route_config
+
 // jr2_in_envoy: 1 inside Envoy, where the weak callbacks are bound.
 static int jr2_in_envoy(void) { return envoy_dynamic_module_callback_log != 0; }
 */
@@ -39,18 +63,40 @@ func goString(p *C.char, n C.size_t) string {
 	return C.GoStringN(p, C.int(n))
 }
 
+// headers copies a header map out of Envoy: every name and value into one
+// buffer (one allocation for all of them), the list into another; the
+// ABI's array of views lives on the stack for up to 32 headers.
 func (x cabi) headers(kind int) []filter.Header {
-	n := C.envoy_dynamic_module_callback_http_get_headers_size(x.f, C.int(kind))
+	n := int(C.envoy_dynamic_module_callback_http_get_headers_size(x.f, C.int(kind)))
 	if n == 0 {
 		return nil
 	}
-	raw := make([]C.jr2_envoy_header, int(n))
+	var small [32]C.jr2_envoy_header
+	raw := small[:0]
+	if n <= len(small) {
+		raw = small[:n]
+	} else {
+		raw = make([]C.jr2_envoy_header, n)
+	}
 	if !C.envoy_dynamic_module_callback_http_get_headers(x.f, C.int(kind), unsafe.SliceData(raw)) {
 		return nil
 	}
-	out := make([]filter.Header, len(raw))
+	size := 0
+	for _, h := range raw {
+		size += int(h.key_len) + int(h.value_len)
+	}
+	buf := make([]byte, 0, size) // never written after the strings below view it
+	out := make([]filter.Header, n)
+	str := func(p *C.char, l C.size_t) string {
+		if l == 0 {
+			return ""
+		}
+		at := len(buf)
+		buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(p)), int(l))...)
+		return unsafe.String(&buf[at], int(l))
+	}
 	for i, h := range raw {
-		out[i] = filter.Header{Name: goString(h.key, h.key_len), Value: goString(h.value, h.value_len)}
+		out[i] = filter.Header{Name: str(h.key, h.key_len), Value: str(h.value, h.value_len)}
 	}
 	return out
 }
@@ -68,7 +114,13 @@ func (x cabi) body(kind int) []byte {
 	if n == 0 {
 		return nil
 	}
-	chunks := make([]C.jr2_envoy_buf, int(n))
+	var small [16]C.jr2_envoy_buf
+	chunks := small[:0]
+	if int(n) <= len(small) {
+		chunks = small[:n]
+	} else {
+		chunks = make([]C.jr2_envoy_buf, int(n))
+	}
 	if !C.envoy_dynamic_module_callback_http_get_body_chunks(x.f, C.int(kind), unsafe.SliceData(chunks)) {
 		return nil
 	}

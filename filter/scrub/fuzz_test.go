@@ -85,8 +85,8 @@ func cutsFrom(b []byte, n int) []int {
 }
 
 // FuzzScrub: after scrubbing, no form of any secret remains, in any
-// chunking; scrubbing is idempotent; and the result is the reference
-// scrub's, exact and case-folded.
+// chunking; scrubbing is idempotent; the result is the reference scrub's,
+// exact and case-folded; and String agrees with Bytes.
 func FuzzScrub(f *testing.F) {
 	f.Add([]byte("\x01\x10sk-live-0123456789"), []byte("\x00a\x01\x00\x00 \x02\x00\x03\x00\x01\x01"))
 	f.Add([]byte("\x02\x00aaaaaaaa\x04aaaaaaaaaaaa"), []byte("\x01\x00\x01\x01\x01\x00\x01\x03\x00x"))
@@ -119,6 +119,12 @@ func FuzzScrub(f *testing.F) {
 		}
 		if got, want := s.Folded().Bytes(text), oracleCase(secrets, forms, text, true); !bytes.Equal(got, want) {
 			t.Fatalf("Folded().Bytes(%q) = %q, the reference gives %q", text, got, want)
+		}
+		// String's no-copy path (no form in the text) gives Bytes' answer.
+		for _, sc := range []*Scrubber{s, s.Folded()} {
+			if got, want := sc.String(string(text)), string(sc.Bytes(text)); got != want {
+				t.Fatalf("String(%q) = %q, Bytes gives %q", text, got, want)
+			}
 		}
 	})
 }

@@ -91,6 +91,14 @@ func (a *automaton) scan(dst, head, tail []byte, c *cursor, end bool, labels [][
 	return dst, keep
 }
 
+// clean reports whether p holds no form: walked from the start state, no
+// pattern ends in it, so scan would return p unchanged. advanceWide stops
+// at the first byte that ends a pattern, or reads all of p.
+func (a *automaton) clean(p []byte) bool {
+	s, k := a.advanceWide(0, p)
+	return k == len(p) && a.out[s] < 0
+}
+
 // replace appends text[from:cs] and the label of pattern p.
 func (a *automaton) replace(dst, head, tail []byte, from, cs int, p int32, labels [][]byte, spans *[]int) []byte {
 	dst = appendText(dst, head, tail, from, cs)

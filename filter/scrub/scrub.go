@@ -144,6 +144,7 @@ import (
 	"fmt"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // MinLen is the shortest value a Scrubber accepts: a shorter one would
@@ -327,9 +328,10 @@ func (s *Scrubber) Bytes(p []byte) []byte {
 	return out
 }
 
-// String is Bytes for a string.
+// String is Bytes for a string. A string that holds no form is returned
+// as it is, with no copy: most header values hold none.
 func (s *Scrubber) String(v string) string {
-	if s == nil || len(s.labels) == 0 {
+	if s == nil || len(s.labels) == 0 || s.a.clean(unsafe.Slice(unsafe.StringData(v), len(v))) {
 		return v
 	}
 	return string(s.Bytes([]byte(v)))

@@ -459,3 +459,22 @@ func TestMemoryGrowsWithFormsNotAlphabet(t *testing.T) {
 	}
 	t.Logf("%d forms, %d bytes of forms, %d states, %.1f MiB", s.Len(), total, s.a.states(), float64(s.a.size())/(1<<20))
 }
+
+// TestStringNoCopy: a value holding no form costs String no allocation; one
+// holding a form is scrubbed.
+func TestStringNoCopy(t *testing.T) {
+	s, err := New([]Secret{{Name: "K", Value: []byte("sk-live-0123456789abcdef")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := "application/json; charset=utf-8 and a longer value past any lane's stride, " + strings.Repeat("x", 300)
+	if n := testing.AllocsPerRun(100, func() { _ = s.String(clean) }); n != 0 {
+		t.Errorf("String of a clean value: %v allocations", n)
+	}
+	if got := s.String("a sk-live-0123456789abcdef b"); got != "a [secret:K] b" {
+		t.Errorf("String = %q", got)
+	}
+	if got := s.String(clean + "sk-live-0123456789abcdef"); !strings.HasSuffix(got, "[secret:K]") {
+		t.Errorf("a form at the end of a long value: %q", got)
+	}
+}

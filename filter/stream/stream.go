@@ -2,7 +2,7 @@ package stream
 
 import (
 	"bytes"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -479,13 +479,15 @@ func setAll(h Headers, set []filter.Header) {
 // sortHeaders orders headers by name, keeping the order of one name's
 // values (a stable sort of a copy).
 func sortHeaders(hs []filter.Header) []filter.Header {
-	out := append([]filter.Header(nil), hs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	out := slices.Clone(hs)
+	slices.SortStableFunc(out, func(a, b filter.Header) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
+// withoutPseudo drops the pseudo-headers from hs in place: hs is the
+// caller's own copy (sortHeaders').
 func withoutPseudo(hs []filter.Header) []filter.Header {
-	var out []filter.Header
+	out := hs[:0]
 	for _, x := range hs {
 		if !strings.HasPrefix(x.Name, ":") {
 			out = append(out, x)
