@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -742,6 +743,15 @@ func checkEgressLogs(t *testing.T, m *hcmv3.HttpConnectionManager) {
 // expression, and whether it matches a target with a stand-in.
 type line struct{ format, expr, standIn string }
 
+// codecRefusal are the expressions of what Envoy's codec refuses itself,
+// each answered 400 or above: their lines compare the status first.
+var codecRefusal = map[string]bool{
+	"response.code_details == 'absolute_path_rejected'":    true,
+	"response.code_details == 'path_normalization_failed'": true,
+	"response.code_details == 'http1.invalid_url'":         true,
+	"response.code_details == 'upgrade_failed'":            true,
+}
+
 func accessLines(t *testing.T, m *hcmv3.HttpConnectionManager) []line {
 	t.Helper()
 	var got []line
@@ -749,10 +759,20 @@ func accessLines(t *testing.T, m *hcmv3.HttpConnectionManager) []line {
 		f := unpack[*streamv3.StdoutAccessLog](t, al.GetTypedConfig()).GetLogFormat().GetTextFormatSource().GetInlineString()
 		var l line
 		l.format = f
+		refused := false // a codec refusal's status filter came before its CEL
 		for _, sub := range al.Filter.GetAndFilter().GetFilters() {
 			switch {
 			case sub.GetExtensionFilter() != nil:
 				l.expr = unpack[*celv3.ExpressionFilter](t, sub.GetExtensionFilter().GetTypedConfig()).Expression
+				if codecRefusal[l.expr] && !refused {
+					t.Errorf("%q: no status filter before the CEL expression", l.expr)
+				}
+			case sub.GetStatusCodeFilter() != nil:
+				c := sub.GetStatusCodeFilter().GetComparison()
+				if c.GetOp() != accesslogv3.ComparisonFilter_GE || c.GetValue().GetDefaultValue() != 400 {
+					t.Errorf("status filter %v: want >= 400", c)
+				}
+				refused = true
 			case sub.GetHeaderFilter() != nil:
 				h := sub.GetHeaderFilter().Header
 				if h.Name != ":authority" || h.GetStringMatch().GetContains() != filter.StandInPrefix || !h.GetStringMatch().IgnoreCase {

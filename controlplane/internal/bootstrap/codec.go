@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	accesslogdatav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -126,8 +127,22 @@ func (b *builder) egressCodecLogs() []*accesslogv3.AccessLog {
 }
 
 // endedWith matches a stream's last log (DownstreamEnd) when expr holds.
+// Each expr names a refusal of Envoy's codec, whose answer is 400 or
+// above: the status is compared first, so a request that went upstream
+// and was answered below 400 (most of them) costs no CEL evaluation (an
+// and_filter stops at its first false).
 func (b *builder) endedWith(expr string) *accesslogv3.AccessLogFilter {
-	return andFilter(endLog(), b.celFilter(expr))
+	return andFilter(endLog(), refusedStatus(), b.celFilter(expr))
+}
+
+// refusedStatus matches a response status of 400 or above.
+func refusedStatus() *accesslogv3.AccessLogFilter {
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_StatusCodeFilter{StatusCodeFilter: &accesslogv3.StatusCodeFilter{
+		Comparison: &accesslogv3.ComparisonFilter{
+			Op:    accesslogv3.ComparisonFilter_GE,
+			Value: &corev3.RuntimeUInt32{DefaultValue: 400, RuntimeKey: "jr2.custodian.refused_status"},
+		},
+	}}}
 }
 
 func endLog() *accesslogv3.AccessLogFilter {
