@@ -5,13 +5,17 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"jr2.dev/boundary/internal/benchenvoy"
@@ -31,8 +35,110 @@ import (
 // the module host.
 type benchEnvoyVariant struct {
 	noModule    bool     // benchenvoy.WithoutModule applied
+	noMark      bool     // benchenvoy.WithoutMark
+	noLogs      bool     // benchenvoy.WithoutInterceptLogs
+	noStats     bool     // benchenvoy.WithoutStats
+	direct      string   // benchenvoy.DirectIntercept for this target
+	logPath     string   // Envoy's --log-path: its own log through its buffered file writer, as the pod's command has it
 	concurrency string   // Envoy's --concurrency
 	env         []string // set for Envoy (through env(1), so the pid is Envoy's)
+}
+
+// namedVariant is a variant and its host name in the bench.
+type namedVariant struct {
+	name string
+	benchEnvoyVariant
+}
+
+// envoyVariants are the copies of the module's envoy.json the bench runs
+// beside Envoy + module; target is the bench's bound target.
+func envoyVariants(target string) []namedVariant {
+	return []namedVariant{
+		{"envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"}},
+		{"envoy-2w", benchEnvoyVariant{concurrency: "2"}},
+		// The pair differs only in GOMAXPROCS, both started the same way.
+		{"envoy-gmp", benchEnvoyVariant{concurrency: "1", env: []string{fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU())}}},
+		{"envoy-gmp1", benchEnvoyVariant{concurrency: "1", env: []string{"GOMAXPROCS=1"}}},
+		// The render's parts, one left out each (envoyParts).
+		{"alone-nolog", benchEnvoyVariant{noModule: true, noLogs: true, concurrency: "1"}},
+		{"alone-nostats", benchEnvoyVariant{noModule: true, noStats: true, concurrency: "1"}},
+		{"alone-nohop", benchEnvoyVariant{noModule: true, direct: target, concurrency: "1"}},
+		{"envoy-nomark", benchEnvoyVariant{noMark: true, concurrency: "1"}},
+		// Envoy + module as the pod's command runs it (kube.sidecarArgs):
+		// Envoy's own log, the module's lines among it, through
+		// --log-path /dev/stdout, which Envoy buffers and flushes every
+		// --file-flush-interval-msec; on stderr (envoy/README.md's
+		// command, the e2e suite's, the column "envoy") each line is a
+		// write of its own.
+		{"envoy-logpath", benchEnvoyVariant{concurrency: "1", logPath: "/dev/stdout"}},
+	}
+}
+
+// envoyPart is one part of the render, what it buys, and the pair of
+// hosts whose difference is its cost: base has it, host does not.
+type envoyPart struct {
+	part, buys string
+	base, host string
+}
+
+// envoyParts are the parts measured per request (issue 25 item 2). The
+// egress listener's filters (the dynamic forward proxy and its DNS cache,
+// jr2.rbac.guard, set_filter_state) and its access logs run once per
+// CONNECT, not per request, so with keep-alive they are inside the
+// internal hop's row.
+var envoyParts = []envoyPart{
+	{"the internal hop: CONNECT on the egress listener, its connection manager, the internal listener",
+		"TLS ended with the target's own leaf, and the target bound from the CONNECT to the one cluster that may carry its values",
+		"envoy-alone", "alone-nohop"},
+	{"the intercept listener's access logs (4 CEL-filtered, at every request's end)",
+		"the jr2.custodian lines of what Envoy's codec refuses itself (bad paths, invalid URLs, upgrades)",
+		"envoy-alone", "alone-nolog"},
+	{"stats (every counter and histogram Envoy keeps)",
+		"nothing the Custodian reads; operators' /stats on the admin socket",
+		"envoy-alone", "alone-nostats"},
+	{"the module's lines written one by one to stderr, against Envoy's buffered --log-path",
+		"each jr2.custodian line out of the process at once (a line per intercepted request)",
+		"envoy", "envoy-logpath"},
+	{"jr2.rbac.mark (the RBAC after the module)",
+		"fail closed: a stream the module did not mark decided goes nowhere",
+		"envoy", "envoy-nomark"},
+}
+
+// partReps is how many times each part and its base are measured, in
+// turn: this machine's load comes and goes within seconds.
+const partReps = 3
+
+// partsTable prints each part's cost per 1 KiB request: the median over
+// partReps of the base's requests/s over the part-less host's, and of the
+// host CPU per request it saves.
+func partsTable(w io.Writer, res map[string]benchResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nthe render's parts, per 1 KiB request (each left out of its base; medians of %d alternating runs)\tc=1: req/s with ÷ without\tCPU µs saved\tc=32: req/s with ÷ without\tCPU µs saved\twhat it buys\n", partReps)
+	median := func(xs []float64) float64 {
+		sort.Float64s(xs)
+		return xs[len(xs)/2]
+	}
+	for _, pt := range envoyParts {
+		line := pt.part + "\t"
+		for _, c := range []string{"1KiB c=1", "1KiB c=32"} {
+			var ratios, saved []float64
+			for rep := range partReps {
+				b, h := res[fmt.Sprintf("part%d %s/%s", rep, pt.base, c)], res[fmt.Sprintf("part%d %s/%s", rep, pt.host, c)]
+				if b.N == 0 || h.N == 0 || b.failWhy != "" || h.failWhy != "" {
+					continue
+				}
+				ratios = append(ratios, (float64(b.N)/b.Seconds)/(float64(h.N)/h.Seconds))
+				saved = append(saved, 1e6*(b.HostCPU/float64(b.N)-h.HostCPU/float64(h.N)))
+			}
+			if len(ratios) == 0 {
+				line += "failed\t-\t"
+				continue
+			}
+			line += fmt.Sprintf("%.2f×\t%+.0f\t", median(ratios), median(saved))
+		}
+		fmt.Fprintln(tw, line+pt.buys+"\t")
+	}
+	tw.Flush()
 }
 
 // freeLoopbackPort is a port nothing listens on now.
@@ -62,12 +168,30 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 			b.Fatalf("bench %s: envoy.json has no dynamic_modules filter to leave out: the render changed; update internal/benchenvoy", name)
 		}
 	}
+	if v.noMark && benchenvoy.WithoutMark(cfg) == 0 {
+		b.Fatalf("bench %s: envoy.json has no jr2.rbac.mark: the render changed; update internal/benchenvoy", name)
+	}
+	if v.noLogs && benchenvoy.WithoutInterceptLogs(cfg) == 0 {
+		b.Fatalf("bench %s: the intercept listener has no access log: the render changed; update internal/benchenvoy", name)
+	}
+	if v.noStats {
+		benchenvoy.WithoutStats(cfg)
+	}
+	direct := ""
+	if v.direct != "" {
+		if direct, err = benchenvoy.DirectIntercept(cfg, v.direct); err != nil {
+			b.Fatalf("bench %s: %v", name, err)
+		}
+	}
 	// Listener ports of its own; the admin socket in the bench's directory.
 	addrs, err := benchenvoy.Relocate(cfg, filepath.Join(p.dir, name+"-admin.sock"), func() int { return freeLoopbackPort(b) })
 	if err != nil {
 		b.Fatalf("bench %s: %v", name, err)
 	}
 	r := &Running{Control: addrs["control"], Egress: addrs["egress"], Health: addrs["health"]}
+	if direct != "" {
+		r.Intercept = addrs[direct]
+	}
 	out, _ := json.MarshalIndent(cfg, "", " ")
 	if v.noModule && strings.Contains(string(out), "dynamic_modules") {
 		b.Fatalf("bench %s: envoy.json still names dynamic_modules after benchenvoy.WithoutModule", name)
@@ -77,9 +201,12 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 	if r.Egress == "" || r.Health == "" {
 		b.Fatalf("bench %s: envoy.json has no egress or health listener", name)
 	}
-	run := startProcess(b, "", "", append(append([]string{"/usr/bin/env"}, v.env...), bin, "-c", path, "--log-format", "%v", "--file-flush-interval-msec", "500",
-		"--concurrency", v.concurrency, "--disable-hot-restart")...)
-	run.Control, run.Egress, run.Health = r.Control, r.Egress, r.Health
+	args := []string{bin, "-c", path, "--log-format", "%v", "--file-flush-interval-msec", "500", "--concurrency", v.concurrency, "--disable-hot-restart"}
+	if v.logPath != "" {
+		args = append(args, "--log-path", v.logPath)
+	}
+	run := startProcess(b, "", "", append(append([]string{"/usr/bin/env"}, v.env...), args...)...)
+	run.Control, run.Egress, run.Health, run.Intercept = r.Control, r.Egress, r.Health, r.Intercept
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		resp, err := http.Get("http://" + run.Health + "/healthz")
 		if err == nil {

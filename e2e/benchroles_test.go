@@ -84,6 +84,7 @@ type loadSpec struct {
 	Mode    string  // "post" (an echoed body of Size bytes) or "sse" (time the first event)
 	URL     string  // https://target/path
 	Proxy   string  // http://egress, or "" to go direct
+	Addr    string  // when set, every connection dials this address (the URL's host still names the TLS server)
 	CAFile  string  // the roots the client trusts
 	Key     string  // the x-api-key the client sends (the value direct, the stand-in through a host)
 	Size    int     // the POST body's length
@@ -126,6 +127,9 @@ func benchLoadMain() int {
 		MaxIdleConnsPerHost: s.Conc,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials.Add(1)
+			if s.Addr != "" {
+				addr = s.Addr
+			}
 			return d.DialContext(ctx, network, addr)
 		},
 	}

@@ -94,6 +94,7 @@ type Host interface {
 // Running is one Custodian process.
 type Running struct {
 	Control, Egress, Health string
+	Intercept               string // a bench variant's intercept listener on loopback (benchenvoy.DirectIntercept)
 	cmd                     *exec.Cmd
 	out                     *output
 	exited                  chan struct{}

@@ -6,16 +6,20 @@
 // is a transform in the bench, not a render option: the render has one
 // output, the one the e2e suite and the red team test.
 //
-// Invariant: it removes only the envoy.filters.http.dynamic_modules HTTP
-// filter, its per-route configs and jr2.rbac.mark, and reports how many
-// filters it removed, so a caller can fail loudly when the render's shape
-// changes under it.
+// Beside it, the parts of the render one at a time (issue 25 item 2): each
+// transform below leaves out one part of Envoy alone, so the bench reads
+// that part's cost per request as the difference.
+//
+// Invariant: each transform removes or changes only the part it names and
+// reports what it touched (a count, or an error), so a caller can fail
+// loudly when the render's shape changes under it.
 package benchenvoy
 
 import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // WithoutModule removes from an envoy.json what exists for the dynamic
@@ -28,6 +32,16 @@ import (
 // and the upstream clusters stay as rendered. It returns how many filters
 // it removed.
 func WithoutModule(v any) int {
+	return without(v, map[string]bool{"envoy.filters.http.dynamic_modules": true, "jr2.rbac.mark": true}, true)
+}
+
+// WithoutMark removes jr2.rbac.mark and only it: Envoy + module with the
+// module's mark set but checked by nothing, for the RBAC's own cost.
+func WithoutMark(v any) int { return without(v, map[string]bool{"jr2.rbac.mark": true}, false) }
+
+// without removes the HTTP filters named in names from every connection
+// manager, and with perRoute the dynamic module's per-route configs.
+func without(v any, names map[string]bool, perRoute bool) int {
 	n := 0
 	switch x := v.(type) {
 	case map[string]any:
@@ -35,7 +49,7 @@ func WithoutModule(v any) int {
 			kept := hf[:0]
 			for _, f := range hf {
 				name, _ := f.(map[string]any)["name"].(string)
-				if name == "envoy.filters.http.dynamic_modules" || name == "jr2.rbac.mark" {
+				if names[name] {
 					n++
 					continue
 				}
@@ -43,18 +57,18 @@ func WithoutModule(v any) int {
 			}
 			x["http_filters"] = kept
 		}
-		if pf, ok := x["typed_per_filter_config"].(map[string]any); ok {
+		if pf, ok := x["typed_per_filter_config"].(map[string]any); ok && perRoute {
 			delete(pf, "envoy.filters.http.dynamic_modules")
 			if len(pf) == 0 {
 				delete(x, "typed_per_filter_config")
 			}
 		}
 		for _, c := range x {
-			n += WithoutModule(c)
+			n += without(c, names, perRoute)
 		}
 	case []any:
 		for _, c := range x {
-			n += WithoutModule(c)
+			n += without(c, names, perRoute)
 		}
 	}
 	return n
@@ -88,4 +102,112 @@ func Relocate(cfg map[string]any, adminSock string, port func() int) (map[string
 		admin["address"] = map[string]any{"pipe": map[string]any{"path": adminSock, "mode": 384}}
 	}
 	return addrs, nil
+}
+
+// listener is the listener of cfg named name, or nil.
+func listener(cfg map[string]any, name string) map[string]any {
+	for _, l := range listeners(cfg) {
+		if l["name"] == name {
+			return l
+		}
+	}
+	return nil
+}
+
+func listeners(cfg map[string]any) []map[string]any {
+	sr, _ := cfg["static_resources"].(map[string]any)
+	lst, _ := sr["listeners"].([]any)
+	var out []map[string]any
+	for _, l := range lst {
+		if l, ok := l.(map[string]any); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// interceptListeners are the intercept listeners: the shared one
+// ("intercept", a leaf chosen by SNI) and a target's own
+// ("intercept|host:port", a target named by its address).
+func interceptListeners(cfg map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, l := range listeners(cfg) {
+		if n, _ := l["name"].(string); n == "intercept" || strings.HasPrefix(n, "intercept|") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// connectionManager is the first HTTP connection manager's config on l.
+func connectionManager(l map[string]any) map[string]any {
+	fcs, _ := l["filter_chains"].([]any)
+	for _, fc := range fcs {
+		fs, _ := fc.(map[string]any)["filters"].([]any)
+		for _, f := range fs {
+			f, _ := f.(map[string]any)
+			if f["name"] == "envoy.filters.network.http_connection_manager" {
+				tc, _ := f["typed_config"].(map[string]any)
+				return tc
+			}
+		}
+	}
+	return nil
+}
+
+// WithoutInterceptLogs removes the intercept listener's access logs (the
+// CEL-filtered entries that write Envoy's own refusals of intercepted
+// requests, evaluated at every request's end). It returns how many it
+// removed.
+func WithoutInterceptLogs(cfg map[string]any) int {
+	n := 0
+	for _, l := range interceptListeners(cfg) {
+		hcm := connectionManager(l)
+		logs, _ := hcm["access_log"].([]any)
+		delete(hcm, "access_log")
+		n += len(logs)
+	}
+	return n
+}
+
+// WithoutStats makes Envoy keep no stat (stats_matcher reject_all).
+func WithoutStats(cfg map[string]any) {
+	cfg["stats_config"] = map[string]any{"stats_matcher": map[string]any{"reject_all": true}}
+}
+
+// DirectIntercept makes the intercept listener a loopback TCP listener (at
+// port 0, for Relocate to place) whose every connection is for target, as
+// the CONNECT's filter state would have made it: a client then speaks TLS
+// to it straight, and the egress listener's CONNECT, its connection
+// manager and the internal hop are left out of the path. The listener is
+// the target's own ("intercept|target") or the shared one; its filter
+// chain, TLS, routes and clusters stay as rendered. It returns the
+// listener's name (Relocate's key for its address).
+func DirectIntercept(cfg map[string]any, target string) (string, error) {
+	l := listener(cfg, "intercept|"+target)
+	if l == nil {
+		l = listener(cfg, "intercept")
+	}
+	if l == nil || connectionManager(l) == nil {
+		return "", errors.New("envoy.json has no intercept listener with a connection manager: the render changed; update internal/benchenvoy")
+	}
+	delete(l, "internal_listener")
+	l["address"] = map[string]any{"socket_address": map[string]any{"address": "127.0.0.1", "port_value": 0}}
+	state := map[string]any{
+		"name": "envoy.filters.network.set_filter_state",
+		"typed_config": map[string]any{
+			"@type": "type.googleapis.com/envoy.extensions.filters.network.set_filter_state.v3.Config",
+			"on_new_connection": []any{map[string]any{
+				"object_key":    "jr2.custodian.target",
+				"factory_key":   "envoy.string",
+				"format_string": map[string]any{"text_format_source": map[string]any{"inline_string": target}},
+			}},
+		},
+	}
+	for _, fc := range l["filter_chains"].([]any) {
+		fc := fc.(map[string]any)
+		fc["filters"] = append([]any{state}, fc["filters"].([]any)...)
+	}
+	name, _ := l["name"].(string)
+	return name, nil
 }

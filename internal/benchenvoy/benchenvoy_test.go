@@ -82,3 +82,106 @@ func TestRelocate(t *testing.T) {
 		t.Error("an envoy.json without listeners was relocated")
 	}
 }
+
+// TestParts: each part transform touches its part only.
+func TestParts(t *testing.T) {
+	load := func(t *testing.T) map[string]any {
+		data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy-module.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	t.Run("intercept logs", func(t *testing.T) {
+		cfg := load(t)
+		if n := WithoutInterceptLogs(cfg); n != 4 {
+			t.Fatalf("removed %d access logs, want the intercept listener's 4", n)
+		}
+		if connectionManager(listener(cfg, "intercept"))["access_log"] != nil {
+			t.Error("the intercept listener kept an access log")
+		}
+		if connectionManager(listener(cfg, "egress"))["access_log"] == nil {
+			t.Error("the egress listener's access logs were removed")
+		}
+		if WithoutInterceptLogs(cfg) != 0 {
+			t.Error("a second pass removed more")
+		}
+	})
+	t.Run("stats", func(t *testing.T) {
+		cfg := load(t)
+		WithoutStats(cfg)
+		out, _ := json.Marshal(cfg["stats_config"])
+		if string(out) != `{"stats_matcher":{"reject_all":true}}` {
+			t.Errorf("stats_config %s", out)
+		}
+	})
+	t.Run("direct intercept", func(t *testing.T) {
+		cfg := load(t)
+		if name, err := DirectIntercept(cfg, "api.github.com:443"); err != nil || name != "intercept" {
+			t.Fatal(name, err)
+		}
+		l := listener(cfg, "intercept")
+		if _, ok := l["internal_listener"]; ok {
+			t.Error("the intercept listener is still internal")
+		}
+		fs := l["filter_chains"].([]any)[0].(map[string]any)["filters"].([]any)
+		out, _ := json.Marshal(fs[0])
+		if !strings.Contains(string(out), `"inline_string":"api.github.com:443"`) || !strings.Contains(string(out), `"object_key":"jr2.custodian.target"`) {
+			t.Errorf("first filter %s", out)
+		}
+		if fs[1].(map[string]any)["name"] != "envoy.filters.network.http_connection_manager" {
+			t.Error("the connection manager is not second")
+		}
+		addrs, err := Relocate(cfg, "/a", func() int { return 1234 })
+		if err != nil || addrs["intercept"] != "127.0.0.1:1234" {
+			t.Errorf("relocated %v %v", addrs, err)
+		}
+		if _, err := DirectIntercept(map[string]any{}, "x:1"); err == nil {
+			t.Error("an envoy.json without an intercept listener was changed")
+		}
+	})
+}
+
+// TestWithoutMark: the mark goes, the module stays.
+func TestWithoutMark(t *testing.T) {
+	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy-module.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	json.Unmarshal(data, &cfg)
+	if n := WithoutMark(cfg); n == 0 {
+		t.Fatal("removed nothing")
+	}
+	out, _ := json.Marshal(cfg)
+	if strings.Contains(string(out), "jr2.rbac.mark") || !strings.Contains(string(out), "envoy.filters.http.dynamic_modules") || !strings.Contains(string(out), `\"role\":\"intercept\"`) {
+		t.Error("WithoutMark removed more or less than the mark")
+	}
+}
+
+// TestPartsAddressTargets: a target named by its address has an intercept
+// listener of its own; both transforms find it.
+func TestPartsAddressTargets(t *testing.T) {
+	data, err := os.ReadFile("../../controlplane/testdata/golden/large/envoy-module.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	json.Unmarshal(data, &cfg)
+	if n := WithoutInterceptLogs(cfg); n != 3*4 {
+		t.Errorf("removed %d access logs, want 4 on each of 3 intercept listeners", n)
+	}
+	if name, err := DirectIntercept(cfg, "10.20.30.40:4443"); err != nil || name != "intercept|10.20.30.40:4443" {
+		t.Fatal(name, err)
+	}
+	if _, ok := listener(cfg, "intercept|10.20.30.40:4443")["address"]; !ok {
+		t.Error("the target's own intercept listener was not placed")
+	}
+	if _, ok := listener(cfg, "intercept")["address"]; ok {
+		t.Error("the shared intercept listener was placed instead")
+	}
+}
