@@ -34,4 +34,4 @@ EXPOSE 15021
 # drain custodian envoy drives (hostlimits.StopGrace). The config is the
 # pod's projected volume (--pod-config-dir, default /etc/jr2/custodian/config).
 ENTRYPOINT ["/opt/jr2/bin/custodian", "envoy", "--", "/usr/local/bin/envoy"]
-CMD ["-c", "/etc/jr2/custodian/config/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-format", "%v", "--log-path", "/dev/stdout", "--drain-strategy", "immediate", "--drain-time-s", "10"]
+CMD ["-c", "/etc/jr2/custodian/config/envoy.json", "--concurrency", "1", "--disable-hot-restart", "--log-format", "%v", "--log-path", "/dev/stdout", "--file-flush-interval-msec", "1000", "--drain-strategy", "immediate", "--drain-time-s", "10"]

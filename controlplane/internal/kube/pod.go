@@ -408,12 +408,19 @@ func sidecarCommand(o Options) []string {
 	return []string{CustodianBinary, "envoy", "--", EnvoyBinary}
 }
 
+// LogFlushMillis bounds how long a line waits in Envoy's log buffer: with
+// --log-path Envoy writes its log (the module's jr2.custodian lines among
+// it) through its buffered file writer, one write per flush rather than
+// one per line (issue 25: 5 to 17 µs per intercepted request measured);
+// Envoy's own default flush interval is 10 s.
+const LogFlushMillis = 1000
+
 func sidecarArgs(o Options) []string {
 	if o.Sidecar == SidecarServe {
 		return []string{"serve", "--config", path.Join(o.ConfigDir, CustodianFile)}
 	}
 	return []string{"-c", path.Join(o.ConfigDir, EnvoyFile), "--concurrency", "1", "--disable-hot-restart",
-		"--log-format", "%v", "--log-path", "/dev/stdout",
+		"--log-format", "%v", "--log-path", "/dev/stdout", "--file-flush-interval-msec", strconv.Itoa(LogFlushMillis),
 		"--drain-strategy", "immediate", "--drain-time-s", strconv.Itoa(int(hostlimits.StopGrace / time.Second))}
 }
 

@@ -64,7 +64,8 @@ mode 0600, in this container only). --drain-strategy immediate and
 
 The pod's start command (envoy/README.md):
   custodian envoy -- envoy -c /etc/jr2/custodian/config/envoy.json --concurrency 1 \
-    --disable-hot-restart --log-format %v --drain-strategy immediate --drain-time-s 10
+    --disable-hot-restart --log-format %v --log-path /dev/stdout --file-flush-interval-msec 1000 \
+    --drain-strategy immediate --drain-time-s 10
 `
 
 // Main runs `custodian envoy` with args (the words after "envoy") and
