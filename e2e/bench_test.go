@@ -235,11 +235,15 @@ func newBenchPod(b *testing.B) *benchPod {
 	case bins.module == "":
 		p.envoyWhy = fmt.Sprintf("the dynamic module did not build: %v", bins.moduleErr)
 	default:
-		h := envoyHost{bin: bin, module: bins.module}
+		h := envoyHost{bin: bin, module: bins.module, podLog: true} // as the pod runs it
 		render(filepath.Join(tmp, "pod-envoy"), h.RenderArgs()...)
 		p.envoy = h.Start(b, filepath.Join(tmp, "pod-envoy"), "")
+		noop := filepath.Join(tmp, "benchnoop.so")
+		if err := goBuildShared(noop, "./internal/benchnoop"); err != nil {
+			b.Fatal(err)
+		}
 		p.variants = map[string]*Running{}
-		for _, v := range envoyVariants(p.target) {
+		for _, v := range envoyVariants(p.target, noop) {
 			p.variants[v.name] = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), v.name, v.benchEnvoyVariant)
 		}
 	}
@@ -849,6 +853,14 @@ func printable(n int) []byte {
 // direct, against Envoy alone (the same envoy.json without the module,
 // benchenvoy_test.go) and on two workers; a short row names, from this
 // run, what Envoy alone costs, which the module cannot remove.
+// partUS is partCost's CPU per request as text.
+func partUS(res map[string]benchResult, base, host, cell string) string {
+	if _, cpu, ok := partCost(res, base, host, cell); ok {
+		return fmt.Sprintf("%+.0f µs", cpu)
+	}
+	return "not measured"
+}
+
 // extraCalls names the syscalls a makes per request beyond b, most first.
 func extraCalls(a, b benchResult) string {
 	if a.N == 0 || b.N == 0 || a.HostByName == nil || b.HostByName == nil {
@@ -922,10 +934,12 @@ func envoyGoals(res map[string]benchResult, val func(benchResult, string) float6
 			OK: func(v float64) bool { return v <= 1.25 }, Want: "≤ 1.25×", Format: "%.2f×",
 			Limit: fmt.Sprintf("%.0f µs with the module against %.0f µs without; syscalls per request at 1 KiB c=1 (strace) %.1f against %.1f, "+
 				"the module's extra ones by name: %s (nanosleep: the Go runtime's sysmon polling while Envoy's worker holds a P between hooks; "+
-				"futex: its wake-ups; write: the module's line per request on stderr, which the pod's --log-path buffers); "+
-				"the rest is the Go code and Envoy's side of the ABI (JR2_BENCH_PERF_DIR=DIR keeps the profiles; envoy/README.md#speed)",
+				"futex: its wake-ups and the GC's; write: Envoy's buffered log, the module's lines in it, flushed); "+
+				"of the CPU, by the parts table (medians): a Go module doing nothing in its hooks %s, the module's work (its ABI calls, the engine, its line) %s, jr2.rbac.mark %s "+
+				"(JR2_BENCH_PERF_DIR=DIR keeps the profiles; envoy/README.md#speed)",
 				perReq("envoy", c), perReq("envoy-alone", c), calls("envoy", "1KiB c=1"), calls("envoy-alone", "1KiB c=1"),
-				extraCalls(res["envoy/strace/1KiB c=1"], res["envoy-alone/strace/1KiB c=1"])),
+				extraCalls(res["envoy/strace/1KiB c=1"], res["envoy-alone/strace/1KiB c=1"]),
+				partUS(res, "envoy-noop", "envoy-alone", c), partUS(res, "envoy-nomark", "envoy-noop", c), partUS(res, "envoy", "envoy-nomark", c)),
 		})
 	}
 	sseAdded := func(h string) float64 {

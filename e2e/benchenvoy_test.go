@@ -39,7 +39,8 @@ type benchEnvoyVariant struct {
 	noLogs      bool     // benchenvoy.WithoutInterceptLogs
 	noStats     bool     // benchenvoy.WithoutStats
 	direct      string   // benchenvoy.DirectIntercept for this target
-	logPath     string   // Envoy's --log-path: its own log through its buffered file writer, as the pod's command has it
+	stderrLog   bool     // Envoy's log on stderr (the e2e suite's), not through --log-path as the pod has it
+	moduleFile  string   // benchenvoy.WithModuleFile: another module (internal/benchnoop)
 	concurrency string   // Envoy's --concurrency
 	env         []string // set for Envoy (through env(1), so the pid is Envoy's)
 }
@@ -51,8 +52,9 @@ type namedVariant struct {
 }
 
 // envoyVariants are the copies of the module's envoy.json the bench runs
-// beside Envoy + module; target is the bench's bound target.
-func envoyVariants(target string) []namedVariant {
+// beside Envoy + module; target is the bench's bound target, noop the
+// module that does nothing (internal/benchnoop).
+func envoyVariants(target, noop string) []namedVariant {
 	return []namedVariant{
 		{"envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"}},
 		{"envoy-2w", benchEnvoyVariant{concurrency: "2"}},
@@ -64,13 +66,14 @@ func envoyVariants(target string) []namedVariant {
 		{"alone-nostats", benchEnvoyVariant{noModule: true, noStats: true, concurrency: "1"}},
 		{"alone-nohop", benchEnvoyVariant{noModule: true, direct: target, concurrency: "1"}},
 		{"envoy-nomark", benchEnvoyVariant{noMark: true, concurrency: "1"}},
-		// Envoy + module as the pod's command runs it (kube.sidecarArgs):
-		// Envoy's own log, the module's lines among it, through
-		// --log-path /dev/stdout, which Envoy buffers and flushes every
-		// --file-flush-interval-msec; on stderr (envoy/README.md's
-		// command, the e2e suite's, the column "envoy") each line is a
-		// write of its own.
-		{"envoy-logpath", benchEnvoyVariant{concurrency: "1", logPath: "/dev/stdout"}},
+		// A Go module that does nothing in its hooks, in the module's
+		// place (without the mark, which it never sets).
+		{"envoy-noop", benchEnvoyVariant{noMark: true, moduleFile: noop, concurrency: "1"}},
+		// Envoy + module with its log on stderr, as the e2e suite runs it:
+		// each of the module's lines a write of its own, where the pod's
+		// command (every other Envoy here) has Envoy buffer its log
+		// through --log-path and flush it every --file-flush-interval-msec.
+		{"envoy-stderr", benchEnvoyVariant{concurrency: "1", stderrLog: true}},
 	}
 }
 
@@ -96,9 +99,15 @@ var envoyParts = []envoyPart{
 	{"stats (every counter and histogram Envoy keeps)",
 		"nothing the Custodian reads; operators' /stats on the admin socket",
 		"envoy-alone", "alone-nostats"},
-	{"the module's lines written one by one to stderr, against Envoy's buffered --log-path",
+	{"the module's lines written one by one to stderr (the e2e suite's), against the pod's buffered --log-path",
 		"each jr2.custodian line out of the process at once (a line per intercepted request)",
-		"envoy", "envoy-logpath"},
+		"envoy-stderr", "envoy"},
+	{"a Go dynamic module that does nothing: its hooks' crossings and the Go runtime in Envoy (internal/benchnoop)",
+		"nothing itself: the floor under any Go module",
+		"envoy-noop", "envoy-alone"},
+	{"the module's work beyond that: its ABI calls, the engine, its line (no mark in either)",
+		"every decision and scrub of docs/custodian.md",
+		"envoy-nomark", "envoy-noop"},
 	{"jr2.rbac.mark (the RBAC after the module)",
 		"fail closed: a stream the module did not mark decided goes nowhere",
 		"envoy", "envoy-nomark"},
@@ -108,33 +117,42 @@ var envoyParts = []envoyPart{
 // turn: this machine's load comes and goes within seconds.
 const partReps = 3
 
-// partsTable prints each part's cost per 1 KiB request: the median over
-// partReps of the base's requests/s over the part-less host's, and of the
-// host CPU per request it saves.
-func partsTable(w io.Writer, res map[string]benchResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nthe render's parts, per 1 KiB request (each left out of its base; medians of %d alternating runs)\tc=1: req/s with ÷ without\tCPU µs saved\tc=32: req/s with ÷ without\tCPU µs saved\twhat it buys\n", partReps)
+// partCost is a part's cost in one cell: the median over partReps of the
+// base's requests/s over the part-less host's, and of the host CPU per
+// request the part takes; ok is false when no pair of runs succeeded.
+func partCost(res map[string]benchResult, base, host, cell string) (ratio, cpu float64, ok bool) {
+	var ratios, cpus []float64
+	for rep := range partReps {
+		b, h := res[fmt.Sprintf("part%d %s/%s", rep, base, cell)], res[fmt.Sprintf("part%d %s/%s", rep, host, cell)]
+		if b.N == 0 || h.N == 0 || b.failWhy != "" || h.failWhy != "" {
+			continue
+		}
+		ratios = append(ratios, (float64(b.N)/b.Seconds)/(float64(h.N)/h.Seconds))
+		cpus = append(cpus, 1e6*(b.HostCPU/float64(b.N)-h.HostCPU/float64(h.N)))
+	}
+	if len(ratios) == 0 {
+		return 0, 0, false
+	}
 	median := func(xs []float64) float64 {
 		sort.Float64s(xs)
 		return xs[len(xs)/2]
 	}
+	return median(ratios), median(cpus), true
+}
+
+// partsTable prints each part's cost per 1 KiB request (partCost).
+func partsTable(w io.Writer, res map[string]benchResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nthe render's parts, per 1 KiB request (each left out of its base; medians of %d alternating runs)\tc=1: req/s with ÷ without\tCPU µs it takes\tc=32: req/s with ÷ without\tCPU µs it takes\twhat it buys\n", partReps)
 	for _, pt := range envoyParts {
 		line := pt.part + "\t"
 		for _, c := range []string{"1KiB c=1", "1KiB c=32"} {
-			var ratios, saved []float64
-			for rep := range partReps {
-				b, h := res[fmt.Sprintf("part%d %s/%s", rep, pt.base, c)], res[fmt.Sprintf("part%d %s/%s", rep, pt.host, c)]
-				if b.N == 0 || h.N == 0 || b.failWhy != "" || h.failWhy != "" {
-					continue
-				}
-				ratios = append(ratios, (float64(b.N)/b.Seconds)/(float64(h.N)/h.Seconds))
-				saved = append(saved, 1e6*(b.HostCPU/float64(b.N)-h.HostCPU/float64(h.N)))
-			}
-			if len(ratios) == 0 {
+			ratio, cpu, ok := partCost(res, pt.base, pt.host, c)
+			if !ok {
 				line += "failed\t-\t"
 				continue
 			}
-			line += fmt.Sprintf("%.2f×\t%+.0f\t", median(ratios), median(saved))
+			line += fmt.Sprintf("%.2f×\t%+.0f\t", ratio, cpu)
 		}
 		fmt.Fprintln(tw, line+pt.buys+"\t")
 	}
@@ -177,6 +195,9 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 	if v.noStats {
 		benchenvoy.WithoutStats(cfg)
 	}
+	if v.moduleFile != "" && benchenvoy.WithModuleFile(cfg, v.moduleFile) == 0 {
+		b.Fatalf("bench %s: envoy.json names no dynamic module: the render changed; update internal/benchenvoy", name)
+	}
 	direct := ""
 	if v.direct != "" {
 		if direct, err = benchenvoy.DirectIntercept(cfg, v.direct); err != nil {
@@ -202,8 +223,8 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 		b.Fatalf("bench %s: envoy.json has no egress or health listener", name)
 	}
 	args := []string{bin, "-c", path, "--log-format", "%v", "--file-flush-interval-msec", "500", "--concurrency", v.concurrency, "--disable-hot-restart"}
-	if v.logPath != "" {
-		args = append(args, "--log-path", v.logPath)
+	if !v.stderrLog {
+		args = append(args, podLogArgs...)
 	}
 	run := startProcess(b, "", "", append(append([]string{"/usr/bin/env"}, v.env...), args...)...)
 	run.Control, run.Egress, run.Health, run.Intercept = r.Control, r.Egress, r.Health, r.Intercept

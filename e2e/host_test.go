@@ -142,7 +142,14 @@ func (h serveHost) Start(t testing.TB, dir, hosts string) *Running {
 // envoyHost is core Envoy with the Custodian's dynamic module, started
 // from the rendered envoy.json (--data-plane module) on the listeners it
 // names (custodian.json's defaults).
-type envoyHost struct{ bin, module string }
+type envoyHost struct {
+	bin, module string
+	// podLog runs Envoy with the pod's log arguments (kube.LogFlushMillis:
+	// its log through --log-path, buffered) instead of the suite's stderr,
+	// which shows each line the moment it is written: the bench's
+	// production column.
+	podLog bool
+}
 
 func (envoyHost) Name() string { return "envoy" }
 func (h envoyHost) RenderArgs() []string {
@@ -161,7 +168,11 @@ func (h envoyHost) Start(t testing.TB, dir, hosts string) *Running {
 	}
 	// The documented start command: Envoy under custodian envoy, which
 	// gives SIGTERM custodian serve's stop (envoy/README.md).
-	r := startProcess(t, hosts, "", append([]string{bins.custodian, "envoy", "--", h.bin}, envoyArgs(dir)...)...)
+	args := envoyArgs(dir)
+	if h.podLog {
+		args = append(args, podLogArgs...)
+	}
+	r := startProcess(t, hosts, "", append([]string{bins.custodian, "envoy", "--", h.bin}, args...)...)
 	r.Control, r.Egress = cfg.Listeners.Control, cfg.Listeners.Egress
 	_, port, _ := net.SplitHostPort(cfg.Listeners.Health)
 	r.Health = net.JoinHostPort("127.0.0.1", port)
@@ -183,6 +194,10 @@ func (h envoyHost) Start(t testing.TB, dir, hosts string) *Running {
 	r.out.waitPrefix(t, "jr2.custodian ready ", 10*time.Second, r.exited)
 	return r
 }
+
+// podLogArgs are the pod's log arguments beyond envoyArgs (kube's
+// sidecarArgs): the log through Envoy's buffered writer to stdout.
+var podLogArgs = []string{"--log-path", "/dev/stdout"}
 
 // envoyArgs are Envoy's arguments on a rendered directory, as
 // envoy/README.md's start command gives them (the log on stderr here).

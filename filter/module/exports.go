@@ -8,6 +8,10 @@ import "C"
 import (
 	"runtime/cgo"
 	"unsafe"
+
+	// The hooks the module exports and never needs (callouts, streams,
+	// schedules, watermarks).
+	_ "jr2.dev/boundary/filter/module/inert"
 )
 
 // The hooks Envoy calls (envoy_dynamic_module_on_*). Each recovers every
@@ -110,43 +114,3 @@ func envoy_dynamic_module_on_http_filter_stream_complete(p1 C.uintptr_t, h C.uin
 
 //export envoy_dynamic_module_on_http_filter_destroy
 func envoy_dynamic_module_on_http_filter_destroy(h C.uintptr_t) { destroyHook(uintptr(h)) }
-
-// The module makes no callouts, opens no streams and schedules nothing:
-// these hooks exist because Envoy resolves them at load.
-
-//export envoy_dynamic_module_on_http_filter_http_callout_done
-func envoy_dynamic_module_on_http_filter_http_callout_done(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 C.int, p5 unsafe.Pointer, p6 C.size_t, p7 unsafe.Pointer, p8 C.size_t) {
-}
-
-//export envoy_dynamic_module_on_http_filter_http_stream_headers
-func envoy_dynamic_module_on_http_filter_http_stream_headers(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 unsafe.Pointer, p5 C.size_t, p6 C.bool) {
-}
-
-//export envoy_dynamic_module_on_http_filter_http_stream_data
-func envoy_dynamic_module_on_http_filter_http_stream_data(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 unsafe.Pointer, p5 C.size_t, p6 C.bool) {
-}
-
-//export envoy_dynamic_module_on_http_filter_http_stream_trailers
-func envoy_dynamic_module_on_http_filter_http_stream_trailers(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 unsafe.Pointer, p5 C.size_t) {
-}
-
-//export envoy_dynamic_module_on_http_filter_http_stream_complete
-func envoy_dynamic_module_on_http_filter_http_stream_complete(p1, p2 C.uintptr_t, p3 C.uint64_t) {}
-
-//export envoy_dynamic_module_on_http_filter_http_stream_reset
-func envoy_dynamic_module_on_http_filter_http_stream_reset(p1, p2 C.uintptr_t, p3 C.uint64_t, p4 C.int) {
-}
-
-//export envoy_dynamic_module_on_http_filter_scheduled
-func envoy_dynamic_module_on_http_filter_scheduled(p1, p2 C.uintptr_t, p3 C.uint64_t) {}
-
-//export envoy_dynamic_module_on_http_filter_config_scheduled
-func envoy_dynamic_module_on_http_filter_config_scheduled(p1 C.uintptr_t, p2 C.uint64_t) {}
-
-//export envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark
-func envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(p1, p2 C.uintptr_t) {
-}
-
-//export envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark
-func envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(p1, p2 C.uintptr_t) {
-}

@@ -211,3 +211,29 @@ func DirectIntercept(cfg map[string]any, target string) (string, error) {
 	name, _ := l["name"].(string)
 	return name, nil
 }
+
+// WithModuleFile points every dynamic-module config (the filter's and each
+// route's) at the shared object path, for a module built for the bench.
+// It returns how many it changed.
+func WithModuleFile(v any, path string) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		if dm, ok := x["dynamic_module_config"].(map[string]any); ok {
+			if m, ok := dm["module"].(map[string]any); ok {
+				if l, ok := m["local"].(map[string]any); ok {
+					l["filename"] = path
+					n++
+				}
+			}
+		}
+		for _, c := range x {
+			n += WithModuleFile(c, path)
+		}
+	case []any:
+		for _, c := range x {
+			n += WithModuleFile(c, path)
+		}
+	}
+	return n
+}

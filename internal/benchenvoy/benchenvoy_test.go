@@ -185,3 +185,21 @@ func TestPartsAddressTargets(t *testing.T) {
 		t.Error("the shared intercept listener was placed instead")
 	}
 }
+
+// TestWithModuleFile: every module reference moves, nothing else changes.
+func TestWithModuleFile(t *testing.T) {
+	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy-module.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	json.Unmarshal(data, &cfg)
+	n := WithModuleFile(cfg, "/bench/noop.so")
+	out, _ := json.Marshal(cfg)
+	if want := strings.Count(string(data), `"filename": "/opt/jr2/lib/custodian-module.so"`); n == 0 || n != want {
+		t.Errorf("changed %d module files, the golden names %d", n, want)
+	}
+	if strings.Contains(string(out), "custodian-module.so") || strings.Count(string(out), "/bench/noop.so") != n {
+		t.Error("a module reference was left or doubled")
+	}
+}
