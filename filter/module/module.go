@@ -135,6 +135,10 @@ type moduleFilter struct {
 	failed bool
 	// replied: a local reply was sent (by the machine or by fail).
 	replied bool
+	// The header maps and the body as the machine's Headers and Body,
+	// kept here so that handing them to it boxes nothing per hook.
+	reqHdr, respHdr, respTrl headerMap
+	respBody                 body
 }
 
 // FailedBody is the fixed text of a stream the module failed closed
@@ -152,7 +156,8 @@ func (f *moduleFilter) requestHeaders() int {
 		}
 	}
 	f.m = stream.New(cfg, f)
-	return headersStatus(f.m.RequestHeaders(headerMap{f.x, requestHeader}))
+	f.reqHdr = headerMap{f.x, requestHeader}
+	return headersStatus(f.m.RequestHeaders(&f.reqHdr))
 }
 
 // The encode hooks of a stream whose request the module never saw (Envoy
@@ -166,7 +171,8 @@ func (f *moduleFilter) responseHeaders(endStream bool) int {
 	if f.m == nil {
 		return statusContinue
 	}
-	return headersStatus(f.m.ResponseHeaders(headerMap{f.x, responseHeader}, endStream))
+	f.respHdr = headerMap{f.x, responseHeader}
+	return headersStatus(f.m.ResponseHeaders(&f.respHdr, endStream))
 }
 
 func (f *moduleFilter) responseBody(endStream bool) int {
@@ -177,7 +183,8 @@ func (f *moduleFilter) responseBody(endStream bool) int {
 	if f.m == nil {
 		return statusContinue
 	}
-	if f.m.ResponseData(body{f.x}, endStream) == stream.Answered {
+	f.respBody = body{f.x}
+	if f.m.ResponseData(&f.respBody, endStream) == stream.Answered {
 		return statusStopNoBuffer
 	}
 	return statusContinue
@@ -190,7 +197,8 @@ func (f *moduleFilter) responseTrailers() int {
 	if f.m == nil {
 		return statusContinue
 	}
-	return headersStatus(f.m.ResponseTrailers(headerMap{f.x, responseTrailer}))
+	f.respTrl = headerMap{f.x, responseTrailer}
+	return headersStatus(f.m.ResponseTrailers(&f.respTrl))
 }
 
 func (f *moduleFilter) streamComplete() {

@@ -34,6 +34,11 @@ const (
 // rendered as "-".
 func Format(prefix string, kv ...string) string {
 	var b strings.Builder
+	n := len(prefix) + len(kv) // a space or '=' before each field
+	for _, f := range kv {
+		n += max(len(f), 1) // token keeps the length; "" becomes "-"
+	}
+	b.Grow(n + 2) // a key without its value gets "=-"
 	b.WriteString(prefix)
 	for i := 0; i < len(kv); i += 2 {
 		b.WriteByte(' ')

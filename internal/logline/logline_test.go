@@ -191,3 +191,14 @@ func FuzzWriterLine(f *testing.F) {
 		}
 	})
 }
+
+// TestFormatOneAllocation: a line is built in one allocation (the module
+// writes one per intercepted request).
+func TestFormatOneAllocation(t *testing.T) {
+	n := testing.AllocsPerRun(100, func() {
+		_ = Format(Custodian, "action", "intercept", "target", "api.anthropic.com:443", "secret", "ANTHROPIC_API_KEY", "method", "POST", "status", "200", "odd")
+	})
+	if n != 1 {
+		t.Errorf("Format: %v allocations, want 1", n)
+	}
+}
