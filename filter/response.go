@@ -97,30 +97,29 @@ type fields struct {
 // values are the values as sent of the lowercase name, unless the name
 // holds a value.
 func (f *fields) values(name string) []string {
-	if containsStr(f.renamed, name) {
-		return nil
-	}
 	var out []string
-	for _, h := range f.hs {
-		if strings.EqualFold(h.Name, name) {
-			out = append(out, h.Value)
-		}
+	for i := f.next(name, 0); i >= 0; i = f.next(name, i+1) {
+		out = append(out, f.hs[i].Value)
 	}
 	return out
 }
 
 // has reports whether the lowercase name is in the list (and holds no
 // value).
-func (f *fields) has(name string) bool {
+func (f *fields) has(name string) bool { return f.next(name, 0) >= 0 }
+
+// next is the index of the first header from i on whose lowercase name is
+// name, or -1; none when the name holds a value.
+func (f *fields) next(name string, i int) int {
 	if containsStr(f.renamed, name) {
-		return false
+		return -1
 	}
-	for _, h := range f.hs {
-		if strings.EqualFold(h.Name, name) {
-			return true
+	for ; i < len(f.hs); i++ {
+		if strings.ToLower(f.hs[i].Name) == name {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // scrubFields reads a response's header or trailer list: a name that holds
@@ -132,8 +131,8 @@ func (f *fields) has(name string) bool {
 func (e *Engine) scrubFields(hs []Header) fields {
 	f := fields{hs: hs}
 	folded := e.scrubber.Folded()
-	changed := false
-	for _, h := range hs {
+	var scrubbed []string // each value scrubbed, made at the first that changed
+	for i, h := range hs {
 		n := strings.ToLower(h.Name)
 		if folded.String(n) != n {
 			if !containsStr(f.renamed, n) {
@@ -141,11 +140,18 @@ func (e *Engine) scrubFields(hs []Header) fields {
 			}
 			continue
 		}
-		if e.scrubber.String(h.Value) != h.Value {
-			changed = true
+		v := e.scrubber.String(h.Value)
+		if v != h.Value && scrubbed == nil {
+			scrubbed = make([]string, len(hs))
+			for j := range i { // unchanged so far
+				scrubbed[j] = hs[j].Value
+			}
+		}
+		if scrubbed != nil {
+			scrubbed[i] = v
 		}
 	}
-	if !changed {
+	if scrubbed == nil {
 		return f
 	}
 	// Rare: a value changed. Each name whose values changed, at its first
@@ -158,19 +164,11 @@ func (e *Engine) scrubFields(hs []Header) fields {
 		}
 		done = append(done, n)
 		dirty := false
-		for _, x := range hs[i:] {
-			if strings.ToLower(x.Name) == n && e.scrubber.String(x.Value) != x.Value {
-				dirty = true
-				break
-			}
+		for j := i; j >= 0 && !dirty; j = f.next(n, j+1) {
+			dirty = scrubbed[j] != hs[j].Value
 		}
-		if !dirty {
-			continue
-		}
-		for _, x := range hs[i:] {
-			if strings.ToLower(x.Name) == n {
-				f.set = append(f.set, Header{Name: n, Value: e.scrubber.String(x.Value)})
-			}
+		for j := i; dirty && j >= 0; j = f.next(n, j+1) {
+			f.set = append(f.set, Header{Name: n, Value: scrubbed[j]})
 		}
 	}
 	return f

@@ -313,6 +313,7 @@ func FuzzScrubFields(f *testing.F) {
 	f.Add([]byte("x-echo:key=\x01\nX-Echo:ok\nx-other:\x02\ncontent-length:4"))
 	f.Add([]byte("\x01:v\ncontent-encoding:gzip\nContent-Encoding:br\nupgrade:websocket"))
 	f.Add([]byte("a:1\nb:\x02\na:\x01\nB:2"))
+	f.Add([]byte("\u017fec-websocket-extensions:x\nupgrade:websocket\n\u212aa:\x01\nka:2\nx-echo:\x02"))
 	e := testEngine(f)
 	f.Fuzz(func(t *testing.T, spec []byte) {
 		spec = bytes.ReplaceAll(spec, []byte{1}, []byte(anthropicValue))
@@ -327,7 +328,7 @@ func FuzzScrubFields(f *testing.F) {
 		if !reflect.DeepEqual(got.set, set) || !reflect.DeepEqual(got.renamed, renamed) {
 			t.Fatalf("set %q renamed %q, the reference: %q %q", got.set, got.renamed, set, renamed)
 		}
-		for _, n := range []string{"content-encoding", "content-length", "upgrade", ExtensionsHeader, "x-echo", "a"} {
+		for _, n := range []string{"content-encoding", "content-length", "upgrade", ExtensionsHeader, "x-echo", "a", "ka"} {
 			if !reflect.DeepEqual(got.values(n), raw[n]) || got.has(n) != (len(raw[n]) > 0) {
 				t.Fatalf("%s: %q %v, the reference %q", n, got.values(n), got.has(n), raw[n])
 			}

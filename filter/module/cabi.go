@@ -56,13 +56,6 @@ func bytesBuf(b []byte) C.jr2_module_buf {
 	return C.jr2_module_buf{ptr: (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), len: C.size_t(len(b))}
 }
 
-func goString(p *C.char, n C.size_t) string {
-	if n == 0 {
-		return ""
-	}
-	return C.GoStringN(p, C.int(n))
-}
-
 // headers copies a header map out of Envoy: every name and value into one
 // buffer (one allocation for all of them), the list into another; the
 // ABI's array of views lives on the stack for up to 32 headers.
