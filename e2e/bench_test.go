@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,7 +79,11 @@ func BenchmarkServe(b *testing.B) {
 			if cellName(c.size, c.conc) == only {
 				if p.envoy != nil {
 					for _, pt := range envoyParts {
-						hosts = append(hosts, pt.host)
+						for _, h := range []string{pt.base, pt.host} {
+							if !slices.Contains(hosts, h) {
+								hosts = append(hosts, h)
+							}
+						}
 					}
 				}
 				for _, h := range hosts {
@@ -849,10 +854,6 @@ func printable(n int) []byte {
 	return []byte(b.String())
 }
 
-// envoyGoals are issue 25's rows: core Envoy with the module against
-// direct, against Envoy alone (the same envoy.json without the module,
-// benchenvoy_test.go) and on two workers; a short row names, from this
-// run, what Envoy alone costs, which the module cannot remove.
 // partUS is partCost's CPU per request as text.
 func partUS(res map[string]benchResult, base, host, cell string) string {
 	if _, cpu, ok := partCost(res, base, host, cell); ok {
@@ -887,6 +888,10 @@ func extraCalls(a, b benchResult) string {
 	return strings.Join(out, ", ")
 }
 
+// envoyGoals are issue 25's rows: core Envoy with the module against
+// direct, against Envoy alone (the same envoy.json without the module,
+// benchenvoy_test.go) and on two workers; a short row names, from this
+// run, what Envoy alone costs, which the module cannot remove.
 func envoyGoals(res map[string]benchResult, val func(benchResult, string) float64, ratio func(h, key string) float64) []benchgoal.Row {
 	nice := strings.NewReplacer("KiB", " KiB", "MiB", " MiB").Replace
 	perReq := func(h, key string) float64 { // host CPU µs per request, or -1

@@ -81,10 +81,7 @@ func without(v any, names map[string]bool, perRoute bool) int {
 // envoy.json without an egress or health listener is an error.
 func Relocate(cfg map[string]any, adminSock string, port func() int) (map[string]string, error) {
 	addrs := map[string]string{}
-	sr, _ := cfg["static_resources"].(map[string]any)
-	lst, _ := sr["listeners"].([]any)
-	for _, l := range lst {
-		l, _ := l.(map[string]any)
+	for _, l := range listeners(cfg) {
 		a, _ := l["address"].(map[string]any)
 		sa, ok := a["socket_address"].(map[string]any)
 		if !ok {
