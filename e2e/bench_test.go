@@ -247,8 +247,12 @@ func newBenchPod(b *testing.B) *benchPod {
 		if err := goBuildShared(noop, "./internal/benchnoop"); err != nil {
 			b.Fatal(err)
 		}
+		cnoop := filepath.Join(tmp, "benchnoop-c.so")
+		if err := ccBuildShared(cnoop, "internal/benchnoop/c/noop.c"); err != nil {
+			b.Fatal(err)
+		}
 		p.variants = map[string]*Running{}
-		for _, v := range envoyVariants(p.target, noop) {
+		for _, v := range envoyVariants(p.target, noop, cnoop) {
 			p.variants[v.name] = p.startEnvoyVariant(b, bin, filepath.Join(tmp, "pod-envoy"), v.name, v.benchEnvoyVariant)
 		}
 	}
@@ -940,11 +944,12 @@ func envoyGoals(res map[string]benchResult, val func(benchResult, string) float6
 			Limit: fmt.Sprintf("%.0f µs with the module against %.0f µs without; syscalls per request at 1 KiB c=1 (strace) %.1f against %.1f, "+
 				"the module's extra ones by name: %s (nanosleep: the Go runtime's sysmon polling while Envoy's worker holds a P between hooks; "+
 				"futex: its wake-ups and the GC's; write: Envoy's buffered log, the module's lines in it, flushed); "+
-				"of the CPU, by the parts table (medians): a Go module doing nothing in its hooks %s, the module's work (its ABI calls, the engine, its line) %s, jr2.rbac.mark %s "+
+				"of the CPU, by the parts table (medians): the hooks' crossings (a C module doing nothing) %s, the Go runtime in Envoy (a Go module doing nothing, beyond the C one; "+
+				"only a module without a runtime, not written in Go, would save it, and the engine would then be written twice) %s, the module's work (its ABI calls, the engine, its line) %s, jr2.rbac.mark %s "+
 				"(JR2_BENCH_PERF_DIR=DIR keeps the profiles; envoy/README.md#speed)",
 				perReq("envoy", c), perReq("envoy-alone", c), calls("envoy", "1KiB c=1"), calls("envoy-alone", "1KiB c=1"),
 				extraCalls(res["envoy/strace/1KiB c=1"], res["envoy-alone/strace/1KiB c=1"]),
-				partUS(res, "envoy-noop", "envoy-alone", c), partUS(res, "envoy-nomark", "envoy-noop", c), partUS(res, "envoy", "envoy-nomark", c)),
+				partUS(res, "envoy-cnoop", "envoy-alone", c), partUS(res, "envoy-noop", "envoy-cnoop", c), partUS(res, "envoy-nomark", "envoy-noop", c), partUS(res, "envoy", "envoy-nomark", c)),
 		})
 	}
 	sseAdded := func(h string) float64 {

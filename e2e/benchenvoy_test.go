@@ -40,7 +40,7 @@ type benchEnvoyVariant struct {
 	noStats     bool     // benchenvoy.WithoutStats
 	direct      string   // benchenvoy.DirectIntercept for this target
 	stderrLog   bool     // Envoy's log on stderr (the e2e suite's), not through --log-path as the pod has it
-	moduleFile  string   // benchenvoy.WithModuleFile: another module (internal/benchnoop)
+	moduleFile  string   // benchenvoy.WithModuleFile: another module (internal/benchnoop, its C twin)
 	concurrency string   // Envoy's --concurrency
 	env         []string // set for Envoy (through env(1), so the pid is Envoy's)
 }
@@ -52,9 +52,10 @@ type namedVariant struct {
 }
 
 // envoyVariants are the copies of the module's envoy.json the bench runs
-// beside Envoy + module; target is the bench's bound target, noop the
-// module that does nothing (internal/benchnoop).
-func envoyVariants(target, noop string) []namedVariant {
+// beside Envoy + module; target is the bench's bound target, noop the Go
+// module that does nothing (internal/benchnoop), cnoop the C one
+// (internal/benchnoop/c).
+func envoyVariants(target, noop, cnoop string) []namedVariant {
 	return []namedVariant{
 		{"envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"}},
 		{"envoy-2w", benchEnvoyVariant{concurrency: "2"}},
@@ -69,6 +70,8 @@ func envoyVariants(target, noop string) []namedVariant {
 		// A Go module that does nothing in its hooks, in the module's
 		// place (without the mark, which it never sets).
 		{"envoy-noop", benchEnvoyVariant{noMark: true, moduleFile: noop, concurrency: "1"}},
+		// The same in C: the hooks' crossings without a runtime.
+		{"envoy-cnoop", benchEnvoyVariant{noMark: true, moduleFile: cnoop, concurrency: "1"}},
 		// Envoy + module with its log on stderr, as the e2e suite runs it:
 		// each of the module's lines a write of its own, where the pod's
 		// command (every other Envoy here) has Envoy buffer its log
@@ -102,9 +105,12 @@ var envoyParts = []envoyPart{
 	{"the module's lines written one by one to stderr (the e2e suite's), against the pod's buffered --log-path",
 		"each jr2.custodian line out of the process at once (a line per intercepted request)",
 		"envoy-stderr", "envoy"},
-	{"a Go dynamic module that does nothing: its hooks' crossings and the Go runtime in Envoy (internal/benchnoop)",
-		"nothing itself: the floor under any Go module",
-		"envoy-noop", "envoy-alone"},
+	{"a C dynamic module that does nothing: the hooks' crossings alone (internal/benchnoop/c)",
+		"nothing itself: the floor under any dynamic module",
+		"envoy-cnoop", "envoy-alone"},
+	{"the Go runtime in Envoy: a Go module that does nothing (internal/benchnoop), beyond the C one",
+		"nothing itself: the floor under any Go module; only a module without a runtime would save it",
+		"envoy-noop", "envoy-cnoop"},
 	{"the module's work beyond that: its ABI calls, the engine, its line (no mark in either)",
 		"every decision and scrub of docs/custodian.md",
 		"envoy-nomark", "envoy-noop"},

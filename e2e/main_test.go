@@ -95,6 +95,21 @@ func goBuildShared(out, pkg string) error {
 	return nil
 }
 
+// ccBuildShared builds the C file src (relative to the repository) into
+// the shared object out with the C compiler cgo uses ($CC, else cc).
+func ccBuildShared(out, src string) error {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wall", "-Werror", "-Wno-unused-parameter", "-o", out, src)
+	cmd.Dir = ".."
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s -shared %s: %v\n%s", cc, src, err, b)
+	}
+	return nil
+}
+
 // goBuild builds the module's package pkg into out.
 func goBuild(out, pkg string, race bool) error {
 	args := []string{"build", "-o", out}

@@ -271,8 +271,8 @@ func SplitTarget(t string) (host string, port int, err error) {
 	if h == "" {
 		return "", 0, errors.New("the host is empty")
 	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+	n, ok := portNumber(p)
+	if !ok {
 		return "", 0, errors.New("the port must be a number from 1 to 65535")
 	}
 	h = strings.ToLower(strings.TrimSuffix(h, "."))
@@ -292,18 +292,40 @@ func validHost(h string) bool {
 	if h == "" || len(h) > 253 {
 		return false
 	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || len(label) > 63 {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+	label := 0 // the length of the label so far
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case c == '.':
+			if label == 0 {
 				return false
 			}
+			label = 0
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
+			if label++; label > 63 {
+				return false
+			}
+		default:
+			return false
 		}
 	}
-	return true
+	return label > 0
+}
+
+// portNumber reads a port written as its number is (decimal digits, no
+// sign, no leading zero), 1–65535.
+func portNumber(p string) (int, bool) {
+	if p == "" || len(p) > 5 || p[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	return n, n <= 65535
 }
 
 // JoinTarget is the canonical spelling of a target: host:port, an IPv6 host

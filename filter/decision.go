@@ -83,12 +83,35 @@ func (d *Decision) Forward() bool { return d.Reply == nil }
 // LogFields returns the key=value pairs of the decision's jr2.custodian
 // line: action=refuse … reason=… for a reply, or action=intercept …
 // status=<status> once the host knows the answer's status.
-func (d *Decision) LogFields(status int) []string {
+func (d *Decision) LogFields(status int) []string { return d.AppendLogFields(nil, status) }
+
+// AppendLogFields appends LogFields(status) to dst: a host that keeps a
+// buffer for them allocates nothing for a decision of one secret.
+func (d *Decision) AppendLogFields(dst []string, status int) []string {
 	if d.Reply != nil {
-		return []string{"action", "refuse", "target", d.Target, "reason", d.Reply.Reason}
+		return append(dst, "action", "refuse", "target", d.Target, "reason", d.Reply.Reason)
 	}
 	secret := strings.Join(d.Secrets, ",")
-	return []string{"action", "intercept", "target", d.Target, "secret", secret, "method", d.Method, "status", strconv.Itoa(status)}
+	return append(dst, "action", "intercept", "target", d.Target, "secret", secret, "method", d.Method, "status", statusWord(status))
+}
+
+// statusDigits spells 100 to 999 one after another, made once, so that a
+// log line spells a status without allocating (one string for all, not
+// one each: package init stays small).
+var statusDigits = func() string {
+	b := make([]byte, 0, 900*3)
+	for i := 100; i < 1000; i++ {
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
+}()
+
+// statusWord spells an HTTP status (or 0, none).
+func statusWord(n int) string {
+	if n >= 100 && n < 1000 {
+		return statusDigits[(n-100)*3 : (n-100)*3+3]
+	}
+	return strconv.Itoa(n)
 }
 
 // Refusal reasons: the words of `action=refuse reason=…`.

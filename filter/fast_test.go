@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -205,5 +207,68 @@ func TestDecideRequestAllocs(t *testing.T) {
 				t.Fatalf("%v allocations per decision, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// FuzzSplitTarget: SplitTarget, which walks the host's labels and reads the
+// port by hand to allocate nothing, accepts and splits exactly as the
+// plain reading it replaced (refSplitTarget).
+func FuzzSplitTarget(f *testing.F) {
+	for _, s := range []string{"api.anthropic.com:443", "API.Example.COM.:8443", "[2001:db8::1]:443", "[fe80::1%eth0]:443",
+		"a..b:1", ".a:1", "a.:1", "a:0", "a:01", "a:+1", "a:65535", "a:65536", "a:099999", "x_y-z.9:80", "a b:1", ":443",
+		strings.Repeat("a", 63) + ".b:1", strings.Repeat("a", 64) + ".b:1", strings.Repeat("a.", 126) + "a:1", "1.2.3.4:5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, p, err := SplitTarget(s)
+		wh, wp, werr := refSplitTarget(s)
+		if (err == nil) != (werr == nil) || h != wh || p != wp {
+			t.Fatalf("SplitTarget(%q) = %q %d %v, the plain reading: %q %d %v", s, h, p, err, wh, wp, werr)
+		}
+	})
+}
+
+// refSplitTarget is SplitTarget as first written: net.SplitHostPort,
+// strconv for the port, strings.Split for the labels.
+func refSplitTarget(t string) (string, int, error) {
+	h, p, err := net.SplitHostPort(t)
+	if err != nil || h == "" {
+		return "", 0, fmt.Errorf("bad")
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+		return "", 0, fmt.Errorf("bad")
+	}
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if strings.Contains(h, ":") {
+		a, err := netip.ParseAddr(h)
+		if err != nil || a.Zone() != "" {
+			return "", 0, fmt.Errorf("bad")
+		}
+		return h, n, nil
+	}
+	if len(h) > 253 {
+		return "", 0, fmt.Errorf("bad")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return "", 0, fmt.Errorf("bad")
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return "", 0, fmt.Errorf("bad")
+			}
+		}
+	}
+	return h, n, nil
+}
+
+// TestStatusWord: every status spells as strconv does.
+func TestStatusWord(t *testing.T) {
+	for n := -1; n < 1100; n++ {
+		if got := statusWord(n); got != strconv.Itoa(n) {
+			t.Fatalf("statusWord(%d) = %q", n, got)
+		}
 	}
 }

@@ -21,6 +21,7 @@ type ResponseDecision struct {
 	// Remove are lowercase header names to remove: content-length when a
 	// body follows (scrubbing may change its length), content-encoding when
 	// the body is read from gzip, and a header whose name holds a value.
+	// Read only: the list may be shared between decisions.
 	Remove []string
 	// Body is set when a body follows: the host passes every byte of it
 	// through a Body from NewBody(Gzip).
@@ -59,16 +60,39 @@ func (e *Engine) DecideResponse(target, method string, status int, headers []Hea
 		}
 	}
 	d.Set = f.set
+	cl := d.Body && f.has("content-length")
+	ce := d.Body && d.Gzip
+	if len(f.renamed) == 0 {
+		// The usual answer: no name holds a value, so the list is one of
+		// four, shared and never written (a pass allocates nothing).
+		d.Remove = framingRemovals[btoi(cl)|btoi(ce)<<1]
+		return d
+	}
 	d.Remove = append(d.Remove, f.renamed...)
-	if d.Body {
-		if f.has("content-length") {
-			d.Remove = append(d.Remove, "content-length")
-		}
-		if d.Gzip {
-			d.Remove = append(d.Remove, "content-encoding")
-		}
+	if cl {
+		d.Remove = append(d.Remove, "content-length")
+	}
+	if ce {
+		d.Remove = append(d.Remove, "content-encoding")
 	}
 	return d
+}
+
+// framingRemovals are ResponseDecision.Remove when no header name holds a
+// value, by content-length (bit 0) and content-encoding (bit 1) removed.
+// Their capacity is their length: an append copies, never writes into one.
+var framingRemovals = [4][]string{
+	nil,
+	{"content-length"},
+	{"content-encoding"},
+	{"content-length", "content-encoding"},
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // DecideTrailers decides a response's trailers by the rule of its headers:
@@ -188,7 +212,7 @@ func (e *Engine) ScrubHeaderValue(v string) string { return e.scrubber.String(v)
 // Body scrubs one response body as it streams. Not safe for concurrent
 // use; one per response.
 type Body struct {
-	st  *scrub.Stream
+	st  scrub.Stream
 	gz  *gunzip
 	err error
 }
@@ -198,11 +222,22 @@ type Body struct {
 // chunk, and how much a chunk releases must not tell it whether the bytes
 // it made an upstream echo begin a value.
 func (e *Engine) NewBody(gz bool) *Body {
-	b := &Body{st: e.scrubber.NewUniformStream()}
+	b := &Body{}
+	e.ResetBody(b, gz)
+	return b
+}
+
+// ResetBody makes b a new body scrubber of e, as NewBody returns, keeping
+// the memory of its plain-body buffers: a host that keeps one Body per
+// stream and reuses it allocates nothing for a plain body. Nothing of its
+// last body is held; a gzip reader it still had is closed.
+func (e *Engine) ResetBody(b *Body, gz bool) {
+	b.Close()
+	e.scrubber.ResetUniformStream(&b.st)
+	b.gz, b.err = nil, nil
 	if gz {
 		b.gz = newGunzip()
 	}
-	return b
 }
 
 // Write appends to dst what can be passed on now of the chunk p.

@@ -98,7 +98,7 @@ func (f *goFilter) AppendResponseBody(b []byte) {
 	f.cb.EncoderFilterCallbacks().AddData(b, true)
 }
 
-func (f *goFilter) Log(line string) { api.LogInfo(line) }
+func (f *goFilter) Log(line []byte) { api.LogInfo(string(line)) }
 
 // textPlain is the header set of every local reply.
 func textPlain() map[string][]string {

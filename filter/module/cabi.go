@@ -34,6 +34,7 @@ static int jr2_in_envoy(void) { return envoy_dynamic_module_callback_log != 0; }
 import "C"
 
 import (
+	"slices"
 	"unsafe"
 
 	"jr2.dev/boundary/filter"
@@ -46,6 +47,13 @@ type cabi struct{ f C.uintptr_t }
 
 var _ abi = cabi{}
 
+// bindEnvoy makes Envoy's filter p f's ABI; x points at f's own cabi, so
+// binding allocates nothing.
+func (f *moduleFilter) bindEnvoy(p uintptr) {
+	f.ce = cabi{f: C.uintptr_t(p)}
+	f.x = &f.ce
+}
+
 // buf is a module buffer over s's bytes; Envoy copies what it keeps
 // before the callback returns.
 func buf(s string) C.jr2_module_buf {
@@ -56,10 +64,10 @@ func bytesBuf(b []byte) C.jr2_module_buf {
 	return C.jr2_module_buf{ptr: (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), len: C.size_t(len(b))}
 }
 
-// headers copies a header map out of Envoy: every name and value into one
-// buffer (one allocation for all of them), the list into another; the
-// ABI's array of views lives on the stack for up to 32 headers.
-func (x cabi) headers(kind int) []filter.Header {
+// headers copies a header map out of Envoy into c (headerCopy): every
+// name and value into its one buffer; the ABI's array of views lives on
+// the stack for up to 32 headers.
+func (x cabi) headers(kind int, c *headerCopy) []filter.Header {
 	n := int(C.envoy_dynamic_module_callback_http_get_headers_size(x.f, C.int(kind)))
 	if n == 0 {
 		return nil
@@ -78,20 +86,20 @@ func (x cabi) headers(kind int) []filter.Header {
 	for _, h := range raw {
 		size += int(h.key_len) + int(h.value_len)
 	}
-	buf := make([]byte, 0, size) // never written after the strings below view it
-	out := make([]filter.Header, n)
-	str := func(p *C.char, l C.size_t) string {
-		if l == 0 {
-			return ""
-		}
-		at := len(buf)
-		buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(p)), int(l))...)
-		return unsafe.String(&buf[at], int(l))
+	c.start(n, size)
+	for _, h := range raw {
+		c.add(envoyView(h.key, h.key_len), envoyView(h.value, h.value_len))
 	}
-	for i, h := range raw {
-		out[i] = filter.Header{Name: str(h.key, h.key_len), Value: str(h.value, h.value_len)}
+	return c.list
+}
+
+// envoyView is Envoy's memory at p for the length of a callback: it is
+// copied before the callback returns, never kept.
+func envoyView(p *C.char, l C.size_t) []byte {
+	if l == 0 || p == nil {
+		return nil
 	}
-	return out
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(l))
 }
 
 func (x cabi) setHeader(kind int, name, value string) {
@@ -102,10 +110,10 @@ func (x cabi) addHeader(kind int, name, value string) {
 	C.envoy_dynamic_module_callback_http_add_header(x.f, C.int(kind), buf(name), buf(value))
 }
 
-func (x cabi) body(kind int) []byte {
+func (x cabi) body(kind int, out []byte) []byte {
 	n := C.envoy_dynamic_module_callback_http_get_body_chunks_size(x.f, C.int(kind))
 	if n == 0 {
-		return nil
+		return out
 	}
 	var small [16]C.jr2_envoy_buf
 	chunks := small[:0]
@@ -115,17 +123,15 @@ func (x cabi) body(kind int) []byte {
 		chunks = make([]C.jr2_envoy_buf, int(n))
 	}
 	if !C.envoy_dynamic_module_callback_http_get_body_chunks(x.f, C.int(kind), unsafe.SliceData(chunks)) {
-		return nil
+		return out
 	}
 	size := 0
 	for _, c := range chunks {
 		size += int(c.len)
 	}
-	out := make([]byte, 0, size)
+	out = slices.Grow(out, size)
 	for _, c := range chunks {
-		if c.len > 0 {
-			out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(c.ptr)), int(c.len))...)
-		}
+		out = append(out, envoyView(c.ptr, c.len)...)
 	}
 	return out
 }
@@ -183,4 +189,5 @@ func init() {
 	}
 	logInfo = func(l string) { logLine(C.JR2_LOG_INFO, l) }
 	logError = func(l string) { logLine(C.JR2_LOG_ERROR, l) }
+	logStream = func(l []byte) { C.envoy_dynamic_module_callback_log(C.JR2_LOG_INFO, bytesBuf(l)) }
 }

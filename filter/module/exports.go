@@ -74,7 +74,7 @@ func configHandle(parse func() (any, error)) (h C.uintptr_t) {
 
 //export envoy_dynamic_module_on_http_filter_new
 func envoy_dynamic_module_on_http_filter_new(conf, envoyFilter C.uintptr_t) C.uintptr_t {
-	return C.uintptr_t(newFilterHook(uintptr(conf), cabi{f: envoyFilter}))
+	return C.uintptr_t(openFilter(uintptr(conf), nil, uintptr(envoyFilter)))
 }
 
 //export envoy_dynamic_module_on_http_filter_request_headers

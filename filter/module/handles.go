@@ -3,13 +3,15 @@ package module
 import (
 	"runtime/cgo"
 	"strings"
+	"sync"
 
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/internal/logline"
 )
 
-// The objects Envoy holds for the module (configs, streams) are
-// runtime/cgo handles: Envoy keeps a number, never a Go pointer.
+// The objects Envoy holds for the module are numbers, never Go pointers:
+// a config is a runtime/cgo handle; a stream's filter is a slot of the
+// filter table (filters).
 
 func handleValue(h uintptr) (v any) {
 	if h == 0 {
@@ -31,9 +33,82 @@ func deleteHandle(h uintptr) {
 	cgo.Handle(h).Delete()
 }
 
-func filterOf(h uintptr) *moduleFilter {
-	f, _ := handleValue(h).(*moduleFilter)
-	return f
+func filterOf(h uintptr) *moduleFilter { return filters.get(h) }
+
+// filters holds every stream's filter. A stream's handle is its slot's
+// number (from 1) in the low 32 bits and the slot's generation above: a
+// destroyed stream's slot, with its filter emptied, serves a later stream
+// under the next generation, so an old handle finds nothing, and the
+// filter's buffers serve again instead of being allocated per stream.
+// Envoy's workers open, read and close slots concurrently.
+var filters filterTable
+
+type filterTable struct {
+	mu    sync.Mutex
+	slots []filterSlot
+	free  []uint32 // indexes of slots not live
+}
+
+type filterSlot struct {
+	f    *moduleFilter
+	gen  uint32
+	live bool
+}
+
+// open takes a free slot (or a new one) for a new stream: its handle and
+// its filter, which is empty (end).
+func (t *filterTable) open() (uintptr, *moduleFilter) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var i uint32
+	if n := len(t.free); n > 0 {
+		i, t.free = t.free[n-1], t.free[:n-1]
+	} else {
+		t.slots = append(t.slots, filterSlot{f: &moduleFilter{}})
+		i = uint32(len(t.slots) - 1)
+	}
+	sl := &t.slots[i]
+	sl.live = true
+	return uintptr(uint64(sl.gen)<<32 | uint64(i+1)), sl.f
+}
+
+// get is the live filter behind h, or nil.
+func (t *filterTable) get(h uintptr) *moduleFilter {
+	i, gen := uint32(uint64(h))-1, uint32(uint64(h)>>32)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(i) >= len(t.slots) || !t.slots[i].live || t.slots[i].gen != gen {
+		return nil
+	}
+	return t.slots[i].f
+}
+
+// close ends h's stream: its handle finds nothing from now on, its filter
+// is emptied (end) outside the lock, then its slot is free again.
+func (t *filterTable) close(h uintptr) {
+	i, gen := uint32(uint64(h))-1, uint32(uint64(h)>>32)
+	t.mu.Lock()
+	if int(i) >= len(t.slots) || !t.slots[i].live || t.slots[i].gen != gen {
+		t.mu.Unlock()
+		return
+	}
+	sl := &t.slots[i]
+	sl.live = false
+	sl.gen++
+	f := sl.f
+	t.mu.Unlock()
+	func() {
+		defer func() {
+			if recover() != nil {
+				f = &moduleFilter{} // a filter that failed to empty is never reused
+			}
+		}()
+		f.end()
+	}()
+	t.mu.Lock()
+	t.slots[i].f = f
+	t.free = append(t.free, i)
+	t.mu.Unlock()
 }
 
 // The stream hooks behind their exports, in Go's types: the exports only
@@ -44,17 +119,32 @@ func filterOf(h uintptr) *moduleFilter {
 // behind conf; a conf that is no live config leaves the filter without
 // one, and it refuses the request. A panic is no filter (0): Envoy then
 // calls on with a null pointer, which requestHeadersHook fails closed.
-func newFilterHook(conf uintptr, x abi) (h uintptr) {
+func newFilterHook(conf uintptr, x abi) uintptr { return openFilter(conf, x, 0) }
+
+// openFilter is newFilterHook; a nil x binds Envoy's filter envoyFilter.
+func openFilter(conf uintptr, x abi, envoyFilter uintptr) (h uintptr) {
 	defer func() {
 		if recover() != nil {
 			h = 0
 		}
 	}()
-	f := &moduleFilter{x: x, route: routeOf}
+	h, f := filters.open()
+	defer func() {
+		if h != 0 && recover() != nil {
+			filters.close(h)
+			h = 0
+		}
+	}()
+	if x == nil {
+		f.bindEnvoy(envoyFilter)
+	} else {
+		f.x = x
+	}
+	f.route = routeOf
 	if c, ok := handleValue(conf).(*filterConfig); ok {
 		f.conf = c
 	}
-	return uintptr(cgo.NewHandle(f))
+	return h
 }
 
 // routeOf is the per-route config behind a handle Envoy gave back.
@@ -121,7 +211,7 @@ func destroyHook(h uintptr) {
 	if f := filterOf(h); f != nil {
 		f.streamComplete()
 	}
-	deleteHandle(h)
+	filters.close(h)
 }
 
 // guard is every stream hook's deferred recover: the stream fails closed

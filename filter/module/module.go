@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
@@ -33,14 +34,16 @@ const drainAll = 1<<62 - 1
 
 // abi is one stream's side of Envoy, as the module's Go code calls it: the
 // ABI's callbacks in Envoy (cabi), a fake in tests. Every string or slice
-// it returns is a copy, never a view of Envoy's memory.
+// it returns is a copy, never a view of Envoy's memory: headers copies
+// into the filter's headerCopy, body into the filter's buffer.
 type abi interface {
-	headers(kind int) []filter.Header
+	headers(kind int, into *headerCopy) []filter.Header
 	// setHeader replaces every value of name; an empty value removes the
 	// header (the ABI's rule).
 	setHeader(kind int, name, value string)
 	addHeader(kind int, name, value string)
-	body(kind int) []byte
+	// body appends the body's bytes to into.
+	body(kind int, into []byte) []byte
 	drainBody(kind int, n int)
 	appendBody(kind int, b []byte)
 	// sendResponse answers with body and exactly these headers (Envoy adds
@@ -53,11 +56,14 @@ type abi interface {
 	routeConfig() uintptr
 }
 
-// logf is where the module's lines go (Envoy's log in Envoy, a capture
-// in tests). Errors go at error level.
+// Where the module's lines go (Envoy's log in Envoy, a capture in tests).
+// Errors go at error level. logStream takes a stream's line as the
+// machine's buffer, valid only during the call: in Envoy it goes straight
+// to Envoy's log, which copies it; elsewhere it is copied to logInfo.
 var (
-	logInfo  = func(string) {}
-	logError = func(string) {}
+	logInfo   = func(string) {}
+	logError  = func(string) {}
+	logStream = func(line []byte) { logInfo(string(line)) }
 )
 
 // engines reads each custodian.json the filter configs name, and builds
@@ -123,13 +129,19 @@ func (r *routeConfig) config(e *filter.Engine) *stream.Config {
 }
 
 // moduleFilter is one stream: the ABI's hooks translated into the stream
-// machine's calls, and the machine's Host translated into the ABI.
+// machine's calls, and the machine's Host translated into the ABI. A
+// filter serves one stream at a time; when the stream is destroyed, it is
+// emptied (end) and serves a later one (the filter table), keeping the
+// memory its buffers grew, so that a passed request allocates nothing.
 type moduleFilter struct {
 	x    abi
+	ce   cabi // Envoy's side, when x is it (x then points here)
 	conf *filterConfig
 	// route finds the route's per-route config from its handle.
 	route func(uintptr) *routeConfig
-	m     *stream.Stream
+	// m is the stream's machine, started by requestHeaders.
+	m       stream.Stream
+	started bool
 	// failed: an adapter-level panic answered the stream; what follows of
 	// it is dropped.
 	failed bool
@@ -139,6 +151,93 @@ type moduleFilter struct {
 	// kept here so that handing them to it boxes nothing per hook.
 	reqHdr, respHdr, respTrl headerMap
 	respBody                 body
+	// The copies out of Envoy: the request's and the response's headers
+	// (each read once per stream) and the chunk now passing.
+	reqCopy, respCopy headerCopy
+	chunk             []byte
+}
+
+// end empties f when its stream is destroyed: it keeps no reference into
+// the stream (its ABI, config, machine state, copies) and only the emptied
+// memory of its buffers, or none past keepCap bytes each.
+func (f *moduleFilter) end() {
+	if f.started {
+		f.m.Done()
+	}
+	f.m.Reset(nil, nil)
+	*f = moduleFilter{
+		m:        f.m,
+		reqCopy:  f.reqCopy.emptied(),
+		respCopy: f.respCopy.emptied(),
+		chunk:    emptied(f.chunk),
+	}
+}
+
+// keepCap is the largest buffer a filter keeps for its next stream.
+const keepCap = 64 << 10
+
+// emptied is b emptied for reuse, or nil when it grew past keepCap.
+func emptied(b []byte) []byte {
+	if cap(b) > keepCap {
+		return nil
+	}
+	return b[:0]
+}
+
+// headerCopy holds one header map copied out of Envoy: every name and
+// value in one buffer, the list over them. A filter reads each map once
+// per stream into its own copy and reuses the copy's memory only for its
+// next stream (end), after which nothing of the last stream is read: its
+// strings are valid while their stream lives. A second read of one map in
+// a stream gets new memory, never the first's.
+type headerCopy struct {
+	buf  []byte
+	list []filter.Header
+	used bool // read in this stream: the next read must not reuse buf
+}
+
+// start readies c for a map of n headers whose names and values hold size
+// bytes.
+func (c *headerCopy) start(n, size int) {
+	if c.used || cap(c.buf) < size {
+		c.buf = make([]byte, 0, size)
+	}
+	if c.used || cap(c.list) < n {
+		c.list = make([]filter.Header, 0, n)
+	}
+	c.used = true
+	c.buf, c.list = c.buf[:0], c.list[:0]
+}
+
+// add appends one header, copying its name and value into buf.
+func (c *headerCopy) add(name, value []byte) {
+	c.list = append(c.list, filter.Header{Name: c.str(name), Value: c.str(value)})
+}
+
+// str copies b into buf and returns it as a string over that memory. buf
+// never grows (start sized it), so the strings never see it move; a b that
+// would not fit is copied on its own.
+func (c *headerCopy) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(c.buf)+len(b) > cap(c.buf) {
+		return string(b)
+	}
+	at := len(c.buf)
+	c.buf = append(c.buf, b...)
+	return unsafe.String(&c.buf[at], len(b))
+}
+
+// emptied is c emptied for the filter's next stream: its list's strings
+// cleared, its buffers kept unless they grew past keepCap.
+func (c headerCopy) emptied() headerCopy {
+	clear(c.list[:cap(c.list)])
+	out := headerCopy{buf: emptied(c.buf), list: c.list[:0]}
+	if uintptr(cap(c.list))*unsafe.Sizeof(filter.Header{}) > keepCap {
+		out.list = nil
+	}
+	return out
 }
 
 // FailedBody is the fixed text of a stream the module failed closed
@@ -155,8 +254,9 @@ func (f *moduleFilter) requestHeaders() int {
 			cfg = rc.config(f.conf.engine)
 		}
 	}
-	f.m = stream.New(cfg, f)
-	f.reqHdr = headerMap{f.x, requestHeader}
+	f.m.Reset(cfg, f)
+	f.started = true
+	f.reqHdr = headerMap{f, requestHeader, &f.reqCopy}
 	return headersStatus(f.m.RequestHeaders(&f.reqHdr))
 }
 
@@ -168,10 +268,10 @@ func (f *moduleFilter) responseHeaders(endStream bool) int {
 	if f.failed {
 		return statusStopIteration
 	}
-	if f.m == nil {
+	if !f.started {
 		return statusContinue
 	}
-	f.respHdr = headerMap{f.x, responseHeader}
+	f.respHdr = headerMap{f, responseHeader, &f.respCopy}
 	return headersStatus(f.m.ResponseHeaders(&f.respHdr, endStream))
 }
 
@@ -180,10 +280,10 @@ func (f *moduleFilter) responseBody(endStream bool) int {
 		f.x.drainBody(receivedResponseBody, drainAll)
 		return statusStopNoBuffer
 	}
-	if f.m == nil {
+	if !f.started {
 		return statusContinue
 	}
-	f.respBody = body{f.x}
+	f.respBody = body{f}
 	if f.m.ResponseData(&f.respBody, endStream) == stream.Answered {
 		return statusStopNoBuffer
 	}
@@ -194,15 +294,15 @@ func (f *moduleFilter) responseTrailers() int {
 	if f.failed {
 		return statusStopIteration
 	}
-	if f.m == nil {
+	if !f.started {
 		return statusContinue
 	}
-	f.respTrl = headerMap{f.x, responseTrailer}
+	f.respTrl = headerMap{f, responseTrailer, nil}
 	return headersStatus(f.m.ResponseTrailers(&f.respTrl))
 }
 
 func (f *moduleFilter) streamComplete() {
-	if f.m != nil {
+	if f.started {
 		f.m.Done()
 	}
 }
@@ -237,7 +337,7 @@ func headersStatus(s stream.Status) int {
 
 func (f *moduleFilter) SetMark(v bool)   { f.x.setMark(v) }
 func (f *moduleFilter) ClearRouteCache() { f.x.clearRouteCache() }
-func (f *moduleFilter) Log(line string)  { logInfo(line) }
+func (f *moduleFilter) Log(line []byte)  { logStream(line) }
 
 func (f *moduleFilter) SendLocalReply(_ bool, status int, text, details string, headers []filter.Header) {
 	f.replied = true
@@ -254,27 +354,38 @@ func replyHeaders(extra []filter.Header) []filter.Header {
 // (Envoy's addEncodedData).
 func (f *moduleFilter) AppendResponseBody(b []byte) { f.x.appendBody(bufferedResponseBody, b) }
 
-// headerMap is one of the ABI's header maps as the machine's Headers.
+// headerMap is one of the ABI's header maps as the machine's Headers,
+// read into the filter's copy (a new one each read when copy is nil).
 type headerMap struct {
-	x    abi
+	f    *moduleFilter
 	kind int
+	copy *headerCopy
 }
 
-func (h headerMap) All() []filter.Header   { return h.x.headers(h.kind) }
-func (h headerMap) Set(name, value string) { h.x.setHeader(h.kind, name, value) }
-func (h headerMap) Add(name, value string) { h.x.addHeader(h.kind, name, value) }
-func (h headerMap) Del(name string)        { h.x.setHeader(h.kind, name, "") }
+func (h headerMap) All() []filter.Header {
+	if h.copy == nil {
+		return h.f.x.headers(h.kind, &headerCopy{})
+	}
+	return h.f.x.headers(h.kind, h.copy)
+}
+func (h headerMap) Set(name, value string) { h.f.x.setHeader(h.kind, name, value) }
+func (h headerMap) Add(name, value string) { h.f.x.addHeader(h.kind, name, value) }
+func (h headerMap) Del(name string)        { h.f.x.setHeader(h.kind, name, "") }
 
 // body is the response chunk now passing (the ABI's received response
-// body) as the machine's Body.
-type body struct{ x abi }
+// body) as the machine's Body: a copy in the filter's buffer, valid until
+// the next chunk.
+type body struct{ f *moduleFilter }
 
-func (b body) Bytes() []byte { return b.x.body(receivedResponseBody) }
+func (b body) Bytes() []byte {
+	b.f.chunk = b.f.x.body(receivedResponseBody, b.f.chunk[:0])
+	return b.f.chunk
+}
 
 func (b body) Set(p []byte) error {
-	b.x.drainBody(receivedResponseBody, drainAll)
+	b.f.x.drainBody(receivedResponseBody, drainAll)
 	if len(p) > 0 {
-		b.x.appendBody(receivedResponseBody, p)
+		b.f.x.appendBody(receivedResponseBody, p)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/cgo"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
@@ -53,10 +54,23 @@ func (x *fakeABI) boom(name string) {
 // mapNames are the suite's names of the header maps (streamtest.PanicOn).
 var mapNames = map[int]string{requestHeader: "request headers", responseHeader: "response headers", responseTrailer: "response trailers"}
 
-func (x *fakeABI) headers(kind int) []filter.Header {
+func (x *fakeABI) headers(kind int, into *headerCopy) []filter.Header {
 	x.boom("headers")
 	x.boom(mapNames[kind])
-	return append([]filter.Header(nil), x.hdr[kind]...)
+	return copyHeaders(x.hdr[kind], into)
+}
+
+// copyHeaders copies hs into c as cabi copies Envoy's map.
+func copyHeaders(hs []filter.Header, c *headerCopy) []filter.Header {
+	size := 0
+	for _, h := range hs {
+		size += len(h.Name) + len(h.Value)
+	}
+	c.start(len(hs), size)
+	for _, h := range hs {
+		c.add(unsafe.Slice(unsafe.StringData(h.Name), len(h.Name)), unsafe.Slice(unsafe.StringData(h.Value), len(h.Value)))
+	}
+	return c.list
 }
 
 func (x *fakeABI) setHeader(kind int, name, value string) {
@@ -81,13 +95,13 @@ func (x *fakeABI) addHeader(kind int, name, value string) {
 	x.hdr[kind] = append(x.hdr[kind], filter.Header{Name: name, Value: value})
 }
 
-func (x *fakeABI) body(kind int) []byte {
+func (x *fakeABI) body(kind int, into []byte) []byte {
 	x.boom("body")
 	x.boom("response body")
 	if kind != receivedResponseBody {
-		return nil
+		return into
 	}
-	return append([]byte(nil), x.chunk...)
+	return append(into, x.chunk...)
 }
 
 func (x *fakeABI) drainBody(kind int, n int) {
@@ -429,7 +443,7 @@ func (s *abiStream) Logs() []string {
 
 func (s *abiStream) filterScrubbing() bool {
 	f := filterOf(s.h)
-	return f != nil && f.m != nil && f.m.Scrubbing()
+	return f != nil && f.started && f.m.Scrubbing()
 }
 
 func (s *abiStream) Scrubbing() bool {

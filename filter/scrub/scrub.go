@@ -408,7 +408,17 @@ func (s *Scrubber) NewStream() *Stream { return &Stream{s: s, c: newCursor()} }
 // bytes: for a stream an untrusted party watches chunk by chunk (the
 // Custodian's responses). See the package doc.
 func (s *Scrubber) NewUniformStream() *Stream {
-	return &Stream{s: s, c: newCursor(), uniform: true}
+	st := &Stream{}
+	s.ResetUniformStream(st)
+	return st
+}
+
+// ResetUniformStream makes st a new uniform stream of s, as
+// NewUniformStream returns, keeping the memory of its buffers (emptied):
+// a host that carries many bodies one after another allocates none for
+// the next. Nothing of st's last body is held or passed on.
+func (s *Scrubber) ResetUniformStream(st *Stream) {
+	*st = Stream{s: s, c: newCursor(), uniform: true, held: st.held[:0], pend: st.pend[:0]}
 }
 
 // Write appends to dst the scrubbed bytes of p that can be passed on now and

@@ -193,6 +193,32 @@ func TestStreamFlushAndReuse(t *testing.T) {
 	}
 }
 
+// TestResetUniformStream: a stream reset after a body cut off mid-form
+// (bytes held and delayed, never flushed) carries the next body exactly as
+// a new uniform stream does: nothing of the last body comes out.
+func TestResetUniformStream(t *testing.T) {
+	s := mustNew(t, []Secret{{Name: "k", Value: []byte("sk-live-0123456789")}})
+	st := s.NewUniformStream()
+	if out := st.Write(nil, []byte("cut off at sk-live-012")); st.Held() == 0 {
+		t.Fatalf("the first body held nothing (out %q): the test proves nothing", out)
+	}
+	s.ResetUniformStream(st)
+	if st.Held() != 0 {
+		t.Fatalf("reset stream holds %d bytes", st.Held())
+	}
+	body := []byte("next sk-live-0123456789 body, then printable text to the end")
+	fresh := s.NewUniformStream()
+	for _, cut := range []int{0, 7, 13, 30, len(body)} {
+		s.ResetUniformStream(st)
+		s.ResetUniformStream(fresh)
+		got := st.Flush(st.Write(st.Write(nil, body[:cut]), body[cut:]))
+		want := fresh.Flush(fresh.Write(fresh.Write(nil, body[:cut]), body[cut:]))
+		if !bytes.Equal(got, want) || string(got) != "next [secret:k] body, then printable text to the end" {
+			t.Fatalf("cut %d: reset stream gave %q, a new one %q", cut, got, want)
+		}
+	}
+}
+
 func TestStreamDiscard(t *testing.T) {
 	s := mustNew(t, []Secret{{Name: "k", Value: []byte("sk-live-0123456789")}})
 	st := s.NewStream()

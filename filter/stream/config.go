@@ -21,6 +21,9 @@ type Config struct {
 	engine *filter.Engine
 	route  pluginconf.RouteConfig
 	broken *misconfig
+	// upstream is the intercept route's Host for its upstream
+	// (filter.UpstreamHost of its target), spelled once.
+	upstream string
 }
 
 // misconfig is why a config cannot decide: a word for the log and a
@@ -86,7 +89,7 @@ func Merge(e *filter.Engine, rc pluginconf.RouteConfig, log func(string)) *Confi
 	if rc.Role == pluginconf.RoleIntercept && !bound(e, rc.Target) {
 		return logBroken(&Config{broken: &misconfig{"route-target", "the route's target " + rc.Target + " is not bound in custodian.json"}}, log)
 	}
-	return &Config{engine: e, route: rc}
+	return &Config{engine: e, route: rc, upstream: filter.UpstreamHost(rc.Target)}
 }
 
 // logBroken logs why c cannot decide and returns it.

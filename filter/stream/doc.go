@@ -57,6 +57,15 @@
 // to the end: a rotation of the values (Engines' watcher) changes only the
 // streams that begin after it.
 //
+// # Memory
+//
+// A Stream keeps the memory it grew (the sorted header lists, the body's
+// scrubber and the chunk it scrubs into, a log line) and Reset makes it the
+// machine of a later stream with that memory emptied: an adapter that
+// reuses its Streams (the module does) passes a request and its answer
+// without allocating. Nothing the machine hands out (a log line, a scrubbed
+// chunk) outlives the call it is handed out in.
+//
 // # Failing closed
 //
 // Every entry point recovers a panic of its own: the request is answered

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
@@ -60,8 +61,9 @@ type Host interface {
 	// AppendResponseBody adds b to the response body after the last chunk;
 	// it is called only from ResponseTrailers.
 	AppendResponseBody(b []byte)
-	// Log writes one log line at info level.
-	Log(line string)
+	// Log writes one log line at info level. line is the machine's buffer,
+	// valid only during the call: a host that keeps it copies it.
+	Log(line []byte)
 }
 
 // Status is what an entry point tells the adapter to return to Envoy.
@@ -95,19 +97,65 @@ type Stream struct {
 	body      *filter.Body      // the response body scrubber, while a body flows
 	frames    *wsframe.Scrubber // the upstream's WebSocket frames' scrubber, after a 101
 	broken    bool              // the response was cut off; drop whatever follows
+
+	// What a stream reuses when Reset makes it the machine of the next
+	// one: a passed request and its answer allocate nothing once these
+	// have grown to fit (see Reset).
+	bodyMem filter.Body     // body points here while a body flows
+	reqHdrs []filter.Header // the request's headers, sorted (RequestOf)
+	resHdrs []filter.Header // the response's headers, sorted
+	out     []byte          // the scrubbed chunk now passing
+	fields  []string        // a log line's fields
+	line    []byte          // a log line
 }
 
 // New returns the machine of one stream. A nil cfg refuses the request as
 // NoConfig does.
 func New(cfg *Config, host Host) *Stream {
+	s := &Stream{}
+	s.Reset(cfg, host)
+	return s
+}
+
+// keepCap is the largest buffer Reset keeps for the next stream; a larger
+// one (a huge chunk or header list) is let go.
+const keepCap = 64 << 10
+
+// Reset makes s the machine of a new stream, as New returns, keeping the
+// memory of its buffers: an adapter that keeps one Stream per filter and
+// reuses the filter allocates nothing for the next stream's pass path. The
+// last stream must be over (Done called): nothing of it is kept but
+// emptied memory, and nothing the machine handed out (a log line, a
+// chunk, a header list) is valid after it.
+func (s *Stream) Reset(cfg *Config, host Host) {
 	if cfg == nil {
 		cfg = NoConfig
 	}
-	s := &Stream{host: host, cfg: cfg, target: "-"}
+	*s = Stream{
+		host:    host,
+		cfg:     cfg,
+		target:  "-",
+		bodyMem: s.bodyMem,
+		reqHdrs: kept(s.reqHdrs),
+		resHdrs: kept(s.resHdrs),
+		out:     kept(s.out),
+		fields:  kept(s.fields),
+		line:    kept(s.line),
+	}
 	if cfg.engine != nil {
 		s.eng = cfg.engine.Latest()
 	}
-	return s
+}
+
+// kept empties b for reuse: nothing of it is readable after, and it is
+// let go when it grew past keepCap bytes.
+func kept[T any](b []T) []T {
+	var zero T
+	if uintptr(cap(b))*unsafe.Sizeof(zero) > keepCap {
+		return nil
+	}
+	clear(b[:cap(b)])
+	return b[:0]
 }
 
 // RequestHeaders decides the request by the route's role and applies the
@@ -118,7 +166,8 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 	if m := s.cfg.broken; m != nil {
 		return s.misconfigured(m.why)
 	}
-	r := RequestOf(h.All())
+	s.reqHdrs = sortInto(s.reqHdrs, h.All())
+	r := requestOf(s.reqHdrs)
 	e := s.eng
 	switch s.cfg.route.Role {
 	case pluginconf.RoleEgress:
@@ -161,7 +210,7 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 		// The Host rule let any spelling of the target through (case, a
 		// trailing dot, :443); the upstream gets the target's own, as from
 		// the Go host.
-		h.Set(":authority", filter.UpstreamHost(s.cfg.route.Target))
+		h.Set(":authority", s.cfg.upstream)
 		return s.forwardDecision(d)
 	}
 	// ParseRoute admits no other role; a config built around one is a bug.
@@ -207,7 +256,8 @@ func (s *Stream) log(fields []string) {
 	for i, f := range fields {
 		fields[i] = s.redact(f)
 	}
-	s.host.Log(logline.Format(logline.Custodian, fields...))
+	s.line = logline.AppendFormat(s.line[:0], logline.Custodian, fields...)
+	s.host.Log(s.line)
 }
 
 // redact scrubs held values from what the machine itself writes (a log
@@ -233,7 +283,8 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	if s.dec.WebSocket && code == 101 {
 		return s.switched(h, all)
 	}
-	rd := s.eng.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(sortHeaders(all)))
+	s.resHdrs = sortInto(s.resHdrs, all)
+	rd := s.eng.DecideResponse(s.dec.Target, s.dec.Method, code, withoutPseudo(s.resHdrs))
 	if rd.Reply != nil {
 		s.logIntercept(rd.Reply.Status)
 		return s.refuseResponse(rd.Reply)
@@ -244,7 +295,8 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	}
 	setAll(h, rd.Set)
 	if !endStream {
-		s.body = s.eng.NewBody(rd.Gzip)
+		s.eng.ResetBody(&s.bodyMem, rd.Gzip)
+		s.body = &s.bodyMem
 	}
 	return Continue
 }
@@ -264,11 +316,12 @@ func (s *Stream) ResponseData(b Body, endStream bool) (status Status) {
 		return Continue
 	}
 	in := b.Bytes()
-	out, err := s.body.Write(nil, in)
+	out, err := s.body.Write(s.out[:0], in)
 	if err == nil && endStream {
 		out, err = s.body.Flush(out)
 		s.body = nil
 	}
+	s.out = out[:0]
 	if err != nil {
 		_ = b.Set(nil)
 		return s.cutOff()
@@ -361,7 +414,8 @@ func (s *Stream) logIntercept(status int) {
 		return
 	}
 	s.logged = true
-	s.log(s.dec.LogFields(status))
+	s.fields = s.dec.AppendLogFields(s.fields[:0], status)
+	s.log(s.fields)
 }
 
 // recoverPanic turns a panic in an entry point into a refusal: no mark (an
@@ -419,7 +473,12 @@ const InternalErrorBody = "jr2 custodian: internal error; the request was not pa
 // headers are not removed here: Envoy's connection manager removes them
 // before any filter runs, and what it leaves is judged.
 func RequestOf(all []filter.Header) filter.Request {
-	all = sortHeaders(all)
+	return requestOf(sortHeaders(all))
+}
+
+// requestOf is RequestOf of headers already sorted (a copy the caller
+// owns: the pseudo-headers are dropped from it in place).
+func requestOf(all []filter.Header) filter.Request {
 	var r filter.Request
 	r.Method = firstValue(all, ":method")
 	r.Authority = firstValue(all, ":authority")
@@ -478,8 +537,11 @@ func setAll(h Headers, set []filter.Header) {
 
 // sortHeaders orders headers by name, keeping the order of one name's
 // values (a stable sort of a copy).
-func sortHeaders(hs []filter.Header) []filter.Header {
-	out := slices.Clone(hs)
+func sortHeaders(hs []filter.Header) []filter.Header { return sortInto(nil, hs) }
+
+// sortInto is sortHeaders into dst's memory (its contents are replaced).
+func sortInto(dst, hs []filter.Header) []filter.Header {
+	out := append(dst[:0], hs...)
 	slices.SortStableFunc(out, func(a, b filter.Header) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

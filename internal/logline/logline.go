@@ -182,6 +182,12 @@ func (l *Writer) flushLocked() {
 // appendLine appends prefix and the pairs, as Format renders them, and a
 // newline.
 func appendLine(dst []byte, prefix string, kv []string) []byte {
+	return append(AppendFormat(dst, prefix, kv...), '\n')
+}
+
+// AppendFormat appends the line Format renders to dst: a host that keeps
+// its buffer writes a line without allocating.
+func AppendFormat(dst []byte, prefix string, kv ...string) []byte {
 	dst = append(dst, prefix...)
 	for i := 0; i < len(kv); i += 2 {
 		dst = append(dst, ' ')
@@ -193,7 +199,7 @@ func appendLine(dst []byte, prefix string, kv []string) []byte {
 			dst = append(dst, '-')
 		}
 	}
-	return append(dst, '\n')
+	return dst
 }
 
 // appendToken appends token(s) without building it.

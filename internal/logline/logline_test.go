@@ -177,6 +177,9 @@ func FuzzWriterLine(f *testing.F) {
 	f.Add("", "é\x00\x7f", "k=x y", "v")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		want := Format(Custodian, k1, v1, k2, v2) + "\n"
+		if got := string(AppendFormat([]byte("kept "), Custodian, k1, v1, k2, v2)); got != "kept "+strings.TrimSuffix(want, "\n") {
+			t.Fatalf("AppendFormat: %q, Format gives %q", got, want)
+		}
 		for _, every := range []time.Duration{0, time.Hour} {
 			var cw countingWriter
 			w := NewBufferedWriter(&cw, Custodian, every)
@@ -200,5 +203,11 @@ func TestFormatOneAllocation(t *testing.T) {
 	})
 	if n != 1 {
 		t.Errorf("Format: %v allocations, want 1", n)
+	}
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() {
+		buf = AppendFormat(buf[:0], Custodian, "action", "intercept", "target", "api.anthropic.com:443", "status", "200")
+	}); n != 0 {
+		t.Errorf("AppendFormat into a buffer that fits: %v allocations, want 0", n)
 	}
 }
