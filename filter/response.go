@@ -227,6 +227,15 @@ func (e *Engine) NewBody(gz bool) *Body {
 	return b
 }
 
+// Wipe closes b and zeroes what its scrubber held: a Body kept idle for
+// reuse holds no byte of its last body and keeps no engine (and so no
+// value) reachable. ResetBody makes it a scrubber again.
+func (b *Body) Wipe() {
+	b.Close()
+	b.gz, b.err = nil, nil
+	b.st.Wipe()
+}
+
 // ResetBody makes b a new body scrubber of e, as NewBody returns, keeping
 // the memory of its plain-body buffers: a host that keeps one Body per
 // stream and reuses it allocates nothing for a plain body. Nothing of its

@@ -219,6 +219,11 @@ func TestReusedFilterKeepsNothing(t *testing.T) {
 	}
 	streamCompleteHook(h1)
 	destroyHook(h1)
+	for name, b := range map[string][]byte{"chunk": f1.chunk, "request headers": f1.reqCopy.buf, "response headers": f1.respCopy.buf} {
+		if bytes.ContainsFunc(b[:cap(b)], func(r rune) bool { return r != 0 }) {
+			t.Errorf("the emptied filter's %s memory still holds bytes of its stream", name)
+		}
+	}
 	h2, f2, x2 := stream("a plain answer", true)
 	defer destroyHook(h2)
 	if f2 != f1 {
@@ -229,5 +234,44 @@ func TestReusedFilterKeepsNothing(t *testing.T) {
 	}
 	if string(x2.chunk) != "a plain answer" || len(x2.appended) != 0 || f2.m.Scrubbing() {
 		t.Fatalf("the next stream's answer came out %q (+%q): something of the first stream's body passed", x2.chunk, x2.appended)
+	}
+}
+
+// TestFilterTableKeepsFewFilters: after a burst of streams, at most
+// keepSlots free slots keep a filter (and its memory); a stale handle
+// finds nothing, and every slot serves again.
+func TestFilterTableKeepsFewFilters(t *testing.T) {
+	var hs []uintptr
+	for range keepSlots + 40 {
+		h := newFilterHook(0, &fakeABI{hdr: map[int][]filter.Header{}})
+		if h == 0 || filterOf(h) == nil {
+			t.Fatal("no filter")
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		destroyHook(h)
+		if filterOf(h) != nil {
+			t.Fatal("a destroyed stream's handle finds a filter")
+		}
+	}
+	filters.mu.RLock()
+	kept := 0
+	for _, i := range filters.free {
+		if filters.slots[i].f != nil {
+			kept++
+		}
+	}
+	free := len(filters.free)
+	filters.mu.RUnlock()
+	if kept > keepSlots || free < len(hs) {
+		t.Fatalf("%d free slots, %d keep a filter; want at least %d free, at most %d kept", free, kept, len(hs), keepSlots)
+	}
+	for range len(hs) {
+		h := newFilterHook(0, &fakeABI{hdr: map[int][]filter.Header{}})
+		if filterOf(h) == nil {
+			t.Fatal("a reused slot has no filter")
+		}
+		defer destroyHook(h)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"runtime/cgo"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/internal/logline"
@@ -40,11 +41,21 @@ func filterOf(h uintptr) *moduleFilter { return filters.get(h) }
 // destroyed stream's slot, with its filter emptied, serves a later stream
 // under the next generation, so an old handle finds nothing, and the
 // filter's buffers serve again instead of being allocated per stream.
-// Envoy's workers open, read and close slots concurrently.
+// Envoy's workers open, read and close slots concurrently. Only keepSlots
+// free slots keep their filter's memory: after a burst of streams, the
+// rest is let go.
 var filters filterTable
 
+// keepSlots is how many free slots keep an emptied filter (each at most a
+// few buffers of keepCap bytes; a few KiB after ordinary requests).
+const keepSlots = 32
+
+// A handle holds a generation above 32 bits: the module is built for 64-bit
+// platforms only (this fails to compile elsewhere).
+var _ [unsafe.Sizeof(uintptr(0)) - 8]byte
+
 type filterTable struct {
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	slots []filterSlot
 	free  []uint32 // indexes of slots not live
 }
@@ -64,10 +75,13 @@ func (t *filterTable) open() (uintptr, *moduleFilter) {
 	if n := len(t.free); n > 0 {
 		i, t.free = t.free[n-1], t.free[:n-1]
 	} else {
-		t.slots = append(t.slots, filterSlot{f: &moduleFilter{}})
+		t.slots = append(t.slots, filterSlot{})
 		i = uint32(len(t.slots) - 1)
 	}
 	sl := &t.slots[i]
+	if sl.f == nil {
+		sl.f = &moduleFilter{}
+	}
 	sl.live = true
 	return uintptr(uint64(sl.gen)<<32 | uint64(i+1)), sl.f
 }
@@ -75,8 +89,8 @@ func (t *filterTable) open() (uintptr, *moduleFilter) {
 // get is the live filter behind h, or nil.
 func (t *filterTable) get(h uintptr) *moduleFilter {
 	i, gen := uint32(uint64(h))-1, uint32(uint64(h)>>32)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if int(i) >= len(t.slots) || !t.slots[i].live || t.slots[i].gen != gen {
 		return nil
 	}
@@ -106,6 +120,9 @@ func (t *filterTable) close(h uintptr) {
 		f.end()
 	}()
 	t.mu.Lock()
+	if len(t.free) >= keepSlots {
+		f = nil // enough filters kept: this one's memory goes
+	}
 	t.slots[i].f = f
 	t.free = append(t.free, i)
 	t.mu.Unlock()

@@ -158,8 +158,8 @@ type moduleFilter struct {
 }
 
 // end empties f when its stream is destroyed: it keeps no reference into
-// the stream (its ABI, config, machine state, copies) and only the emptied
-// memory of its buffers, or none past keepCap bytes each.
+// the stream (its ABI, config, machine state, copies) and no byte of it,
+// only the zeroed memory of its buffers, or none past keepCap bytes each.
 func (f *moduleFilter) end() {
 	if f.started {
 		f.m.Done()
@@ -174,10 +174,12 @@ func (f *moduleFilter) end() {
 }
 
 // keepCap is the largest buffer a filter keeps for its next stream.
-const keepCap = 64 << 10
+const keepCap = 32 << 10
 
-// emptied is b emptied for reuse, or nil when it grew past keepCap.
+// emptied is b zeroed and emptied for reuse, or nil when it grew past
+// keepCap.
 func emptied(b []byte) []byte {
+	clear(b[:cap(b)])
 	if cap(b) > keepCap {
 		return nil
 	}
@@ -229,8 +231,8 @@ func (c *headerCopy) str(b []byte) string {
 	return unsafe.String(&c.buf[at], len(b))
 }
 
-// emptied is c emptied for the filter's next stream: its list's strings
-// cleared, its buffers kept unless they grew past keepCap.
+// emptied is c zeroed and emptied for the filter's next stream, its
+// buffers kept unless they grew past keepCap.
 func (c headerCopy) emptied() headerCopy {
 	clear(c.list[:cap(c.list)])
 	out := headerCopy{buf: emptied(c.buf), list: c.list[:0]}

@@ -73,8 +73,11 @@ func copyHeaders(hs []filter.Header, c *headerCopy) []filter.Header {
 	return c.list
 }
 
+// setHeader keeps copies, as Envoy does: the module's strings may view
+// memory a later stream reuses.
 func (x *fakeABI) setHeader(kind int, name, value string) {
 	x.boom("setHeader")
+	name, value = strings.Clone(name), strings.Clone(value)
 	var out []filter.Header
 	set := false
 	for _, h := range x.hdr[kind] {
@@ -92,7 +95,7 @@ func (x *fakeABI) setHeader(kind int, name, value string) {
 }
 
 func (x *fakeABI) addHeader(kind int, name, value string) {
-	x.hdr[kind] = append(x.hdr[kind], filter.Header{Name: name, Value: value})
+	x.hdr[kind] = append(x.hdr[kind], filter.Header{Name: strings.Clone(name), Value: strings.Clone(value)})
 }
 
 func (x *fakeABI) body(kind int, into []byte) []byte {

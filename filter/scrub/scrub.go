@@ -418,7 +418,17 @@ func (s *Scrubber) NewUniformStream() *Stream {
 // a host that carries many bodies one after another allocates none for
 // the next. Nothing of st's last body is held or passed on.
 func (s *Scrubber) ResetUniformStream(st *Stream) {
+	st.Wipe()
 	*st = Stream{s: s, c: newCursor(), uniform: true, held: st.held[:0], pend: st.pend[:0]}
+}
+
+// Wipe zeroes what st held and delayed and lets go of its scrubber: a
+// stream kept idle for reuse holds no byte of its last body and keeps no
+// value reachable. It then scrubs nothing until reset.
+func (st *Stream) Wipe() {
+	clear(st.held[:cap(st.held)])
+	clear(st.pend[:cap(st.pend)])
+	*st = Stream{c: newCursor(), held: st.held[:0], pend: st.pend[:0]}
 }
 
 // Write appends to dst the scrubbed bytes of p that can be passed on now and

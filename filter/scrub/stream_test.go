@@ -202,9 +202,15 @@ func TestResetUniformStream(t *testing.T) {
 	if out := st.Write(nil, []byte("cut off at sk-live-012")); st.Held() == 0 {
 		t.Fatalf("the first body held nothing (out %q): the test proves nothing", out)
 	}
+	held, pend := st.held, st.pend
 	s.ResetUniformStream(st)
 	if st.Held() != 0 {
 		t.Fatalf("reset stream holds %d bytes", st.Held())
+	}
+	for _, b := range [][]byte{held[:cap(held)], pend[:cap(pend)]} {
+		if bytes.ContainsFunc(b, func(r rune) bool { return r != 0 }) {
+			t.Fatalf("reset stream's memory still holds %q", b)
+		}
 	}
 	body := []byte("next sk-live-0123456789 body, then printable text to the end")
 	fresh := s.NewUniformStream()

@@ -119,7 +119,7 @@ func New(cfg *Config, host Host) *Stream {
 
 // keepCap is the largest buffer Reset keeps for the next stream; a larger
 // one (a huge chunk or header list) is let go.
-const keepCap = 64 << 10
+const keepCap = 32 << 10
 
 // Reset makes s the machine of a new stream, as New returns, keeping the
 // memory of its buffers: an adapter that keeps one Stream per filter and
@@ -131,6 +131,7 @@ func (s *Stream) Reset(cfg *Config, host Host) {
 	if cfg == nil {
 		cfg = NoConfig
 	}
+	s.bodyMem.Wipe()
 	*s = Stream{
 		host:    host,
 		cfg:     cfg,
@@ -147,14 +148,14 @@ func (s *Stream) Reset(cfg *Config, host Host) {
 	}
 }
 
-// kept empties b for reuse: nothing of it is readable after, and it is
-// let go when it grew past keepCap bytes.
+// kept zeroes b and empties it for reuse, or lets it go when it grew past
+// keepCap bytes.
 func kept[T any](b []T) []T {
 	var zero T
+	clear(b[:cap(b)])
 	if uintptr(cap(b))*unsafe.Sizeof(zero) > keepCap {
 		return nil
 	}
-	clear(b[:cap(b)])
 	return b[:0]
 }
 
