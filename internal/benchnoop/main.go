@@ -4,7 +4,9 @@
 // mark), so Envoy running it shows what a Go dynamic module costs in
 // Envoy before it does any work: the hooks' crossings into Go and the Go
 // runtime inside Envoy. The bench runs it with jr2.rbac.mark left out; it
-// passes everything and is never part of a pod.
+// passes everything and is never part of a pod. Its twin in C (c/noop.c,
+// not a Go package) does the same without a runtime: the two apart are
+// what the Go runtime costs inside Envoy.
 //
 // Invariant: it is built only by the bench (e2e/bench_test.go); nothing
 // renders it and no pod image carries it.
