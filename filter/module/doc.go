@@ -23,7 +23,7 @@
 // in the filter table when the stream is destroyed, zeroed (no byte of the
 // stream and no engine stays reachable), and serve a later stream; the
 // destroyed stream's handle then finds nothing. At most keepSlots idle
-// filters are kept, each buffer at most keepCap bytes. The
+// filters are kept, each buffer at most stream.KeepCap bytes. The
 // strings of a header copy live as long as their stream, which is why a
 // filter is emptied only at destroy, and why nothing of a stream (the
 // engine keeps nothing per request) outlives it.

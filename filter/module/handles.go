@@ -47,7 +47,7 @@ func filterOf(h uintptr) *moduleFilter { return filters.get(h) }
 var filters filterTable
 
 // keepSlots is how many free slots keep an emptied filter (each at most a
-// few buffers of keepCap bytes; a few KiB after ordinary requests).
+// few buffers of stream.KeepCap bytes; a few KiB after ordinary requests).
 const keepSlots = 32
 
 // A handle holds a generation above 32 bits: the module is built for 64-bit

@@ -159,7 +159,8 @@ type moduleFilter struct {
 
 // end empties f when its stream is destroyed: it keeps no reference into
 // the stream (its ABI, config, machine state, copies) and no byte of it,
-// only the zeroed memory of its buffers, or none past keepCap bytes each.
+// only the zeroed memory of its buffers, or none past stream.KeepCap bytes
+// each.
 func (f *moduleFilter) end() {
 	if f.started {
 		f.m.Done()
@@ -169,21 +170,8 @@ func (f *moduleFilter) end() {
 		m:        f.m,
 		reqCopy:  f.reqCopy.emptied(),
 		respCopy: f.respCopy.emptied(),
-		chunk:    emptied(f.chunk),
+		chunk:    stream.Emptied(f.chunk),
 	}
-}
-
-// keepCap is the largest buffer a filter keeps for its next stream.
-const keepCap = 32 << 10
-
-// emptied is b zeroed and emptied for reuse, or nil when it grew past
-// keepCap.
-func emptied(b []byte) []byte {
-	clear(b[:cap(b)])
-	if cap(b) > keepCap {
-		return nil
-	}
-	return b[:0]
 }
 
 // headerCopy holds one header map copied out of Envoy: every name and
@@ -231,15 +219,10 @@ func (c *headerCopy) str(b []byte) string {
 	return unsafe.String(&c.buf[at], len(b))
 }
 
-// emptied is c zeroed and emptied for the filter's next stream, its
-// buffers kept unless they grew past keepCap.
+// emptied is c zeroed and emptied for the filter's next stream
+// (stream.Emptied).
 func (c headerCopy) emptied() headerCopy {
-	clear(c.list[:cap(c.list)])
-	out := headerCopy{buf: emptied(c.buf), list: c.list[:0]}
-	if uintptr(cap(c.list))*unsafe.Sizeof(filter.Header{}) > keepCap {
-		out.list = nil
-	}
-	return out
+	return headerCopy{buf: stream.Emptied(c.buf), list: stream.Emptied(c.list)}
 }
 
 // FailedBody is the fixed text of a stream the module failed closed

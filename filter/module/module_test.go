@@ -188,10 +188,7 @@ func filterConfigOf(t testing.TB, c filter.Config) *filterConfig {
 
 // newStream is one stream of the route, its request headers set.
 func newStream(fc *filterConfig, rc *routeConfig, req ...string) (*moduleFilter, *fakeABI) {
-	x := &fakeABI{hdr: map[int][]filter.Header{}, route: 1}
-	for i := 0; i+1 < len(req); i += 2 {
-		x.hdr[requestHeader] = append(x.hdr[requestHeader], filter.Header{Name: req[i], Value: req[i+1]})
-	}
+	x := &fakeABI{hdr: map[int][]filter.Header{requestHeader: hs(req...)}, route: 1}
 	f := &moduleFilter{x: x, conf: fc, route: func(h uintptr) *routeConfig {
 		if h == 1 {
 			return rc

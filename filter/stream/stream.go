@@ -117,9 +117,11 @@ func New(cfg *Config, host Host) *Stream {
 	return s
 }
 
-// keepCap is the largest buffer Reset keeps for the next stream; a larger
-// one (a huge chunk or header list) is let go.
-const keepCap = 32 << 10
+// KeepCap is the largest buffer, in bytes, Reset keeps for the next
+// stream; a larger one (a huge chunk or header list) is let go. Adapters
+// that reuse their own memory per stream keep it by the same rule
+// (Emptied).
+const KeepCap = 32 << 10
 
 // Reset makes s the machine of a new stream, as New returns, keeping the
 // memory of its buffers: an adapter that keeps one Stream per filter and
@@ -137,23 +139,23 @@ func (s *Stream) Reset(cfg *Config, host Host) {
 		cfg:     cfg,
 		target:  "-",
 		bodyMem: s.bodyMem,
-		reqHdrs: kept(s.reqHdrs),
-		resHdrs: kept(s.resHdrs),
-		out:     kept(s.out),
-		fields:  kept(s.fields),
-		line:    kept(s.line),
+		reqHdrs: Emptied(s.reqHdrs),
+		resHdrs: Emptied(s.resHdrs),
+		out:     Emptied(s.out),
+		fields:  Emptied(s.fields),
+		line:    Emptied(s.line),
 	}
 	if cfg.engine != nil {
 		s.eng = cfg.engine.Latest()
 	}
 }
 
-// kept zeroes b and empties it for reuse, or lets it go when it grew past
-// keepCap bytes.
-func kept[T any](b []T) []T {
+// Emptied zeroes b and empties it for reuse, or lets it go (nil) when it
+// grew past KeepCap bytes.
+func Emptied[T any](b []T) []T {
 	var zero T
 	clear(b[:cap(b)])
-	if uintptr(cap(b))*unsafe.Sizeof(zero) > keepCap {
+	if uintptr(cap(b))*unsafe.Sizeof(zero) > KeepCap {
 		return nil
 	}
 	return b[:0]
