@@ -1,7 +1,7 @@
 // Package envoyrun is `custodian envoy`: it runs Envoy from a rendered
 // envoy.json and gives it the stop custodian serve has. Envoy exits at
-// once on SIGTERM, dropping every request in flight (issue 22 row 11); its
-// drain is reached only through the admin interface. So this process
+// once on SIGTERM, dropping every request in flight; its drain is reached
+// only through the admin interface. So this process
 // starts Envoy as its child, and on SIGTERM or SIGINT it drives the stop
 // through envoy.json's admin socket (a unix socket, hostlimits.AdminSocket):
 //
@@ -22,7 +22,8 @@
 // (when nothing answers on it) and after it exits.
 //
 // Invariant: this process makes no decision about traffic and reads no
-// value; it moves signals and reads counters. It writes nothing on stdout
+// value; it moves signals and reads counters, and it drains no Envoy but
+// its own child (each admin connection's peer pid is checked first). It writes nothing on stdout
 // or stderr but its own start-up errors and one line when the admin socket
 // does not answer at a stop; Envoy's output passes through untouched.
 package envoyrun
@@ -127,16 +128,26 @@ func Flags() *flag.FlagSet { return flag.NewFlagSet("custodian envoy", flag.Cont
 // Stop drains Envoy through its admin socket and then ends it: at most
 // grace after the stop began (plus 5 s for Envoy's own exit, then it is
 // killed). exited closes when Envoy has exited.
+//
+// Every connection to the socket is first checked to be served by p itself
+// (its peer's pid): a path names whichever socket was bound there last, and
+// an Envoy started later with the same admin path takes it over, so a
+// drain sent without the check could stop another pod's Envoy. When the
+// check fails or cannot be made, nothing is sent and p is stopped at once.
 func Stop(p *os.Process, exited <-chan struct{}, sock string, grace time.Duration, stderr io.Writer) {
 	deadline := time.Now().Add(grace)
-	c := adminClient(sock)
+	c := adminClient(sock, p.Pid)
 	err := post(c, "/healthcheck/fail")
 	if err == nil {
 		err = post(c, "/drain_listeners")
 	}
-	if err != nil {
+	var other *notOurs
+	switch {
+	case errors.As(err, &other):
+		fmt.Fprintf(stderr, "custodian envoy: no drain: %v; Envoy is stopped now, cutting what is in flight\n", other)
+	case err != nil:
 		fmt.Fprintf(stderr, "custodian envoy: the drain did not start (%v); Envoy is stopped now\n", err)
-	} else {
+	default:
 		for time.Now().Before(deadline) {
 			n, err := InFlight(c)
 			if err != nil || n == 0 {
@@ -194,11 +205,37 @@ func SumInFlight(r io.Reader) (int, error) {
 	return sum, sc.Err()
 }
 
-func adminClient(sock string) *http.Client {
+// notOurs is a drain refused because the admin socket is not the Envoy's
+// this process started.
+type notOurs struct {
+	sock      string
+	want, got int
+	why       error
+}
+
+func (e *notOurs) Error() string {
+	if e.why != nil {
+		return fmt.Sprintf("cannot tell whether %s is served by the Envoy this custodian envoy started (pid %d): %v", e.sock, e.want, e.why)
+	}
+	return fmt.Sprintf("%s is served by process %d, not by the Envoy this custodian envoy started (pid %d): another Envoy bound the same admin socket path; give each Envoy its own render (each names its own socket)", e.sock, e.got, e.want)
+}
+
+// adminClient talks to the admin socket only while it is served by the
+// process pid: each new connection is checked before a byte is sent.
+func adminClient(sock string, pid int) *http.Client {
 	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
+			c, err := d.DialContext(ctx, "unix", sock)
+			if err != nil {
+				return nil, err
+			}
+			got, err := peerPID(c)
+			if err != nil || got != pid {
+				c.Close()
+				return nil, &notOurs{sock: sock, want: pid, got: got, why: err}
+			}
+			return c, nil
 		},
 	}}
 }
@@ -277,7 +314,7 @@ func AdminSocketOf(envoyJSON string) (string, error) {
 }
 
 // removeStale removes a socket left at path by an Envoy that has exited
-// (Envoy never removes its admin socket, and will not bind over one); a
+// (Envoy never removes its admin socket); a
 // socket something still answers on, or anything else at path, is an
 // error.
 func removeStale(path string) error {
