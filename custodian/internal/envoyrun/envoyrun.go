@@ -60,8 +60,10 @@ at once, requests in flight finish (each answer then closes its
 connection), and Envoy exits once none is left or after 10 s, whichever
 comes first. Envoy itself would exit at once on SIGTERM and cut them. The
 stop goes through envoy.json's admin socket (/tmp/jr2-custodian-admin.sock,
-mode 0600, in this container only). --drain-strategy immediate and
---drain-time-s 10 are added to Envoy's arguments unless given.
+mode 0600, in this container only). --drain-strategy immediate,
+--drain-time-s 10 and --disable-hot-restart are added to Envoy's arguments
+unless given (hot restart is off unless --restart-epoch or --base-id asks
+for it: its shared memory would outlive Envoy).
 
 The pod's start command (envoy/README.md):
   custodian envoy -- envoy -c /etc/jr2/custodian/config/envoy.json --concurrency 1 \
@@ -269,12 +271,19 @@ func configPath(args []string) string {
 
 // withDrainFlags adds --drain-strategy immediate and --drain-time-s
 // (StopGrace) unless args set them: a gradual drain over Envoy's default
-// 600 s would leave most connections open through the whole grace.
+// 600 s would leave most connections open through the whole grace. It
+// adds --disable-hot-restart unless args ask for hot restart
+// (--restart-epoch, --base-id or --use-dynamic-base-id): this stop is not
+// hot restart's, and hot restart's shared memory region
+// (/dev/shm/envoy_shared_memory_N) outlives Envoy and blocks the next
+// Envoy with the same base id.
 func withDrainFlags(args []string) []string {
-	has := func(f string) bool {
+	has := func(flags ...string) bool {
 		for _, a := range args {
-			if a == f || strings.HasPrefix(a, f+"=") {
-				return true
+			for _, f := range flags {
+				if a == f || strings.HasPrefix(a, f+"=") {
+					return true
+				}
 			}
 		}
 		return false
@@ -285,6 +294,9 @@ func withDrainFlags(args []string) []string {
 	}
 	if !has("--drain-time-s") {
 		out = append(out, "--drain-time-s", strconv.Itoa(int(hostlimits.StopGrace/time.Second)))
+	}
+	if !has("--disable-hot-restart", "--restart-epoch", "--base-id", "--use-dynamic-base-id") {
+		out = append(out, "--disable-hot-restart")
 	}
 	return out
 }

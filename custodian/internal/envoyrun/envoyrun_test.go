@@ -30,11 +30,17 @@ func TestArgs(t *testing.T) {
 			t.Errorf("%q: config %q", args, got)
 		}
 	}
-	if got := withDrainFlags([]string{"-c", "e.json"}); !reflect.DeepEqual(got, []string{"-c", "e.json", "--drain-strategy", "immediate", "--drain-time-s", "10"}) {
+	if got := withDrainFlags([]string{"-c", "e.json"}); !reflect.DeepEqual(got, []string{"-c", "e.json", "--drain-strategy", "immediate", "--drain-time-s", "10", "--disable-hot-restart"}) {
 		t.Errorf("added %q", got)
 	}
-	if got := withDrainFlags([]string{"--drain-strategy", "gradual", "--drain-time-s=3"}); len(got) != 3 {
-		t.Errorf("overrode the command's own: %q", got)
+	for _, own := range [][]string{
+		{"--drain-strategy", "gradual", "--drain-time-s=3", "--disable-hot-restart"},
+		{"--drain-strategy", "gradual", "--drain-time-s=3", "--restart-epoch", "1"},
+		{"--drain-strategy", "gradual", "--drain-time-s=3", "--base-id=7"},
+	} {
+		if got := withDrainFlags(own); !reflect.DeepEqual(got, own) {
+			t.Errorf("overrode the command's own %q: %q", own, got)
+		}
 	}
 }
 
