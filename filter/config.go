@@ -1,8 +1,6 @@
 package filter
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +14,7 @@ import (
 
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/filter/wsframe"
+	"jr2.dev/boundary/internal/strictjson"
 )
 
 // StandInPrefix begins every stand-in: the stand-in of NAME is
@@ -118,18 +117,15 @@ var (
 	headerRe = regexp.MustCompile("^[a-z0-9!#$%&'*+.^`|~-]+$")
 )
 
-// ParseConfig reads custodian.json's bytes strictly (unknown fields are
-// refused) and checks that the table is one both hosts can run. Each error
-// names the field and says what to write instead; none carries a value.
+// ParseConfig reads custodian.json's bytes with the one strict reader
+// (package strictjson: a key unknown, spelled in another case, or given
+// twice is refused with its path) and checks that the table is one every
+// host can run. Each error names the field and says what to write instead;
+// none carries a value.
 func ParseConfig(b []byte) (*Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var c Config
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("custodian.json: %v; render it with controlplane render", err)
-	}
-	if dec.More() {
-		return nil, errors.New("custodian.json: more than one JSON value; render it with controlplane render")
+	if err := strictjson.Decode(b, &c, "custodian.json", "; render it with controlplane render"); err != nil {
+		return nil, err
 	}
 	if err := c.checkFile(); err != nil {
 		return nil, fmt.Errorf("custodian.json: %w", err)

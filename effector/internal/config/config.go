@@ -39,7 +39,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/effector/internal/oserr"
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/strength"

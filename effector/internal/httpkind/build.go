@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 )
 

@@ -46,7 +46,7 @@ import (
 
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/sendtrace"
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/mode"

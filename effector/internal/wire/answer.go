@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // States of an effect on one replica.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // Push is a push effect: the pinned commit of the worktree, sent to the

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	sj "jr2.dev/boundary/effector/internal/strictjson"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // Kinds a start may name.

@@ -1,11 +1,18 @@
-// Package strictjson reads JSON the way the Effector's wire and config are
-// pinned: every object's keys are known, spelled exactly (encoding/json
-// matches keys without case), and given once; null stands for nothing; a
-// number is a whole number in range; nothing follows the one value.
+// Package strictjson is the one reader of every JSON config and wire body
+// of the kit: custodian.json, the Envoy plugin configs, the Effector's
+// configs and wire, and the controlplane manifest. Decode reads into a Go
+// type; Object, Members and Array read a shape field by field.
 //
-// Invariant: a refusal is a *FieldError whose Path names the field
-// (`http.url[1]`) and whose text quotes at most 64 bytes of any input, so a
-// reason never carries a long input back.
+// Invariant: a document is read only if it is exactly one JSON value, no
+// object in it gives a key twice, and every key of an object read as a
+// struct or an Object is a known field spelled exactly (encoding/json alone
+// matches keys in any case and lets the last repeat win). A refusal is a
+// *FieldError whose Path names the place (`secrets[2].hosts`), whose text
+// says the fix, and which quotes at most 64 bytes of any input.
+//
+// It is built on encoding/json (v1) and not encoding/json/v2, which is
+// strict in the same ways: in Go 1.26 v2 is behind GOEXPERIMENT=jsonv2, and
+// every build (the c-shared Envoy module included) would need it.
 package strictjson
 
 import (
@@ -68,6 +75,20 @@ func Words(list []string) string { return strings.Join(list, ", ") }
 // Document checks that b is exactly one JSON value with nothing after it
 // but white space, and returns it.
 func Document(b []byte) (json.RawMessage, error) {
+	raw, err := oneValue(b)
+	if err != nil && err.Msg == moreThanOne {
+		err.Msg += "; send one object"
+	}
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+const moreThanOne = "more than one JSON value"
+
+// oneValue is Document without a fix in its words.
+func oneValue(b []byte) (json.RawMessage, *FieldError) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var raw json.RawMessage
@@ -75,7 +96,7 @@ func Document(b []byte) (json.RawMessage, error) {
 		return nil, &FieldError{Msg: "not one JSON value: " + syntaxReason(err)}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, &FieldError{Msg: "more than one JSON value; send one object"}
+		return nil, &FieldError{Msg: moreThanOne}
 	}
 	return raw, nil
 }
