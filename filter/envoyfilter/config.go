@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 
 	"github.com/envoyproxy/envoy/contrib/golang/common/go/api"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -68,9 +68,6 @@ func (p *Parser) Parse(a *anypb.Any, _ api.ConfigCallbackHandler) (cfg interface
 		return nil, err
 	}
 	if isRouteConfig(b) {
-		if err := oneValue(b); err != nil {
-			return nil, fmt.Errorf("%s route config: %w", pluginconf.PluginName, err)
-		}
 		rc, err := pluginconf.ParseRoute(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s %w", pluginconf.PluginName, err)
@@ -101,29 +98,19 @@ func unpack(a *anypb.Any) ([]byte, error) {
 }
 
 // isRouteConfig reports whether b begins with a JSON object with a
-// top-level "role" key: the shape of a RouteConfig, and never of a
+// top-level "role" key (in any case): the shape of a RouteConfig, and never of a
 // FilterConfig.
 func isRouteConfig(b []byte) bool {
 	var top map[string]json.RawMessage
 	if json.NewDecoder(bytes.NewReader(b)).Decode(&top) != nil {
 		return false
 	}
-	_, ok := top["role"]
-	return ok
-}
-
-// oneValue refuses bytes after the first JSON value, which ParseRoute
-// would ignore.
-func oneValue(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return err
+	for k := range top {
+		if strings.EqualFold(k, "role") { // "ROLE" too, so that ParseRoute names its spelling
+			return true
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("more than one JSON value; render it with controlplane render")
-	}
-	return nil
+	return false
 }
 
 // engine returns the engine of the custodian.json fc names (package

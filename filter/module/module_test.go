@@ -239,11 +239,11 @@ func TestConfigRefusals(t *testing.T) {
 	}{
 		{"wrong filter name", func() error { _, err := newFilterConfig("other", []byte("{}")); return err }, `filter_name "other": want "jr2-custodian"`},
 		{"empty filter config", func() error { _, err := newFilterConfig(pluginconf.PluginName, nil); return err }, "filter_config is empty"},
-		{"not a filter config", func() error { _, err := newFilterConfig(pluginconf.PluginName, []byte("nope")); return err }, "filter config: invalid character"},
+		{"not a filter config", func() error { _, err := newFilterConfig(pluginconf.PluginName, []byte("nope")); return err }, "filter config: not one JSON value: invalid JSON at byte 2"},
 		{"custodian.json inline", func() error {
 			_, err := newFilterConfig(pluginconf.PluginName, []byte(`{"pod":"p","orchestrator":"o:1","valuesDir":"/v","secrets":[]}`))
 			return err
-		}, `filter config: json: unknown field "pod"`},
+		}, `filter config: pod: unknown field (known: engineConfig)`},
 		{"relative path", func() error {
 			_, err := newFilterConfig(pluginconf.PluginName, []byte(`{"engineConfig":"custodian.json"}`))
 			return err

@@ -22,11 +22,12 @@
 package pluginconf
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
+
+	"jr2.dev/boundary/internal/strictjson"
 )
 
 // PluginName is the golang filter's plugin_name and library_id. A config
@@ -64,7 +65,7 @@ type RouteConfig struct {
 // ParseRoute reads a RouteConfig strictly.
 func ParseRoute(b []byte) (RouteConfig, error) {
 	var rc RouteConfig
-	if err := decodeOne(b, &rc, "route config", ""); err != nil {
+	if err := decodeOne(b, &rc, "route config", "; render it with controlplane render"); err != nil {
 		return rc, err
 	}
 	switch rc.Role {
@@ -82,18 +83,11 @@ func ParseRoute(b []byte) (RouteConfig, error) {
 	return rc, nil
 }
 
-// decodeOne reads exactly one JSON value of b into v, refusing unknown
-// fields; its errors begin with what and end with fix.
+// decodeOne reads exactly one JSON value of b into v with the one strict
+// reader (package strictjson): a key unknown, in another case or given
+// twice is refused. Its errors begin with what and end with fix.
 func decodeOne(b []byte, v any, what, fix string) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %v%s", what, err, fix)
-	}
-	if dec.More() {
-		return errors.New(what + ": more than one JSON value" + fix)
-	}
-	return nil
+	return strictjson.Decode(b, v, what, fix)
 }
 
 // Marshal renders rc as the per-route JSON.

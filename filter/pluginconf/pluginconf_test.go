@@ -16,9 +16,11 @@ func TestParseRoute(t *testing.T) {
 		{in: `{"role":"intercept"}`, err: "route config: role intercept needs the bound target"},
 		{in: `{"role":"egress","target":"x:1"}`, err: "route config: role egress takes no target"},
 		{in: `{"role":"admin"}`, err: `route config: role "admin": want control, egress or intercept`},
-		{in: `{"role":"egress"} {"role":"control"}`, err: "route config: more than one JSON value"},
-		{in: `{"role":"egress","extra":1}`, err: `route config: json: unknown field "extra"`},
-		{in: `[]`, err: "route config: json: cannot unmarshal array into Go value of type pluginconf.RouteConfig"},
+		{in: `{"role":"egress"} {"role":"control"}`, err: "route config: more than one JSON value; render it with controlplane render"},
+		{in: `{"role":"egress","extra":1}`, err: `route config: extra: unknown field (known: role, target); render it with controlplane render`},
+		{in: `{"role":"egress","role":"control"}`, err: `route config: role: given twice; give it once; render it with controlplane render`},
+		{in: `{"Role":"egress"}`, err: `route config: Role: spelled "Role"; write "role" (keys are matched exactly); render it with controlplane render`},
+		{in: `[]`, err: "route config: want an object, not array; render it with controlplane render"},
 	} {
 		check(t, "ParseRoute", ParseRoute, c.in, c.err, c.want, RouteConfig.Marshal)
 	}
@@ -57,8 +59,10 @@ func TestParseFilter(t *testing.T) {
 		{in: `{}`, err: "filter config: engineConfig is empty; set it to custodian.json's absolute path in the Custodian container"},
 		{in: `{"engineConfig":"/` + strings.Repeat("a", 4096) + `"}`, err: "filter config: engineConfig is longer than 4096 bytes; set it to custodian.json's absolute path in the Custodian container"},
 		{in: `{"engineConfig":"/a"} {}`, err: "filter config: more than one JSON value; render it with controlplane render"},
-		{in: `{"pod":"p"}`, err: `filter config: json: unknown field "pod"; render it with controlplane render`},
-		{in: `"/a"`, err: "filter config: json: cannot unmarshal string into Go value of type pluginconf.FilterConfig; render it with controlplane render"},
+		{in: `{"pod":"p"}`, err: `filter config: pod: unknown field (known: engineConfig); render it with controlplane render`},
+		{in: `{"engineConfig":"/a","engineConfig":"/b"}`, err: `filter config: engineConfig: given twice; give it once; render it with controlplane render`},
+		{in: `{"engineconfig":"/a"}`, err: `filter config: engineconfig: spelled "engineconfig"; write "engineConfig" (keys are matched exactly); render it with controlplane render`},
+		{in: `"/a"`, err: "filter config: want an object, not string; render it with controlplane render"},
 	} {
 		check(t, "ParseFilter", ParseFilter, c.in, c.err, c.want, FilterConfig.Marshal)
 	}
