@@ -20,7 +20,7 @@ func TestParseRoute(t *testing.T) {
 		{in: `{"role":"egress","extra":1}`, err: `route config: extra: unknown field (known: role, target); render it with controlplane render`},
 		{in: `{"role":"egress","role":"control"}`, err: `route config: role: given twice; give it once; render it with controlplane render`},
 		{in: `{"Role":"egress"}`, err: `route config: Role: spelled "Role"; write "role" (keys are matched exactly); render it with controlplane render`},
-		{in: `[]`, err: "route config: want an object, not array; render it with controlplane render"},
+		{in: `[]`, err: "route config: want an object; render it with controlplane render"},
 	} {
 		check(t, "ParseRoute", ParseRoute, c.in, c.err, c.want, RouteConfig.Marshal)
 	}
@@ -62,7 +62,7 @@ func TestParseFilter(t *testing.T) {
 		{in: `{"pod":"p"}`, err: `filter config: pod: unknown field (known: engineConfig); render it with controlplane render`},
 		{in: `{"engineConfig":"/a","engineConfig":"/b"}`, err: `filter config: engineConfig: given twice; give it once; render it with controlplane render`},
 		{in: `{"engineconfig":"/a"}`, err: `filter config: engineconfig: spelled "engineconfig"; write "engineConfig" (keys are matched exactly); render it with controlplane render`},
-		{in: `"/a"`, err: "filter config: want an object, not string; render it with controlplane render"},
+		{in: `"/a"`, err: "filter config: want an object; render it with controlplane render"},
 	} {
 		check(t, "ParseFilter", ParseFilter, c.in, c.err, c.want, FilterConfig.Marshal)
 	}

@@ -2,10 +2,12 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -94,16 +96,18 @@ func typeWord(t reflect.Type) string {
 }
 
 var (
-	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	rawMessageType      = reflect.TypeFor[json.RawMessage]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 // Check walks raw (one JSON value) against t, the type it will be decoded
 // into, and refuses a key given twice in any object, and in an object that
 // lands in a struct, a key that is none of its fields' json names (with the
-// right spelling named when only the case differs). A value that lands in
-// an interface, a json.RawMessage or a type with its own UnmarshalJSON is
-// still checked for repeated keys.
+// right spelling named when only the case differs), and a value whose JSON
+// type the Go type cannot hold. A value that lands in an interface, a
+// json.RawMessage or a type with its own UnmarshalJSON is still checked for
+// repeated keys.
 func Check(t reflect.Type, raw json.RawMessage) error {
 	return check(t, "", raw)
 }
@@ -116,55 +120,91 @@ func check(t reflect.Type, path string, raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if t == nil || t == rawMessageType || t.Kind() == reflect.Interface ||
-		reflect.PointerTo(t).Implements(unmarshalerType) {
-		return NoDuplicateKeys(path, raw)
+	if t != nil && (t == rawMessageType || t.Kind() == reflect.Interface ||
+		reflect.PointerTo(t).Implements(unmarshalerType)) {
+		t = nil // any shape: only repeated keys are refused
+	}
+	if t != nil && !IsNull(raw) {
+		if err := fits(t, path, raw); err != nil {
+			return err
+		}
 	}
 	switch raw[0] {
 	case '{':
-		switch t.Kind() {
-		case reflect.Struct:
-			fields := structFields(t)
-			keys, vals, err := Members(path, raw)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
+		keys, vals, err := Members(path, raw)
+		if err != nil {
+			return err
+		}
+		var fields *fieldSet
+		var elem reflect.Type
+		switch {
+		case t != nil && t.Kind() == reflect.Struct:
+			fields = structFields(t)
+		case t != nil && t.Kind() == reflect.Map:
+			elem = t.Elem()
+		}
+		for _, k := range keys {
+			et := elem
+			if fields != nil {
 				ft, ok := fields.byName[k]
 				if !ok {
 					return unknownKey(path, k, fields)
 				}
-				if err := check(ft, Join(path, k), vals[k]); err != nil {
-					return err
-				}
+				et = ft
 			}
-			return nil
-		case reflect.Map:
-			keys, vals, err := Members(path, raw)
-			if err != nil {
+			if err := check(et, Member(path, k), vals[k]); err != nil {
 				return err
 			}
-			for _, k := range keys {
-				if err := check(t.Elem(), Join(path, k), vals[k]); err != nil {
-					return err
-				}
-			}
-			return nil
 		}
-		return NoDuplicateKeys(path, raw)
 	case '[':
-		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return NoDuplicateKeys(path, raw)
-		}
 		elems, err := Array(path, raw)
 		if err != nil {
 			return err
 		}
+		var elem reflect.Type
+		if t != nil {
+			elem = t.Elem()
+		}
 		for i, e := range elems {
-			if err := check(t.Elem(), Index(path, i), e); err != nil {
+			if err := check(elem, Index(path, i), e); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// fits refuses a value (not null) whose JSON type t cannot hold, naming
+// its path; encoding/json's own error would name the field without its
+// index.
+func fits(t reflect.Type, path string, raw json.RawMessage) error {
+	c := raw[0]
+	ok := true
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) && c == '"' {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		ok = c == '"'
+	case reflect.Bool:
+		ok = string(raw) == "true" || string(raw) == "false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err := strconv.ParseInt(string(raw), 10, t.Bits())
+		ok = err == nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		_, err := strconv.ParseUint(string(raw), 10, t.Bits())
+		ok = err == nil
+	case reflect.Float32, reflect.Float64:
+		ok = c == '-' || c >= '0' && c <= '9'
+	case reflect.Struct, reflect.Map:
+		ok = c == '{'
+	case reflect.Slice:
+		ok = c == '[' || c == '"' && t.Elem().Kind() == reflect.Uint8
+	case reflect.Array:
+		ok = c == '['
+	}
+	if !ok {
+		return Errorf(path, "want %s", typeWord(t))
 	}
 	return nil
 }
@@ -174,10 +214,10 @@ func check(t reflect.Type, path string, raw json.RawMessage) error {
 func unknownKey(path, k string, f *fieldSet) error {
 	for _, name := range f.names {
 		if strings.EqualFold(name, k) {
-			return Errorf(Join(path, k), "spelled %s; write %s (keys are matched exactly)", Quote(k), Quote(name))
+			return Errorf(Member(path, k), "spelled %s; write %s (keys are matched exactly)", Quote(k), Quote(name))
 		}
 	}
-	return Errorf(Join(path, k), "unknown field (known: %s)", Words(f.names))
+	return Errorf(Member(path, k), "unknown field (known: %s)", Words(f.names))
 }
 
 type fieldSet struct {

@@ -53,6 +53,30 @@ func Join(path, key string) string {
 	return path + "." + key
 }
 
+// Member names a member of the object at path as a config's error does: a
+// key that is a plain word (letters, digits, '_'; at most 64 bytes) after a
+// '.', any other key quoted in brackets and cut short, so that a path never
+// carries a long input.
+func Member(path, key string) string {
+	if !plainWord(key) {
+		return path + "[" + Quote(key) + "]"
+	}
+	return Join(path, key)
+}
+
+func plainWord(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // Index names an element of the array at path.
 func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
@@ -157,11 +181,11 @@ func Members(path string, raw json.RawMessage) ([]string, map[string]json.RawMes
 		}
 		key, _ := t.(string)
 		if _, dup := vals[key]; dup {
-			return nil, nil, Errorf(Join(path, key), "given twice; give it once")
+			return nil, nil, Errorf(Member(path, key), "given twice; give it once")
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, nil, Errorf(Join(path, key), "%s", syntaxReason(err))
+			return nil, nil, Errorf(Member(path, key), "%s", syntaxReason(err))
 		}
 		keys = append(keys, key)
 		vals[key] = v
