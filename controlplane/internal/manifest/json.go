@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"unicode/utf8"
+
+	"jr2.dev/boundary/internal/strictjson"
 )
 
 // kind is the JSON type of a value.
@@ -36,74 +36,67 @@ type value struct {
 	fields map[string]*value
 }
 
-// readJSON reads exactly one JSON value from b. A key given twice in one
-// object is refused with its path; so is anything after the value.
+// readJSON reads exactly one JSON value from b into a tree built with the
+// one strict reader (package strictjson): a key given twice in one object
+// is refused with its path; so is anything after the value. The wording of
+// a document that is not one JSON value is the manifest's own.
 func readJSON(b []byte) (*value, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	v, err := readValue(dec, "")
-	if err != nil {
-		return nil, err
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, syntaxError(dec, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("the manifest holds more than one JSON value; write one object")
 	}
-	return v, nil
+	return tree("", raw)
 }
 
-func readValue(dec *json.Decoder, path string) (*value, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, syntaxError(dec, err)
-	}
-	switch t := tok.(type) {
-	case nil:
-		return &value{kind: kNull}, nil
-	case bool:
-		return &value{kind: kBool}, nil
-	case json.Number:
-		return &value{kind: kNumber}, nil
-	case string:
-		return &value{kind: kString, str: t}, nil
-	case json.Delim:
-		if t == '[' {
-			v := &value{kind: kArray}
-			for dec.More() {
-				item, err := readValue(dec, index(path, len(v.items)))
-				if err != nil {
-					return nil, err
-				}
-				v.items = append(v.items, item)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, syntaxError(dec, err)
-			}
-			return v, nil
+// tree is the value raw, one well-formed JSON value, whose objects
+// strictjson.Members read.
+func tree(path string, raw json.RawMessage) (*value, error) {
+	switch raw[0] {
+	case '{':
+		keys, vals, err := strictjson.Members(path, raw)
+		if err != nil {
+			return nil, err
 		}
-		v := &value{kind: kObject, fields: map[string]*value{}}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, syntaxError(dec, err)
-			}
-			key, _ := kt.(string) // inside an object the decoder yields only string keys
-			at := member(path, key)
-			if _, dup := v.fields[key]; dup {
-				return nil, fmt.Errorf("%s: given twice; write each field once", at)
-			}
-			item, err := readValue(dec, at)
+		v := &value{kind: kObject, keys: keys, fields: make(map[string]*value, len(keys))}
+		for _, k := range keys {
+			item, err := tree(member(path, k), vals[k])
 			if err != nil {
 				return nil, err
 			}
-			v.keys = append(v.keys, key)
-			v.fields[key] = item
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, syntaxError(dec, err)
+			v.fields[k] = item
 		}
 		return v, nil
+	case '[':
+		elems, err := strictjson.Array(path, raw)
+		if err != nil {
+			return nil, err
+		}
+		v := &value{kind: kArray, items: make([]*value, 0, len(elems))}
+		for i, e := range elems {
+			item, err := tree(index(path, i), e)
+			if err != nil {
+				return nil, err
+			}
+			v.items = append(v.items, item)
+		}
+		return v, nil
+	case '"':
+		s, err := strictjson.String(path, raw)
+		if err != nil {
+			return nil, err
+		}
+		return &value{kind: kString, str: s}, nil
+	case 'n':
+		return &value{kind: kNull}, nil
+	case 't', 'f':
+		return &value{kind: kBool}, nil
 	}
-	return nil, fmt.Errorf("the manifest is not JSON near byte %d; write a JSON object", dec.InputOffset())
+	return &value{kind: kNumber}, nil
 }
 
 // syntaxError words a decoder error with its place and no input beyond the
@@ -115,43 +108,10 @@ func syntaxError(dec *json.Decoder, err error) error {
 	return fmt.Errorf("the manifest is not JSON near byte %d (%v); write a JSON object", dec.InputOffset(), err)
 }
 
-// member names a field of the object at path. A key that is not a plain
-// word is quoted (and cut short), so a path never carries a long input.
-func member(path, key string) string {
-	if !plainWord(key) {
-		return path + "[" + quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
+// member, quote and index name a place in the manifest as every config's
+// errors do (package strictjson).
+func member(path, key string) string { return strictjson.Member(path, key) }
 
-func plainWord(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+func quote(s string) string { return strictjson.Quote(s) }
 
-// quote renders an input for a message: quoted, cut at 64 bytes.
-func quote(s string) string {
-	const most = 64
-	if len(s) <= most {
-		return strconv.Quote(s)
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
-
-// index names an element of the list at path.
-func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+func index(path string, i int) string { return strictjson.Index(path, i) }
