@@ -183,7 +183,7 @@ func (c client) env(env []string) []string {
 type streamProc struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *strings.Builder
+	stderr *syncBuffer // written by exec's copier while the test reads it
 }
 
 func (c client) stream(t *testing.T, env []string, r request) *streamProc {
@@ -191,7 +191,7 @@ func (c client) stream(t *testing.T, env []string, r request) *streamProc {
 	r.Stream = true
 	cmd := c.command(r, t.TempDir())
 	cmd.Env = c.env(env)
-	p := &streamProc{cmd: cmd, lines: make(chan string, 64), stderr: &strings.Builder{}}
+	p := &streamProc{cmd: cmd, lines: make(chan string, 64), stderr: &syncBuffer{}}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -39,12 +39,12 @@ import (
 	"time"
 
 	"jr2.dev/boundary/effector/internal/oserr"
-	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
 	"jr2.dev/boundary/internal/mode"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // Env names.

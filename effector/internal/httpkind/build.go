@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // Values looks up a held secret's value by name.

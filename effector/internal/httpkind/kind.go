@@ -46,10 +46,10 @@ import (
 
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/sendtrace"
-	sj "jr2.dev/boundary/internal/strictjson"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/mode"
+	sj "jr2.dev/boundary/internal/strictjson"
 )
 
 // Target is one scheme, host and port the kind may call, with the secrets
