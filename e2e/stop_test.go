@@ -5,12 +5,14 @@ package e2e
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,6 +49,7 @@ func TestStopAndLimits(t *testing.T) {
 type stopPod struct {
 	hopPod
 	arrived chan struct{}
+	dir     string // the rendered directory
 }
 
 func newStopPod(t *testing.T, host Host) *stopPod {
@@ -66,7 +69,7 @@ func newStopPod(t *testing.T, host Host) *stopPod {
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
 		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
 	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, filter.TokenName: p.token})
-	p.roots = roots
+	p.roots, p.dir = roots, dir
 	p.run = host.Start(t, dir, "")
 	return p
 }
@@ -188,7 +191,31 @@ func testGracefulStop(t *testing.T, host Host) {
 		t.Errorf("exit after SIGTERM: %v; want 0\n%s", p.run.exitErr, p.run.out.String())
 	}
 	// custodian envoy removes the admin socket Envoy leaves behind.
-	if _, err := os.Lstat(hostlimits.AdminSocket); host.Name() == "envoy" && !os.IsNotExist(err) {
-		t.Errorf("the admin socket %s is left behind: %v", hostlimits.AdminSocket, err)
+	if host.Name() == "envoy" {
+		sock := adminSocketOf(t, p.dir)
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Errorf("the admin socket %s is left behind: %v", sock, err)
+		}
 	}
+}
+
+// adminSocketOf is the admin socket dir's envoy.json names (each render
+// draws its own).
+func adminSocketOf(t *testing.T, dir string) string {
+	t.Helper()
+	var js struct {
+		Admin struct {
+			Address struct {
+				Pipe struct{ Path string }
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "envoy.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &js)
+	}
+	if err != nil || js.Admin.Address.Pipe.Path == "" {
+		t.Fatalf("%s/envoy.json names no admin socket: %v", dir, err)
+	}
+	return js.Admin.Address.Pipe.Path
 }

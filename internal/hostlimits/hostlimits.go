@@ -66,10 +66,27 @@ const (
 	// the grace is over.
 	StopGrace = 10 * time.Second
 
-	// AdminSocket is Envoy's admin interface: a unix socket, mode 0600, in
-	// the Custodian container's own /tmp — no TCP admin listener, so
-	// nothing outside the container (the Harness shares the pod's network,
-	// never its files) can reach it. custodian envoy drives the stop
-	// through it.
-	AdminSocket = "/tmp/jr2-custodian-admin.sock"
+	// AdminSocketDir holds Envoy's admin interface: a unix socket, mode
+	// 0600, in the Custodian container's own /tmp — no TCP admin listener,
+	// so nothing outside the container (the Harness shares the pod's
+	// network, never its files) can reach it. custodian envoy drives the
+	// stop through it. Each rendered directory names its own socket
+	// (AdminSocketPath), so two pods' Envoys on one machine never bind
+	// over each other's.
+	AdminSocketDir = "/tmp"
+	// AdminSocketIDLen is the length of a render's admin socket id: hex
+	// digits drawn at random when a directory is first rendered.
+	AdminSocketIDLen = 12
+)
+
+// AdminSocketPath is the admin socket of the rendered directory whose id
+// is id: AdminSocketDir/jr2-custodian-admin-<id>.sock.
+func AdminSocketPath(id string) string {
+	return AdminSocketDir + "/" + AdminSocketPrefix + id + AdminSocketSuffix
+}
+
+// The admin socket's file name around its id.
+const (
+	AdminSocketPrefix = "jr2-custodian-admin-"
+	AdminSocketSuffix = ".sock"
 )

@@ -1,6 +1,7 @@
 package readmewalk
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,8 +78,17 @@ func TestReadmeEnvoy(t *testing.T) {
 	noValue(t, "the walk's output", out, value)
 	// The block stops Envoy through custodian envoy (set -e: wait $envoy
 	// is its exit 0), which removes the admin socket Envoy leaves.
-	if _, err := os.Lstat(hostlimits.AdminSocket); err == nil {
-		t.Errorf("%s is still there after the block's stop: Envoy did not run under custodian envoy", hostlimits.AdminSocket)
+	var admin struct {
+		Admin struct {
+			Address struct {
+				Pipe struct{ Path string }
+			}
+		}
+	}
+	if err := json.Unmarshal(js, &admin); err != nil || !strings.HasPrefix(admin.Admin.Address.Pipe.Path, hostlimits.AdminSocketDir+"/") {
+		t.Errorf("envoy.json names no admin socket under %s: %v", hostlimits.AdminSocketDir, err)
+	} else if _, err := os.Lstat(admin.Admin.Address.Pipe.Path); err == nil {
+		t.Errorf("%s is still there after the block's stop: Envoy did not run under custodian envoy", admin.Admin.Address.Pipe.Path)
 	}
 
 	// The block's curl is intercepted; a tunnel is the other route the

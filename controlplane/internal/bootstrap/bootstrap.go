@@ -3,7 +3,8 @@
 // listener on the network, no dynamic resources, so nothing in the pod but
 // the Custodian container itself can change or read back the
 // configuration. The admin interface is a unix socket in that container
-// (hostlimits.AdminSocket, mode 0600), for custodian envoy's graceful stop.
+// (Input.AdminSocket, this directory's own under /tmp, mode 0600), for
+// custodian envoy's graceful stop.
 //
 // # What it holds
 //
@@ -136,6 +137,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // Input is what a pod's bootstrap is built from.
@@ -160,6 +162,10 @@ type Input struct {
 	// mounted in the Custodian container: custodian.json, the leaves and
 	// ca/upstream.crt are read from under it.
 	MountDir string
+	// AdminSocket is the path of Envoy's admin socket, this rendered
+	// directory's own (hostlimits.AdminSocketPath): two Envoys on one
+	// machine given one path would bind over each other's.
+	AdminSocket string
 }
 
 // Names in the bootstrap that tests, the adapter and operators read.
@@ -242,6 +248,9 @@ func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 	in.DataPlane = dp
 	if object, flag := in.object(); !path.IsAbs(in.MountDir) || !path.IsAbs(object) {
 		return nil, fmt.Errorf("bootstrap: --mount-dir %q and %s %q must be absolute paths in the Custodian container", in.MountDir, flag, object)
+	}
+	if dir, name := path.Split(in.AdminSocket); path.Clean(dir) != hostlimits.AdminSocketDir || name == "" {
+		return nil, fmt.Errorf("bootstrap: the admin socket %q: want a file of %s, such as %s (render draws one per directory)", in.AdminSocket, hostlimits.AdminSocketDir, hostlimits.AdminSocketPath("<12 hex digits>"))
 	}
 	// custodian.json is checked by the parser the filter itself runs; the
 	// filter is given its path, checked the same way.

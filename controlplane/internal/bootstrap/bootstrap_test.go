@@ -61,6 +61,8 @@ var targets = []string{"api.anthropic.com:443", "api.github.com:443", "github.co
 const (
 	pluginPath = "/opt/jr2/lib/custodian.so"
 	modulePath = "/opt/jr2/lib/custodian-module.so"
+	// adminPath is a rendered directory's own admin socket.
+	adminPath = "/tmp/jr2-custodian-admin-0123456789ab.sock"
 )
 
 var planes = []bootstrap.DataPlane{bootstrap.DataPlaneGolang, bootstrap.DataPlaneModule}
@@ -76,7 +78,7 @@ func buildPlane(t *testing.T, c *filter.Config, dp bootstrap.DataPlane) *bootstr
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: mount})
+	bs, err := bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: mount, AdminSocket: adminPath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func TestMarshalIsOneMarshal(t *testing.T) {
 				// bootstrap: quotes, a backslash and the splice's own key.
 				js, _ := json.Marshal(c)
 				var err error
-				bs, err = bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: `/etc/"static_resources":{} \x`})
+				bs, err = bootstrap.Build(bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, MountDir: `/etc/"static_resources":{} \x`, AdminSocket: adminPath})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -911,9 +913,12 @@ func TestBuildRefusesRelativePaths(t *testing.T) {
 		{Config: c, ConfigJSON: js, Plugin: "custodian.so", MountDir: mount},
 		{Config: c, ConfigJSON: js, Plugin: "/opt/custodian.so", MountDir: "out"},
 		{Config: c, ConfigJSON: []byte("{"), Plugin: "/opt/custodian.so", MountDir: mount},
+		{Config: c, ConfigJSON: js, Plugin: "/opt/custodian.so", MountDir: mount},
+		{Config: c, ConfigJSON: js, Plugin: "/opt/custodian.so", MountDir: mount, AdminSocket: "/var/run/admin.sock"},
+		{Config: c, ConfigJSON: js, Plugin: "/opt/custodian.so", MountDir: mount, AdminSocket: "/tmp/"},
 	} {
 		if _, err := bootstrap.Build(in); err == nil {
-			t.Errorf("Build(plugin %q, mount %q) accepted", in.Plugin, in.MountDir)
+			t.Errorf("Build(plugin %q, mount %q, admin socket %q) accepted", in.Plugin, in.MountDir, in.AdminSocket)
 		}
 	}
 }

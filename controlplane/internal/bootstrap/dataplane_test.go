@@ -151,7 +151,7 @@ func TestDataPlaneRefusals(t *testing.T) {
 		{bootstrap.Input{DataPlane: bootstrap.DataPlaneModule, Plugin: pluginPath, Module: "lib/custodian-module.so"}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --module "lib/custodian-module.so" must be absolute paths in the Custodian container`},
 		{bootstrap.Input{Plugin: "custodian.so", Module: modulePath}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --plugin "custodian.so" must be absolute paths in the Custodian container`},
 	} {
-		tc.in.Config, tc.in.ConfigJSON, tc.in.MountDir = c, js, mount
+		tc.in.Config, tc.in.ConfigJSON, tc.in.MountDir, tc.in.AdminSocket = c, js, mount, adminPath
 		bs, err := bootstrap.Build(tc.in)
 		if bs != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: %v\n got: %v\nwant: %s", tc.in.DataPlane, bs != nil, err, tc.want)

@@ -74,13 +74,14 @@ func (b *builder) overload() *overloadv3.OverloadManager {
 }
 
 // admin is Envoy's admin interface on a unix socket of the Custodian
-// container's own (hostlimits.AdminSocket, mode 0600), never on TCP:
+// container's own (Input.AdminSocket under hostlimits.AdminSocketDir,
+// mode 0600), never on TCP:
 // custodian envoy drives the graceful stop through it
 // (/healthcheck/fail, /drain_listeners, /stats). The Harness shares the
 // pod's network namespace but not its files, so it cannot reach it.
 func (b *builder) admin() *bootstrapv3.Admin {
 	return &bootstrapv3.Admin{Address: &corev3.Address{Address: &corev3.Address_Pipe{Pipe: &corev3.Pipe{
-		Path: hostlimits.AdminSocket,
+		Path: b.in.AdminSocket,
 		Mode: 0o600,
 	}}}}
 }

@@ -1,6 +1,7 @@
 package bootstrap_test
 
 import (
+	"path"
 	"testing"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 )
 
 // TestAdminOnlyOnAUnixSocket: Envoy's admin interface is the unix socket
-// custodian envoy drives the stop through, mode 0600, and nothing else.
+// custodian envoy drives the stop through (the directory's own, under
+// hostlimits.AdminSocketDir), mode 0600, and nothing else.
 func TestAdminOnlyOnAUnixSocket(t *testing.T) {
 	a := build(t, config("ws-7f3a")).Admin
 	p := a.GetAddress().GetPipe()
-	if p.GetPath() != hostlimits.AdminSocket || p.GetMode() != 0o600 || a.GetAddress().GetSocketAddress() != nil || len(a.SocketOptions) != 0 {
-		t.Errorf("admin %v; want only the unix socket %s, mode 0600", a, hostlimits.AdminSocket)
+	if p.GetPath() != adminPath || path.Dir(adminPath) != hostlimits.AdminSocketDir || p.GetMode() != 0o600 || a.GetAddress().GetSocketAddress() != nil || len(a.SocketOptions) != 0 {
+		t.Errorf("admin %v; want only the unix socket %s, mode 0600", a, adminPath)
 	}
 }
 

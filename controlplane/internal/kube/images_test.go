@@ -131,7 +131,7 @@ func TestRecipesMatchObjects(t *testing.T) {
 }
 
 // TestStopNeeds: the Custodian's stop works in the Pod. The Envoy sidecar
-// has a writable /tmp for Envoy's admin socket (hostlimits.AdminSocket), an
+// has a writable /tmp for Envoy's admin socket (under hostlimits.AdminSocketDir), an
 // emptyDir in memory mounted in that container only; the Pod's grace
 // period holds the agent's stop, then hostlimits.StopGrace and a margin,
 // for either sidecar (a native sidecar gets its SIGTERM after the agent
@@ -158,7 +158,7 @@ func TestStopNeeds(t *testing.T) {
 				}
 				side := spec.InitContainers[0]
 				mounted := slices.ContainsFunc(side.VolumeMounts, func(m corev1.VolumeMount) bool {
-					return m.Name == kube.VolumeTmp && m.MountPath == filepath.Dir(hostlimits.AdminSocket) && !m.ReadOnly
+					return m.Name == kube.VolumeTmp && m.MountPath == hostlimits.AdminSocketDir && !m.ReadOnly
 				})
 				for _, c := range spec.Containers {
 					if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == kube.VolumeTmp }) {
@@ -175,7 +175,7 @@ func TestStopNeeds(t *testing.T) {
 					t.Errorf("%s: volume %s %+v; want an emptyDir, medium Memory, with a sizeLimit", name, kube.VolumeTmp, tmp)
 				}
 				if !mounted || !*side.SecurityContext.ReadOnlyRootFilesystem {
-					t.Errorf("%s: the Envoy sidecar's mounts %+v; want %s writable at %s over a read-only root", name, side.VolumeMounts, kube.VolumeTmp, filepath.Dir(hostlimits.AdminSocket))
+					t.Errorf("%s: the Envoy sidecar's mounts %+v; want %s writable at %s over a read-only root", name, side.VolumeMounts, kube.VolumeTmp, hostlimits.AdminSocketDir)
 				}
 			}
 		})

@@ -29,7 +29,7 @@ const (
 	VolumeValues       = "custodian-values"
 	VolumeTrust        = "jr2-ca"
 	// VolumeTmp is the Envoy sidecar's /tmp: Envoy binds its admin socket
-	// there (hostlimits.AdminSocket), which custodian envoy's stop drives,
+	// there (hostlimits.AdminSocketDir; each render names its own file), which custodian envoy's stop drives,
 	// and the root filesystem is read-only. An emptyDir in memory, mounted
 	// in the Custodian container only (the agent never sees the socket).
 	VolumeTmp = "custodian-tmp"

@@ -12,6 +12,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // specExample is custodian.md's manifest.
@@ -167,7 +168,7 @@ func FuzzParse(f *testing.F) {
 		if _, err := filter.ParseConfig(mustJSON(t, cfg)); err != nil {
 			t.Fatalf("accepted manifest, refused engine config: %v\n%s", err, b)
 		}
-		if _, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: mustJSON(t, cfg), Plugin: render.DefaultPlugin, MountDir: "/etc/jr2/custodian"}); err != nil {
+		if _, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: mustJSON(t, cfg), Plugin: render.DefaultPlugin, MountDir: "/etc/jr2/custodian", AdminSocket: hostlimits.AdminSocketPath("0123456789ab")}); err != nil {
 			t.Fatalf("accepted manifest, bootstrap refused: %v\n%s", err, b)
 		}
 	})

@@ -40,13 +40,17 @@ package render
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -60,6 +64,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/gitcred"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // Defaults of the render CLI's flags (custodian.md, and the two extensions
@@ -118,6 +123,9 @@ type Options struct {
 	// ValuesDir and HarnessCADir are this render's.
 	Kube kube.Options
 	Now  time.Time
+	// Rand draws the admin socket's id when DIR has none yet (adminSocket);
+	// nil is crypto/rand. Tests give a fixed one for byte-exact goldens.
+	Rand io.Reader
 }
 
 // Result is what a render did.
@@ -190,7 +198,11 @@ func Render(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir})
+	admin, err := adminSocket(out, o.Rand)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin})
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +242,7 @@ func Render(o Options) (*Result, error) {
 		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
 	}
-	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, harness, trust, kubeLeaves, files); err != nil {
+	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, harness, trust, kubeLeaves, admin, files); err != nil {
 		return nil, err
 	}
 	written, err := write(out, files)
@@ -541,4 +553,31 @@ func removeStale(out string, files map[string]file) error {
 		}
 	}
 	return nil
+}
+
+// adminIn finds the admin socket an envoy.json names, even in a file
+// altered since (render puts its bytes back).
+var adminIn = regexp.MustCompile(regexp.QuoteMeta(hostlimits.AdminSocketDir+"/"+hostlimits.AdminSocketPrefix) +
+	fmt.Sprintf("[0-9a-f]{%d}", hostlimits.AdminSocketIDLen) + regexp.QuoteMeta(hostlimits.AdminSocketSuffix))
+
+// adminSocket is DIR's own admin socket: the one DIR's envoy.json names,
+// so a render of unchanged inputs writes nothing and a running Envoy's
+// socket stays the file's, else a fresh one drawn from r (nil is
+// crypto/rand). Each directory's differs, so the Envoys of two pods on
+// one machine never bind over each other's socket, and custodian envoy
+// drains only the Envoy it started.
+func adminSocket(out string, r io.Reader) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(out, EnvoyFile)); err == nil {
+		if p := adminIn.Find(b); p != nil {
+			return string(p), nil
+		}
+	}
+	if r == nil {
+		r = rand.Reader
+	}
+	id := make([]byte, hostlimits.AdminSocketIDLen/2)
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", fmt.Errorf("the admin socket's id: %w", err)
+	}
+	return hostlimits.AdminSocketPath(hex.EncodeToString(id)), nil
 }

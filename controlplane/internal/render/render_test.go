@@ -10,11 +10,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +72,54 @@ func (f *fixture) options(t testing.TB, manifestBytes []byte, out string) render
 	return render.Options{
 		Manifest: manifestBytes, CADir: f.caDir, OutDir: out, CABundle: f.extra, SystemRoots: f.roots,
 		ValuesDir: render.DefaultValuesDir, Plugin: render.DefaultPlugin, MountDir: mountDir,
-		HarnessCADir: render.DefaultHarnessCADir, Now: f.now,
+		HarnessCADir: render.DefaultHarnessCADir, Now: f.now, Rand: fixedID(),
+	}
+}
+
+// fixedID draws the admin socket id 0123456789ab, so goldens stay byte
+// for byte; a render's own draws from crypto/rand (TestAdminSocketPerDir).
+func fixedID() io.Reader { return bytes.NewReader([]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab}) }
+
+// TestAdminSocketPerDir: each directory rendered names an admin socket of
+// its own under /tmp, drawn at random, so two pods' Envoys on one machine
+// never bind over each other's; a re-render of a directory keeps its
+// socket (and writes nothing), and one whose envoy.json was altered gets
+// the same socket back.
+func TestAdminSocketPerDir(t *testing.T) {
+	f := newFixture(t)
+	m := read(t, filepath.Join(testdata, "manifests", "small.json"))
+	socket := func(dir string) string {
+		t.Helper()
+		o := f.options(t, m, dir)
+		o.Rand = nil
+		if _, err := render.Render(o); err != nil {
+			t.Fatal(err)
+		}
+		var js struct {
+			Admin struct {
+				Address struct {
+					Pipe struct{ Path string }
+				}
+			}
+		}
+		if err := json.Unmarshal(read(t, filepath.Join(dir, render.EnvoyFile)), &js); err != nil {
+			t.Fatal(err)
+		}
+		return js.Admin.Address.Pipe.Path
+	}
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	sa, sb := socket(a), socket(b)
+	pattern := regexp.MustCompile(`^/tmp/jr2-custodian-admin-[0-9a-f]{12}\.sock$`)
+	if !pattern.MatchString(sa) || !pattern.MatchString(sb) || sa == sb {
+		t.Errorf("the admin sockets of two directories: %q and %q; want two of %s", sa, sb, pattern)
+	}
+	if again := socket(a); again != sa {
+		t.Errorf("a re-render moved the admin socket from %s to %s", sa, again)
+	}
+	envoy := filepath.Join(a, render.EnvoyFile)
+	os.WriteFile(envoy, append([]byte("{"), read(t, envoy)...), 0o644)
+	if again := socket(a); again != sa {
+		t.Errorf("a render over an altered envoy.json moved the admin socket from %s to %s", sa, again)
 	}
 }
 

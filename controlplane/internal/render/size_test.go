@@ -9,6 +9,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/manifesttest"
 	"jr2.dev/boundary/controlplane/internal/render"
+	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // envoySize is the size of envoy.json for a held manifest, on data plane dp.
@@ -23,7 +24,7 @@ func envoySize(t *testing.T, held []byte, dp bootstrap.DataPlane) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: js, DataPlane: dp, Plugin: render.DefaultPlugin, Module: render.DefaultModule, MountDir: mountDir})
+	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: js, DataPlane: dp, Plugin: render.DefaultPlugin, Module: render.DefaultModule, MountDir: mountDir, AdminSocket: hostlimits.AdminSocketPath("0123456789ab")})
 	if err != nil {
 		t.Fatal(err)
 	}

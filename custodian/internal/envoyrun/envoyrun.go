@@ -3,7 +3,7 @@
 // once on SIGTERM, dropping every request in flight; its drain is reached
 // only through the admin interface. So this process
 // starts Envoy as its child, and on SIGTERM or SIGINT it drives the stop
-// through envoy.json's admin socket (a unix socket, hostlimits.AdminSocket):
+// through envoy.json's admin socket (a unix socket under hostlimits.AdminSocketDir, each render's own):
 //
 //  1. POST /healthcheck/fail: the drain sequence starts on every listener
 //     (drain_type DEFAULT); with --drain-strategy immediate each answer
@@ -59,8 +59,8 @@ as custodian serve stops: on SIGTERM or SIGINT new connections are refused
 at once, requests in flight finish (each answer then closes its
 connection), and Envoy exits once none is left or after 10 s, whichever
 comes first. Envoy itself would exit at once on SIGTERM and cut them. The
-stop goes through envoy.json's admin socket (/tmp/jr2-custodian-admin.sock,
-mode 0600, in this container only). --drain-strategy immediate,
+stop goes through envoy.json's admin socket (each render names its own,
+/tmp/jr2-custodian-admin-<id>.sock, mode 0600, in this container only). --drain-strategy immediate,
 --drain-time-s 10 and --disable-hot-restart are added to Envoy's arguments
 unless given (hot restart is off unless --restart-epoch or --base-id asks
 for it: its shared memory would outlive Envoy).
