@@ -61,6 +61,9 @@ type Server struct {
 	Mapper  meta.RESTMapperWithContext
 	// Tools are the binaries it runs (Tools.Kubectl for Run).
 	Tools Tools
+	// ServiceAccountKey is the private key the server verifies service
+	// account tokens with: a controller-manager signs them with it.
+	ServiceAccountKey string
 
 	dir   string
 	procs []*proc
@@ -79,10 +82,14 @@ type proc struct {
 // Start starts a server for t alone; t.Cleanup stops it and removes its
 // files. Without the binaries it fails (or, with JR2_KUBE_TESTS=skip and
 // not JR2_REQUIRE_ALL=1, skips loudly).
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartArgs(t) }
+
+// StartArgs is Start with more kube-apiserver flags (a node's tests give
+// --kubelet-preferred-address-types, for instance).
+func StartArgs(t testing.TB, apiserverArgs ...string) *Server {
 	t.Helper()
 	tools := requireTools(t)
-	s, err := start(tools)
+	s, err := start(tools, apiserverArgs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +152,13 @@ func Shared(t testing.TB) *Server {
 	return shared.s
 }
 
-func start(tools Tools) (*Server, error) {
+func start(tools Tools, extra ...string) (*Server, error) {
 	var err error
 	// A port picked free may be taken before the server binds it: try
 	// again with others.
 	for range 3 {
 		var s *Server
-		s, err = startOnce(tools)
+		s, err = startOnce(tools, extra)
 		if err == nil {
 			return s, nil
 		}
@@ -164,7 +171,7 @@ func start(tools Tools) (*Server, error) {
 
 var errPortTaken = errors.New("port taken")
 
-func startOnce(tools Tools) (s *Server, err error) {
+func startOnce(tools Tools, extra []string) (s *Server, err error) {
 	dir, err := os.MkdirTemp("", "jr2-kubetest-")
 	if err != nil {
 		return nil, err
@@ -221,8 +228,9 @@ func startOnce(tools Tools) (s *Server, err error) {
 			return nil, err
 		}
 	}
+	s.ServiceAccountKey = filepath.Join(dir, "sa.key")
 	certDir := filepath.Join(dir, "certs")
-	api, err := s.spawn("kube-apiserver", tools.APIServer,
+	api, err := s.spawn("kube-apiserver", tools.APIServer, append([]string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(ports[2]),
@@ -238,7 +246,7 @@ func startOnce(tools Tools) (s *Server, err error) {
 		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--anonymous-auth=false",
 		"--profiling=false",
-		"--v", "0")
+		"--v", "0"}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

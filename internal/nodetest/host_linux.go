@@ -1,0 +1,108 @@
+package nodetest
+
+import (
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// hostState is what a node must not change on the host: sysctls, the
+// top-level cgroups, the mount table, and the network's interfaces,
+// addresses and routes.
+type hostState map[string]string
+
+// sysctlTrees are the /proc/sys trees compared; volatile are entries the
+// kernel itself changes from moment to moment.
+var (
+	sysctlTrees = []string{"kernel", "vm", "fs/inotify", "net/core", "net/ipv4", "net/ipv6", "net/bridge"}
+	volatile    = []string{"kernel/random/", "kernel/ns_last_pid", "kernel/pty/nr", "kernel/tainted", "net/netfilter/nf_conntrack_count", "vm/stat_refresh", "fs/inotify/", "kernel/perf_event_max_sample_rate"}
+)
+
+func snapshotHost() (hostState, error) {
+	s := hostState{}
+	for _, tree := range sysctlTrees {
+		root := filepath.Join("/proc/sys", tree)
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			rel := strings.TrimPrefix(p, "/proc/sys/")
+			for _, v := range volatile {
+				if strings.HasPrefix(rel, v) && !strings.HasPrefix(rel, "fs/inotify/max_") {
+					return nil
+				}
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				s["sysctl "+rel] = strings.TrimSpace(string(b))
+			}
+			return nil
+		})
+	}
+	cs, err := controllers()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		ents, _ := os.ReadDir(c)
+		for _, e := range ents {
+			if e.IsDir() {
+				s["cgroup "+filepath.Join(c, e.Name())] = "present"
+			}
+		}
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(mi)), "\n") {
+		f := strings.Fields(line)
+		// Named network namespaces (/run/netns) are other tests' contained
+		// runs; a node makes none (containerd's are under its own state).
+		if len(f) > 5 && !strings.HasPrefix(f[4], "/run/netns/") {
+			s["mount "+f[4]] += f[3] + " " // the mount point, and the root each mount there shows
+		}
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range ifs {
+		addrs, _ := i.Addrs()
+		var as []string
+		for _, a := range addrs {
+			as = append(as, a.String())
+		}
+		sort.Strings(as)
+		s["interface "+i.Name] = fmt.Sprintf("%s %s", i.Flags, strings.Join(as, ","))
+	}
+	for _, f := range []string{"/proc/net/route", "/proc/net/ipv6_route"} {
+		b, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		sort.Strings(lines)
+		s["routes "+f] = strings.Join(lines, "\n")
+	}
+	return s, nil
+}
+
+// diff names every entry that differs, in order.
+func (s hostState) diff(after hostState) []string {
+	var ds []string
+	for k, v := range s {
+		if w, ok := after[k]; !ok {
+			ds = append(ds, fmt.Sprintf("%s is gone (was %q)", k, v))
+		} else if w != v {
+			ds = append(ds, fmt.Sprintf("%s was %q, is %q", k, v, w))
+		}
+	}
+	for k, w := range after {
+		if _, ok := s[k]; !ok {
+			ds = append(ds, fmt.Sprintf("%s is new (%q)", k, w))
+		}
+	}
+	sort.Strings(ds)
+	return ds
+}

@@ -1,0 +1,66 @@
+package nodetest
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestNodeReady: the node registers with its address and the kubelet and
+// runtime releases pinned, and reports Ready; the host is unchanged after
+// (Start's outer half fails the test otherwise).
+func TestNodeReady(t *testing.T) {
+	n := Start(t, Options{})
+	if n == nil {
+		return
+	}
+	node, err := n.API.Client.CoreV1().Nodes().Get(context.Background(), NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := node.Status.NodeInfo
+	if info.KubeletVersion != "v1.37.2" || info.ContainerRuntimeVersion != "containerd://"+strings.TrimPrefix(Containerd, "v") {
+		t.Errorf("node info %+v; want kubelet v1.37.2 on containerd %s", info, Containerd)
+	}
+	var ip string
+	for _, a := range node.Status.Addresses {
+		if a.Type == "InternalIP" {
+			ip = a.Address
+		}
+	}
+	if ip != NodeIP {
+		t.Errorf("the node's InternalIP is %q; want %s", ip, NodeIP)
+	}
+}
+
+// TestHostCheckSeesACgroup: the host check can fail — a top-level cgroup
+// made between two snapshots is named — and a cgroupRoot a killed run
+// left is removed by the next Start.
+func TestHostCheckSeesACgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("NOT RUN: cgroups need root")
+	}
+	before, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cgroupPrefix + "stale0test"
+	if err := makeCgroups(name); err != nil {
+		removeCgroups(name)
+		t.Fatal(err)
+	}
+	after, _ := snapshotHost()
+	if d := before.diff(after); !strings.Contains(strings.Join(d, "\n"), name+" is new") {
+		t.Errorf("the host check did not see the cgroup %s: %q", name, d)
+	}
+	removeStaleCgroups(t)
+	again, _ := snapshotHost()
+	for _, d := range before.diff(again) {
+		if strings.Contains(d, name) {
+			t.Errorf("a stale cgroupRoot is left: %s", d)
+		}
+	}
+}

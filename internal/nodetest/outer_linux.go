@@ -1,0 +1,243 @@
+package nodetest
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/internal/kubetest"
+)
+
+// Environment of the inner run.
+const (
+	envInner  = "JR2_NODETEST_INNER"  // the test the inner run is for
+	envCgroup = "JR2_NODETEST_CGROUP" // the kubelet's cgroupRoot, made by the outer call
+	envDir    = "JR2_NODETEST_DIR"    // the directory the inner run mounts its tmpfs on
+)
+
+// cgroupPrefix names every cgroupRoot a node makes, so the next Start
+// finds the ones a killed run left.
+const cgroupPrefix = "jr2-node-"
+
+// cgroupBase is where the host's v1 controllers are mounted.
+const cgroupBase = "/sys/fs/cgroup"
+
+// Start brings a node up for t. In the test binary as go test runs it, it
+// re-runs t alone inside the node's namespaces, waits, checks the host and
+// returns nil; inside, it returns the running node. See the package doc.
+func Start(t *testing.T, o Options) *Node {
+	t.Helper()
+	if name := os.Getenv(envInner); name != "" {
+		if name != t.Name() {
+			t.Fatalf("nodetest: the inner run is for %s, not %s: call Start first in a top-level test", name, t.Name())
+		}
+		return startInner(t, o)
+	}
+	runOuter(t)
+	return nil
+}
+
+func runOuter(t *testing.T) {
+	t.Helper()
+	if strings.Contains(t.Name(), "/") {
+		t.Fatal("nodetest.Start must be called in a top-level test: the inner run selects it by name")
+	}
+	if _, err := FindTools(); err != nil {
+		skipOrFail(t, err)
+	}
+	if os.Geteuid() != 0 {
+		skipOrFail(t, missing("a node needs root (namespaces, mounts, cgroups, the bridge): run the tests as root"))
+	}
+	removeStaleCgroups(t)
+	before, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := make([]byte, 4)
+	rand.Read(id)
+	cg := cgroupPrefix + hex.EncodeToString(id)
+	if err := makeCgroups(cg); err != nil {
+		removeCgroups(cg)
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+
+	args := []string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.v", "-test.count=1"}
+	if d, ok := t.Deadline(); ok {
+		args = append(args, "-test.timeout="+time.Until(d).Round(time.Second).String())
+	}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envInner+"="+t.Name(), envCgroup+"="+cg, envDir+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		removeCgroups(cg)
+		t.Fatalf("start the node's namespaces: %v", err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var failed, skipped bool
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(line)
+		failed = failed || strings.HasPrefix(line, "--- FAIL: "+t.Name())
+		skipped = skipped || strings.HasPrefix(line, "--- SKIP: "+t.Name())
+	}
+	waitErr := cmd.Wait()
+
+	// The PID namespace is gone with its first process: the cgroups are
+	// empty, perhaps after a moment.
+	if err := removeCgroups(cg); err != nil {
+		t.Error(err)
+	}
+	after, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range before.diff(after) {
+		t.Errorf("the host changed during the node's run: %s", d)
+	}
+	switch {
+	case waitErr != nil || failed:
+		t.Fatalf("the test inside the node's namespaces failed (%v); its output is above", waitErr)
+	case skipped:
+		t.Skip("the test inside the node's namespaces skipped; its output says why")
+	}
+}
+
+func skipOrFail(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, kubetest.ErrMissing) && os.Getenv(kubetest.EnvSkip) == "skip" && os.Getenv(kubetest.EnvRequireAll) != "1" {
+		t.Skipf("NOT RUN on a real node: %v (%s=skip says so on purpose)", err, kubetest.EnvSkip)
+	}
+	if errors.Is(err, kubetest.ErrMissing) && os.Getenv(kubetest.EnvRequireAll) != "1" {
+		t.Fatalf("%v; or set %s=skip to skip the tests against a real node", err, kubetest.EnvSkip)
+	}
+	t.Fatal(err)
+}
+
+// controllers are the host's mounted cgroup v1 hierarchies (the kubelet
+// and runc use each one that is mounted).
+func controllers() ([]string, error) {
+	ents, err := os.ReadDir(cgroupBase)
+	if err != nil {
+		return nil, err
+	}
+	var cs []string
+	for _, e := range ents {
+		p := filepath.Join(cgroupBase, e.Name())
+		if e.Name() == "unified" {
+			continue // cgroup2 holding no controller the kubelet uses on v1
+		}
+		var st syscall.Statfs_t
+		if e.IsDir() && syscall.Statfs(p, &st) == nil && st.Type == 0x27e0eb { // CGROUP_SUPER_MAGIC
+			cs = append(cs, p)
+		}
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("no cgroup v1 controller is mounted under %s: this node runs the kubelet on cgroup v1 (failCgroupV1: false)", cgroupBase)
+	}
+	return cs, nil
+}
+
+// makeCgroups makes name in every controller; cpuset's gets its parent's
+// cpus and mems, which a new cpuset lacks.
+func makeCgroups(name string) error {
+	cs, err := controllers()
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		p := filepath.Join(c, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return fmt.Errorf("make the kubelet's cgroupRoot: %w", err)
+		}
+		if filepath.Base(c) == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				b, err := os.ReadFile(filepath.Join(c, f))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(p, f), b, 0o644)
+				}
+				if err != nil {
+					return fmt.Errorf("cpuset %s: %w", f, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes name's tree in every controller, leaves first,
+// retrying while the kernel still counts a dying task.
+func removeCgroups(name string) error {
+	cs, err := controllers()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var left []string
+		for _, c := range cs {
+			root := filepath.Join(c, name)
+			var dirs []string
+			filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			for i := len(dirs) - 1; i >= 0; i-- {
+				if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+					left = append(left, dirs[i])
+				}
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the node's cgroups are still there (a task in them?): %s", strings.Join(left, ", "))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// removeStaleCgroups removes the cgroupRoots a killed run left (none of
+// their tasks lives: the PID namespace ended with the run).
+func removeStaleCgroups(t *testing.T) {
+	cs, err := controllers()
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, c := range cs {
+		ents, _ := os.ReadDir(c)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), cgroupPrefix) && !seen[e.Name()] {
+				seen[e.Name()] = true
+				if err := removeCgroups(e.Name()); err != nil {
+					t.Logf("nodetest: a cgroupRoot an earlier run left is still in use: %v", err)
+				} else {
+					t.Logf("nodetest: removed the cgroupRoot %s an earlier, killed run left", e.Name())
+				}
+			}
+		}
+	}
+}
