@@ -68,7 +68,7 @@ plugin:
 	$(GO) build -buildmode=c-shared -o $(BIN)/custodian.so ./filter/plugin
 
 # The engine as core Envoy's dynamic module (controlplane render
-# --data-plane module --module PATH: Envoy opens PATH as it is).
+# --module PATH, the default data plane: Envoy opens PATH as it is).
 module:
 	$(GO) build -buildmode=c-shared -o $(BIN)/custodian-module.so ./filter/module/custodian-module
 

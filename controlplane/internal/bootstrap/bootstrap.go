@@ -50,22 +50,24 @@
 //
 // # Data planes
 //
-//   - golang (the default; envoy-contrib builds only): FilterGolang, the
-//     contrib golang filter loading Input.Plugin with library_id and
-//     plugin_name pluginconf.PluginName and the engine's
-//     pluginconf.FilterConfig as plugin_config; per route,
-//     ConfigsPerRoute.plugins_config[PluginName].config.
-//   - module (core Envoy): FilterModule, envoy.filters.http.dynamic_modules
-//     with dynamic_module_config {module.local.filename: Input.Module,
-//     do_not_close: true}, filter_name pluginconf.PluginName and the same
-//     FilterConfig as filter_config; per route, DynamicModuleFilterPerRoute
-//     with the same module config, filter_name PluginName and the same
-//     RouteConfig JSON as filter_config. The module is opened by its
-//     absolute path, so any file name works and no
+//   - module (the default, core Envoy; the Pod's objects run it):
+//     FilterModule, envoy.filters.http.dynamic_modules with
+//     dynamic_module_config {module.local.filename: Input.Module,
+//     do_not_close: true}, filter_name pluginconf.PluginName and the
+//     engine's pluginconf.FilterConfig as filter_config; per route,
+//     DynamicModuleFilterPerRoute with the same module config, filter_name
+//     PluginName and the route's RouteConfig JSON as filter_config. The
+//     module is opened by its absolute path, so any file name works and no
 //     ENVOY_DYNAMIC_MODULES_SEARCH_PATH is read; a name would be searched
 //     for as lib<name>.so in that variable's directory, the working
 //     directory and dlopen's own path, so a missing file could load another
 //     object. A missing or unloadable file fails the whole config.
+//   - golang (--data-plane golang; envoy-contrib builds only, so no test
+//     here runs it): FilterGolang, the contrib golang filter loading
+//     Input.Plugin with library_id and plugin_name pluginconf.PluginName
+//     and the same FilterConfig as plugin_config; per route,
+//     ConfigsPerRoute.plugins_config[PluginName].config holding the same
+//     RouteConfig JSON.
 //
 // The engine's FilterConfig is custodian.json's path under MountDir, never
 // its contents: every listener's engine filter carries the same ~60 bytes,
@@ -150,7 +152,7 @@ type Input struct {
 	// pluginconf.FilterConfig naming MountDir/custodian.json, the same few
 	// bytes on every listener.
 	ConfigJSON []byte
-	// DataPlane is the filter that hosts the engine; empty is golang.
+	// DataPlane is the filter that hosts the engine; empty is module.
 	DataPlane DataPlane
 	// Plugin is the absolute path of the Go filter's shared object in the
 	// Custodian container (DataPlaneGolang).

@@ -67,9 +67,10 @@ const (
 
 var planes = []bootstrap.DataPlane{bootstrap.DataPlaneGolang, bootstrap.DataPlaneModule}
 
+// build is the default data plane's bootstrap, the module's.
 func build(t *testing.T, c *filter.Config) *bootstrapv3.Bootstrap {
 	t.Helper()
-	return buildPlane(t, c, bootstrap.DataPlaneGolang)
+	return buildPlane(t, c, bootstrap.DataPlaneModule)
 }
 
 func buildPlane(t *testing.T, c *filter.Config, dp bootstrap.DataPlane) *bootstrapv3.Bootstrap {

@@ -20,40 +20,44 @@ import (
 type DataPlane string
 
 const (
-	// DataPlaneGolang is the contrib golang filter (envoy-contrib builds
-	// only) loading Input.Plugin: the design card's data plane.
-	DataPlaneGolang DataPlane = "golang"
 	// DataPlaneModule is core Envoy's dynamic-modules filter loading
-	// Input.Module.
+	// Input.Module: the default, and what the Pod render writes runs (the
+	// e2e suite runs it against a real Envoy).
 	DataPlaneModule DataPlane = "module"
+	// DataPlaneGolang is the contrib golang filter (envoy-contrib builds
+	// only) loading Input.Plugin: the design card's data plane, which no
+	// Envoy here can run.
+	DataPlaneGolang DataPlane = "golang"
 )
 
-// ParseDataPlane reads --data-plane; empty is golang.
+// ParseDataPlane reads --data-plane; empty is module, the plane the Pod
+// runs, so a render by hand and the Pod's agree.
 func ParseDataPlane(s string) (DataPlane, error) {
 	switch DataPlane(s) {
-	case "", DataPlaneGolang:
-		return DataPlaneGolang, nil
-	case DataPlaneModule:
+	case "", DataPlaneModule:
 		return DataPlaneModule, nil
+	case DataPlaneGolang:
+		return DataPlaneGolang, nil
 	}
-	return "", fmt.Errorf("--data-plane %q: want golang (the contrib golang filter, --plugin) or module (core Envoy's dynamic module, --module)", s)
+	return "", fmt.Errorf("--data-plane %q: want module (core Envoy's dynamic module, --module; the default) or golang (the contrib golang filter, --plugin)", s)
 }
 
 // FilterName is the HTTP filter's name in the bootstrap, which also keys
-// its per-route config.
+// its per-route config; empty is the module's.
 func (d DataPlane) FilterName() string {
-	if d == DataPlaneModule {
-		return FilterModule
+	if d == DataPlaneGolang {
+		return FilterGolang
 	}
-	return FilterGolang
+	return FilterModule
 }
 
-// object is the engine's shared object for d, and the flag that names it.
+// object is the engine's shared object for in's data plane (empty is the
+// module), and the flag that names it.
 func (in Input) object() (path, flag string) {
-	if in.DataPlane == DataPlaneModule {
-		return in.Module, "--module"
+	if in.DataPlane == DataPlaneGolang {
+		return in.Plugin, "--plugin"
 	}
-	return in.Plugin, "--plugin"
+	return in.Module, "--module"
 }
 
 // engineFilter is the engine's HTTP filter with custodian.json's path

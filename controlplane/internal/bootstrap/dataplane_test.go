@@ -101,7 +101,7 @@ func keys[V any](m map[string]V) []string {
 // the same RouteConfig JSON, on every listener and route.
 func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 	c := config("ws-7f3a")
-	golang, module := build(t, c), buildPlane(t, c, bootstrap.DataPlaneModule)
+	golang, module := buildPlane(t, c, bootstrap.DataPlaneGolang), build(t, c)
 	filters, routes := 0, 0
 	for i, gl := range golang.StaticResources.Listeners {
 		ml := module.StaticResources.Listeners[i]
@@ -138,7 +138,8 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 }
 
 // TestDataPlaneRefusals: an unknown data plane, or the chosen plane's
-// object not an absolute path, builds nothing and names the flag.
+// object not an absolute path, builds nothing and names the flag; no
+// data plane named is the module's.
 func TestDataPlaneRefusals(t *testing.T) {
 	c := config("ws-7f3a")
 	js, _ := json.Marshal(c)
@@ -146,10 +147,11 @@ func TestDataPlaneRefusals(t *testing.T) {
 		in   bootstrap.Input
 		want string
 	}{
-		{bootstrap.Input{DataPlane: "contrib", Plugin: pluginPath, Module: modulePath}, `bootstrap: --data-plane "contrib": want golang (the contrib golang filter, --plugin) or module (core Envoy's dynamic module, --module)`},
+		{bootstrap.Input{DataPlane: "contrib", Plugin: pluginPath, Module: modulePath}, `bootstrap: --data-plane "contrib": want module (core Envoy's dynamic module, --module; the default) or golang (the contrib golang filter, --plugin)`},
 		{bootstrap.Input{DataPlane: bootstrap.DataPlaneModule, Plugin: pluginPath}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --module "" must be absolute paths in the Custodian container`},
 		{bootstrap.Input{DataPlane: bootstrap.DataPlaneModule, Plugin: pluginPath, Module: "lib/custodian-module.so"}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --module "lib/custodian-module.so" must be absolute paths in the Custodian container`},
-		{bootstrap.Input{Plugin: "custodian.so", Module: modulePath}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --plugin "custodian.so" must be absolute paths in the Custodian container`},
+		{bootstrap.Input{Plugin: pluginPath, Module: "custodian-module.so"}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --module "custodian-module.so" must be absolute paths in the Custodian container`},
+		{bootstrap.Input{DataPlane: bootstrap.DataPlaneGolang, Plugin: "custodian.so", Module: modulePath}, `bootstrap: --mount-dir "/etc/jr2/custodian" and --plugin "custodian.so" must be absolute paths in the Custodian container`},
 	} {
 		tc.in.Config, tc.in.ConfigJSON, tc.in.MountDir, tc.in.AdminSocket = c, js, mount, adminPath
 		bs, err := bootstrap.Build(tc.in)
@@ -157,12 +159,12 @@ func TestDataPlaneRefusals(t *testing.T) {
 			t.Errorf("%+v: %v\n got: %v\nwant: %s", tc.in.DataPlane, bs != nil, err, tc.want)
 		}
 	}
-	for in, want := range map[string]bootstrap.DataPlane{"": bootstrap.DataPlaneGolang, "golang": bootstrap.DataPlaneGolang, "module": bootstrap.DataPlaneModule} {
+	for in, want := range map[string]bootstrap.DataPlane{"": bootstrap.DataPlaneModule, "golang": bootstrap.DataPlaneGolang, "module": bootstrap.DataPlaneModule} {
 		if got, err := bootstrap.ParseDataPlane(in); got != want || err != nil {
 			t.Errorf("ParseDataPlane(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := bootstrap.ParseDataPlane("Module"); err == nil || !strings.Contains(err.Error(), "want golang") {
+	if _, err := bootstrap.ParseDataPlane("Module"); err == nil || !strings.Contains(err.Error(), "want module") {
 		t.Errorf("ParseDataPlane(Module): %v", err)
 	}
 }

@@ -47,7 +47,7 @@ const Usage = `usage:
       Print this text (also: any command with -h or --help).
 
   controlplane render --manifest held.json --ca CA --out DIR [--ca-bundle extra-roots.pem]
-                      [--values-dir /etc/jr2/custodian/values] [--data-plane golang|module]
+                      [--values-dir /etc/jr2/custodian/values] [--data-plane module|golang]
                       [--plugin /opt/jr2/lib/custodian.so] [--module /opt/jr2/lib/custodian-module.so]
                       [--module-in-pod] [--mount-dir PATH] [--harness-ca-dir /etc/jr2/ca]
                       [--health 0.0.0.0:15021] [--allow-local-targets]
@@ -71,14 +71,16 @@ const Usage = `usage:
                           system roots (this machine's bundle, or the file SSL_CERT_FILE names)
         --values-dir      where the Custodian reads one file per held secret, an absolute
                           path (on one machine: "$PWD/values")
-        --data-plane      the Envoy filter that runs the engine: golang (default; the contrib
-                          golang filter, envoy-contrib builds only) or module (core Envoy's
-                          dynamic-modules filter); envoy.json differs only in that filter
+        --data-plane      the Envoy filter that runs the engine: module (default; core Envoy's
+                          dynamic-modules filter, what the pod's objects run) or golang (the
+                          contrib golang filter, envoy-contrib builds only); envoy.json
+                          differs only in that filter
         --plugin          golang: the Go filter's shared object in the Custodian container
         --module          module: the engine's dynamic module (make module) in the Custodian
                           container, an absolute path Envoy opens as it is: any file name,
-                          no search path, no environment variable. Render refuses one
-                          that is not a readable file on this machine, unless --module-in-pod
+                          no search path, no environment variable. The default is where
+                          the Custodian image holds it; a --module given is refused when
+                          it is not a readable file on this machine, unless --module-in-pod
         --module-in-pod   --module is where the Custodian container sees the module, not a
                           file on this machine: render does not look for it
         --mount-dir       where DIR is mounted for Envoy (default: DIR's absolute path);
@@ -236,7 +238,7 @@ func newRenderFlags() (*flag.FlagSet, *renderFlags) {
 		out:         fs.String("out", "", ""),
 		bundle:      fs.String("ca-bundle", "", ""),
 		valuesDir:   fs.String("values-dir", render.DefaultValuesDir, ""),
-		dataPlane:   fs.String("data-plane", string(bootstrap.DataPlaneGolang), ""),
+		dataPlane:   fs.String("data-plane", string(bootstrap.DataPlaneModule), ""),
 		plugin:      fs.String("plugin", render.DefaultPlugin, ""),
 		module:      fs.String("module", render.DefaultModule, ""),
 		mountDir:    fs.String("mount-dir", "", ""),
@@ -275,7 +277,10 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "controlplane render: --module-in-pod is read only with --data-plane module; drop it\n")
 		return ExitUsage
 	}
-	if dp == bootstrap.DataPlaneModule && !*f.moduleInPod && filepath.IsAbs(*f.module) {
+	// The default --module is the Custodian image's path (kube.ModulePath),
+	// which the pod's objects load and this machine need not hold; a
+	// --module given names a file of this machine's unless --module-in-pod.
+	if dp == bootstrap.DataPlaneModule && isSet(fs, "module") && !*f.moduleInPod && filepath.IsAbs(*f.module) {
 		if err := readableFile(*f.module); err != nil {
 			return fail(fmt.Errorf("--module: %w; build it (make module writes bin/custodian-module.so) and name its absolute path, or add --module-in-pod if the path is where the Custodian container sees it, not a file on this machine", err))
 		}

@@ -121,7 +121,7 @@ func TestRender(t *testing.T) {
 
 	// --mount-dir and --harness-ca-dir move the paths; the flags reach render.
 	out2 := filepath.Join(dir, "out2")
-	code, _, stderr = run("render", "--manifest", held, "--ca", ca, "--out", out2, "--mount-dir", "/mnt/custodian", "--harness-ca-dir", "/opt/ca", "--values-dir", "/run/values", "--plugin", "/opt/x.so")
+	code, _, stderr = run("render", "--manifest", held, "--ca", ca, "--out", out2, "--mount-dir", "/mnt/custodian", "--harness-ca-dir", "/opt/ca", "--values-dir", "/run/values", "--data-plane", "golang", "--plugin", "/opt/x.so")
 	if code != 0 {
 		t.Fatal(stderr)
 	}

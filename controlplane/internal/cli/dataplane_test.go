@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"jr2.dev/boundary/controlplane/internal/cli"
 )
@@ -53,12 +58,13 @@ func TestRenderDataPlane(t *testing.T) {
 		want string
 	}{
 		{[]string{"--data-plane", "module", "--module", filepath.Join(dir, "examples", "bin", "custodian-module.so")}, "controlplane render: --module: open " + filepath.Join(dir, "examples", "bin", "custodian-module.so") + ": no such file or directory" + moduleFix},
-		{[]string{"--data-plane", "module"}, "controlplane render: --module: open /opt/jr2/lib/custodian-module.so: no such file or directory" + moduleFix},
+		{[]string{"--module", "/opt/jr2/lib/custodian-module.so"}, "controlplane render: --module: open /opt/jr2/lib/custodian-module.so: no such file or directory" + moduleFix},
 		{[]string{"--data-plane", "module", "--module", dir}, "controlplane render: --module: " + dir + " is not a regular file" + moduleFix},
-		{[]string{"--module-in-pod"}, "controlplane render: --module-in-pod is read only with --data-plane module; drop it\n"},
-		{[]string{"--data-plane", "contrib"}, `controlplane render: --data-plane "contrib": want golang (the contrib golang filter, --plugin) or module (core Envoy's dynamic module, --module)` + "\n"},
+		{[]string{"--data-plane", "golang", "--module-in-pod"}, "controlplane render: --module-in-pod is read only with --data-plane module; drop it\n"},
+		{[]string{"--data-plane", "contrib"}, `controlplane render: --data-plane "contrib": want module (core Envoy's dynamic module, --module; the default) or golang (the contrib golang filter, --plugin)` + "\n"},
 		{[]string{"--data-plane", "module", "--plugin", "/opt/x.so"}, "controlplane render: --plugin is not read with --data-plane module, which loads --module; drop it or choose the other data plane\n"},
-		{[]string{"--module", "/opt/m.so"}, "controlplane render: --module is not read with --data-plane golang, which loads --plugin; drop it or choose the other data plane\n"},
+		{[]string{"--plugin", "/opt/x.so"}, "controlplane render: --plugin is not read with --data-plane module, which loads --module; drop it or choose the other data plane\n"},
+		{[]string{"--data-plane", "golang", "--module", "/opt/m.so"}, "controlplane render: --module is not read with --data-plane golang, which loads --plugin; drop it or choose the other data plane\n"},
 		{[]string{"--data-plane", "module", "--module", "lib/m.so"}, `controlplane render: bootstrap: --mount-dir "` + filepath.Join(dir, "refused") + `" and --module "lib/m.so" must be absolute paths in the Custodian container; nothing was written` + "\n"},
 	} {
 		refused := filepath.Join(dir, "refused")
@@ -69,5 +75,50 @@ func TestRenderDataPlane(t *testing.T) {
 		if _, err := os.Stat(refused); err == nil {
 			t.Errorf("%v: DIR was created", tc.args)
 		}
+	}
+}
+
+// TestDefaultDataPlaneIsThePods: a render that names no data plane writes
+// the module's envoy.json, loading the module where the Custodian image
+// holds it, and the Pod of the same render runs core Envoy on that same
+// envoy.json: with --mount-dir the pod's config directory, DIR's file and
+// the ConfigMap's are the same bytes. The usage says which is the default.
+func TestDefaultDataPlaneIsThePods(t *testing.T) {
+	dir, ca := newCA(t)
+	held := filepath.Join("..", "..", "testdata", "manifests", "small.json")
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := run("render", "--manifest", held, "--ca", ca, "--out", out, "--mount-dir", "/etc/jr2/custodian/config"); code != cli.ExitOK {
+		t.Fatal(stderr)
+	}
+	envoy, err := os.ReadFile(filepath.Join(out, "envoy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(envoy, []byte(`"filename":"/opt/jr2/lib/custodian-module.so"`)) || bytes.Contains(envoy, []byte("golang")) {
+		t.Error("a render with no --data-plane: envoy.json does not load the module from the Custodian image's path, or names the golang filter")
+	}
+	var cm corev1.ConfigMap
+	b, err := os.ReadFile(filepath.Join(out, "kubernetes", "configmap-ws-7f3a-custodian.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["envoy.json"] != string(envoy) {
+		t.Error("DIR/envoy.json of a render with no --data-plane is not the Pod's envoy.json")
+	}
+	var pod corev1.Pod
+	if b, err = os.ReadFile(filepath.Join(out, "kubernetes", "pod-ws-7f3a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if c := pod.Spec.InitContainers; len(c) != 1 || !slices.Contains(c[0].Command, "/usr/local/bin/envoy") {
+		t.Errorf("the Pod's Custodian does not run core Envoy: %+v", c)
+	}
+	if !strings.Contains(cli.Usage, "module (default;") {
+		t.Error("the usage does not name module as --data-plane's default")
 	}
 }

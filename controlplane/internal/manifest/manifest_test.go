@@ -168,7 +168,7 @@ func FuzzParse(f *testing.F) {
 		if _, err := filter.ParseConfig(mustJSON(t, cfg)); err != nil {
 			t.Fatalf("accepted manifest, refused engine config: %v\n%s", err, b)
 		}
-		if _, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: mustJSON(t, cfg), Plugin: render.DefaultPlugin, MountDir: "/etc/jr2/custodian", AdminSocket: hostlimits.AdminSocketPath("0123456789ab")}); err != nil {
+		if _, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: mustJSON(t, cfg), Module: render.DefaultModule, MountDir: "/etc/jr2/custodian", AdminSocket: hostlimits.AdminSocketPath("0123456789ab")}); err != nil {
 			t.Fatalf("accepted manifest, bootstrap refused: %v\n%s", err, b)
 		}
 	})

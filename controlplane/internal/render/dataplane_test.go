@@ -35,7 +35,7 @@ func renderPlane(t *testing.T, f *fixture, name string, dp bootstrap.DataPlane, 
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	o := f.options(t, read(t, filepath.Join(testdata, "manifests", name+".json")), out)
-	o.DataPlane, o.Module = dp, render.DefaultModule
+	o.DataPlane, o.Plugin = dp, render.DefaultPlugin
 	if edit != nil {
 		edit(&o)
 	}

@@ -73,7 +73,7 @@ import (
 const (
 	DefaultValuesDir    = "/etc/jr2/custodian/values"
 	DefaultPlugin       = "/opt/jr2/lib/custodian.so"
-	DefaultModule       = "/opt/jr2/lib/custodian-module.so"
+	DefaultModule       = kube.ModulePath // where the Custodian image holds it
 	DefaultHarnessCADir = "/etc/jr2/ca"
 )
 
@@ -101,8 +101,9 @@ type Options struct {
 	ValuesDir   string // custodian.json's valuesDir
 	Plugin      string // the Go filter's .so in the Custodian container
 	// DataPlane is the Envoy filter that hosts the engine (--data-plane);
-	// empty is golang. Module is the dynamic module's .so in the Custodian
-	// container, loaded by that absolute path (DataPlaneModule).
+	// empty is module, the plane the pod's objects run. Module is the
+	// dynamic module's .so in the Custodian container, loaded by that
+	// absolute path (DataPlaneModule).
 	DataPlane bootstrap.DataPlane
 	Module    string
 	// MountDir is where DIR is mounted for Envoy; empty means DIR's

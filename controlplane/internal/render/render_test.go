@@ -71,7 +71,7 @@ func rootPEM(t testing.TB, cn string) []byte { return testpki.NewCA(t, cn).CertP
 func (f *fixture) options(t testing.TB, manifestBytes []byte, out string) render.Options {
 	return render.Options{
 		Manifest: manifestBytes, CADir: f.caDir, OutDir: out, CABundle: f.extra, SystemRoots: f.roots,
-		ValuesDir: render.DefaultValuesDir, Plugin: render.DefaultPlugin, MountDir: mountDir,
+		ValuesDir: render.DefaultValuesDir, Module: render.DefaultModule, MountDir: mountDir,
 		HarnessCADir: render.DefaultHarnessCADir, Now: f.now, Rand: fixedID(),
 	}
 }
@@ -162,9 +162,10 @@ func withoutDigest(b []byte) []byte {
 	return bytes.Join(out, nil)
 }
 
-// TestGolden: envoy.json (and envoy-module.json, --data-plane module),
-// custodian.json, harness.env, wgetrc and the summary line of a small (the
-// spec's example) and a large manifest, byte for byte.
+// TestGolden: envoy.json (the default data plane, the module's, and
+// envoy-golang.json, --data-plane golang), custodian.json, harness.env,
+// wgetrc and the summary line of a small (the spec's example) and a large
+// manifest, byte for byte.
 // Refresh with: go test ./controlplane/internal/render -run TestGolden -update
 func TestGolden(t *testing.T) {
 	f := newFixture(t)
@@ -179,9 +180,9 @@ func TestGolden(t *testing.T) {
 			for _, file := range []string{render.EnvoyFile, render.CustodianFile, render.HarnessFile, render.WgetrcFile} {
 				got[path.Base(file)] = read(t, filepath.Join(out, file))
 			}
-			// The module render's envoy.json; its other files are these
+			// The golang render's envoy.json; its other files are these
 			// (TestDataPlanesDifferOnlyInTheEngine).
-			_, got["envoy-module.json"] = renderPlane(t, f, name, bootstrap.DataPlaneModule, nil)
+			_, got["envoy-golang.json"] = renderPlane(t, f, name, bootstrap.DataPlaneGolang, nil)
 			dir := filepath.Join(testdata, "golden", name)
 			for file, b := range got {
 				golden := filepath.Join(dir, file)
@@ -399,7 +400,8 @@ func TestFailuresWriteNothing(t *testing.T) {
 			o.CABundle = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte("x")})
 		}, "--ca-bundle"},
 		{"the CA in --ca-bundle", func(o *render.Options) { o.CABundle = f.ca.CertPEM }, "is the jr2 CA"},
-		{"relative plugin", func(o *render.Options) { o.Plugin = "custodian.so" }, "absolute"},
+		{"relative module", func(o *render.Options) { o.Module = "custodian-module.so" }, "absolute"},
+		{"relative plugin", func(o *render.Options) { o.DataPlane, o.Plugin = bootstrap.DataPlaneGolang, "custodian.so" }, "absolute"},
 		{"relative values dir", func(o *render.Options) { o.ValuesDir = "values" }, "write an absolute path"},
 		{"two targets, one leaf file", func(o *render.Options) {
 			o.Manifest = []byte(`{"pod":"p","orchestrator":"o:1","secrets":[{"name":"K","hosts":["[fd00::10]","fd00__10"]}]}`)
