@@ -338,6 +338,12 @@ func (o *output) waitPrefix(t testing.TB, prefix string, d time.Duration, exited
 			if strings.HasPrefix(l, prefix) {
 				return l
 			}
+			// Under GODEBUG=gctrace=1 the runtime writes its trace to the
+			// same stderr in pieces, so a line may start with a piece of
+			// it ("gc 3") and go on with the Custodian's whole line.
+			if i := strings.Index(l, prefix); i > 0 && strings.HasPrefix(l, "gc ") && !strings.Contains(l[:i], "\n") {
+				return l[i:]
+			}
 		}
 		select {
 		case <-exited:
