@@ -77,7 +77,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 		return d
 	}
 	if name, place := e.standInElsewhere(path, query, r.Headers, info, nil); name != "" {
-		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
+		d.Reply = standInReply(name, place)
 		return d
 	}
 	d.Secrets = e.tokenNames

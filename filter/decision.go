@@ -65,7 +65,9 @@ type Decision struct {
 	Remove []string
 	// Secrets names the secrets swapped in, in table order.
 	Secrets []string
-	// Method is the request's method (one of the allowed seven) for the log.
+	// Method is the request's method (one of the allowed seven) for the
+	// log; empty toward a target no secret is bound to (DecideAllowed),
+	// where no rule reads the method.
 	Method string
 	// WebSocket is set on a forwarded WebSocket upgrade (DecideUpgrade):
 	// the host sends it with "Connection: Upgrade" and "Upgrade:

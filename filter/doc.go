@@ -1,6 +1,7 @@
 // Package filter is the Custodian's engine: every credential decision of
-// both hosts (Envoy with the Go filter, and `custodian serve`) lives here,
-// once, with no knowledge of either host.
+// every host (`custodian serve`, Envoy with the dynamic module or the Go
+// filter, and the contained run's mediator) lives here, once, with no
+// knowledge of any host.
 //
 // The engine reads the engine config (custodian.json: the held table of
 // names, stand-ins, targets, headers and paths, and the value directory)
@@ -16,6 +17,10 @@
 //   - DecideRequest: an intercepted request, by the spec's rules 1–11 in
 //     order: the headers to set and remove, the path that goes upstream, or a
 //     local reply.
+//   - DecideAllowed and DialAllowed: a request, and a dial, of a host that
+//     reads every target it allows, bound or not (the contained run's
+//     mediator): a bound target's by DecideUpgrade (over TLS only), any
+//     other's by the rules that keep a stand-in from going upstream (allowed.go).
 //   - DecideControl: a request on the control listener: one of the four
 //     routes with the bearer swapped, or a local reply.
 //   - DecideResponse and NewBody: a response from a bound target or the

@@ -45,9 +45,10 @@ type boundTarget struct {
 	secrets   []*held
 	host      string // SplitTarget's host; ok is false when it failed
 	port      string // decimal
+	defPort   string // the port a Host without one names: "443" (TLS), "80" (DecideAllowed over plain HTTP)
 	ok        bool
 	plain     string            // the Host spellings rule 3 takes at a glance: the
-	withPort  string            // canonical host (443 only) and host:port
+	withPort  string            // canonical host (defPort only) and host:port
 	ridesAuth bool              // ridesAuthorization(secrets)
 	slots     []slot            // every (secret, header) pair, table order
 	byCred    map[int32][]int32 // credential index -> indexes into slots (only when slots is long)
@@ -105,14 +106,7 @@ const manySlots = 8
 // indexes the credential header names.
 func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTarget {
 	b := &boundTarget{secrets: secrets, ridesAuth: ridesAuthorization(secrets)}
-	if host, port, err := SplitTarget(t); err == nil {
-		b.host, b.port, b.ok = host, strconv.Itoa(port), true
-		b.withPort = JoinTarget(host, port)
-		b.plain = b.withPort
-		if port == 443 {
-			b.plain = UpstreamHost(t)
-		}
-	}
+	b.hostOf(t, 443)
 	for _, s := range secrets {
 		for j, hn := range s.headers {
 			b.slots = append(b.slots, slot{secret: s, j: j, cred: int32(credIdx[hn])})
@@ -125,6 +119,24 @@ func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTar
 		}
 	}
 	return b
+}
+
+// hostOf fills what rule 3 compares a Host with: t's host and port, and
+// the spellings of a Host that names it, without a port when its port is
+// def (the scheme's default).
+func (b *boundTarget) hostOf(t string, def int) {
+	b.defPort = strconv.Itoa(def)
+	if host, port, err := SplitTarget(t); err == nil {
+		b.host, b.port, b.ok = host, strconv.Itoa(port), true
+		b.withPort = JoinTarget(host, port)
+		b.plain = b.withPort
+		if port == def {
+			b.plain = host
+			if strings.Contains(host, ":") {
+				b.plain = "[" + host + "]"
+			}
+		}
+	}
 }
 
 // New builds an engine from a parsed config and the values LoadValues read.

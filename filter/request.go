@@ -164,7 +164,7 @@ func (e *Engine) decideRequest(d *Decision, r *Request) {
 	}
 	// 10
 	if name, place := e.standInElsewhere(path, query, r.Headers, info, swaps); name != "" {
-		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
+		d.Reply = standInReply(name, place)
 		return
 	}
 	// 7, 8, 11
@@ -243,14 +243,19 @@ func (e *Engine) removeList(info []hinfo, swaps []swap) []string {
 	for _, c := range idx {
 		out = append(out, e.credList[c])
 	}
-	// range and if-range never go upstream (beside rule 11): a byte range
-	// lets the agent cut an echoed value into pieces each shorter than any
-	// form the scrubber knows, and read it whole across requests. Without
-	// them the answer is whole (200), and scrubbed whole.
-	if rangeFlags&fRange != 0 {
+	return appendRange(out, rangeFlags)
+}
+
+// appendRange appends range and if-range to out when flags say the request
+// holds them. They never go upstream (beside rule 11): a byte range lets
+// the agent cut an echoed value into pieces each shorter than any form the
+// scrubber knows, and read it whole across requests. Without them the
+// answer is whole (200), and scrubbed whole.
+func appendRange(out []string, flags uint8) []string {
+	if flags&fRange != 0 {
 		out = append(out, "range")
 	}
-	if rangeFlags&fIfRange != 0 {
+	if flags&fIfRange != 0 {
 		out = append(out, "if-range")
 	}
 	return out
@@ -323,7 +328,8 @@ func credAmong(info []hinfo, c int32) bool {
 
 // hostNames reports whether the request's Host (and any host header the
 // host passed on) names the target: the same host, lowercased, without a
-// trailing dot, with the target's port or, for 443, no port.
+// trailing dot, with the target's port or, for the scheme's default (443;
+// 80 for a request DecideAllowed judged over plain HTTP), no port.
 func hostNames(r *Request, info []hinfo, bt *boundTarget) bool {
 	if !bt.ok || !hostIs(r.Authority, bt) {
 		return false
@@ -341,7 +347,7 @@ func hostIs(a string, bt *boundTarget) bool {
 	if a == bt.plain || a == bt.withPort {
 		return true
 	}
-	host, port := a, "443"
+	host, port := a, bt.defPort
 	if hh, pp, ok := splitHostPort(a); ok {
 		host, port = hh, pp
 	} else if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
@@ -574,8 +580,62 @@ func pathDenied(path string, bound []*held, swaps []swap) *held {
 // not a credential header's (rule 8 swaps or removes each), or the user of
 // a swapped Basic pair. info is scanHeaders(hs).
 func (e *Engine) standInElsewhere(path, query string, hs []Header, info []hinfo, swaps []swap) (name, place string) {
-	// Each text is searched as sent and decoded; without a '%' (or, in
-	// the query, a '+') decoding changes nothing and is not done.
+	if name, place = e.standInTarget(path, query); name != "" {
+		return name, place
+	}
+	for i, h := range hs {
+		if n := e.standInName(h, info[i]); n != "" {
+			return n, "a header name"
+		}
+		if info[i].cred >= 0 {
+			continue // swapped, or removed by rule 8
+		}
+		if n := e.findStandIn(h.Value); n != "" {
+			return n, "header " + strings.ToLower(h.Name)
+		}
+	}
+	for _, s := range swaps {
+		if n := e.findStandIn(s.user); n != "" {
+			return n, "the Basic user of header " + s.header
+		}
+	}
+	return "", ""
+}
+
+// standInReply is rule 10's answer: the stand-in of name is in place.
+func standInReply(name, place string) *Reply {
+	return reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
+}
+
+// standInAnywhere is rule 10 toward a target no secret is bound to
+// (DecideAllowed), where nothing is swapped and every header goes upstream
+// as sent: the path, the query and each header name as standInElsewhere
+// searches them, and every header value, a credential header's too, as
+// sent and, when it is a Basic pair, decoded. info is scanHeaders(hs).
+func (e *Engine) standInAnywhere(path, query string, hs []Header, info []hinfo) (name, place string) {
+	if name, place = e.standInTarget(path, query); name != "" {
+		return name, place
+	}
+	for i, h := range hs {
+		if n := e.standInName(h, info[i]); n != "" {
+			return n, "a header name"
+		}
+		n := e.findStandIn(h.Value)
+		if n == "" {
+			n = e.findStandIn(basicPair(h.Value))
+		}
+		if n != "" {
+			return n, "header " + strings.ToLower(h.Name)
+		}
+	}
+	return "", ""
+}
+
+// standInTarget is rule 10 on the request target: the path, then the
+// query, each searched as sent and percent-decoded ('+' read as a space in
+// the query); without a '%' (or, in the query, a '+') decoding changes
+// nothing and is not done.
+func (e *Engine) standInTarget(path, query string) (name, place string) {
 	if n := e.findStandIn(path); n != "" {
 		return n, "the path"
 	}
@@ -592,27 +652,36 @@ func (e *Engine) standInElsewhere(path, query string, hs []Header, info []hinfo,
 			return n, "the query"
 		}
 	}
-	for i, h := range hs {
-		// Both hosts fold a name's case (Go canonicalises it, Envoy
-		// lowercases it), so a name is searched without regard to case.
-		if info[i].flags&fFold != 0 {
-			if n := e.findStandInFold(h.Name); n != "" {
-				return n, "a header name"
-			}
-		}
-		if info[i].cred >= 0 {
-			continue // swapped, or removed by rule 8
-		}
-		if n := e.findStandIn(h.Value); n != "" {
-			return n, "header " + strings.ToLower(h.Name)
-		}
-	}
-	for _, s := range swaps {
-		if n := e.findStandIn(s.user); n != "" {
-			return n, "the Basic user of header " + s.header
-		}
-	}
 	return "", ""
+}
+
+// standInName is rule 10 on a header name, of hinfo in: every host folds a
+// name's case before the engine sees it (Go's server canonicalises it,
+// x-jr2-held-NAME arriving as X-Jr2-Held-Name; Envoy lowercases it), so a
+// name is searched without regard to case.
+func (e *Engine) standInName(h Header, in hinfo) string {
+	if in.flags&fFold == 0 {
+		return ""
+	}
+	return e.findStandInFold(h.Name)
+}
+
+// basicPair is the decoded "user:password" of a header value that is a
+// Basic pair (the scheme in any case, base64 padded or not), else "".
+func basicPair(v string) string {
+	scheme, rest, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "basic") {
+		return ""
+	}
+	rest = strings.TrimSpace(rest)
+	raw, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(rest)
+	}
+	if err != nil {
+		return ""
+	}
+	return string(raw)
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110 tchar+).
