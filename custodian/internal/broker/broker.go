@@ -120,34 +120,10 @@ func lookup(environ []string) map[string]string {
 // Engine is the run's engine: the policy's secrets bound to their hosts.
 func (b *Broker) Engine() *filter.Engine { return b.eng }
 
-// Bound reports whether target (canonical host:port) has a secret bound to
-// it, that is, whether the engine decides its requests.
-func (b *Broker) Bound(target string) bool {
-	for _, t := range b.eng.Targets() {
-		if t == target {
-			return true
-		}
-	}
-	return false
-}
-
 // Contains reports whether s holds a value, in any form the scrubber
 // knows. Give it to the bundle writer (bundle.Options.ContainsSecret).
 func (b *Broker) Contains(s []byte) bool {
 	return !bytes.Equal(b.eng.Scrubber().Bytes(s), s) // one copy, not four: it guards every record line
-}
-
-// StandInIn returns the name of a secret whose stand-in s holds, or "".
-func (b *Broker) StandInIn(s string) string {
-	if !strings.Contains(s, filter.StandInPrefix) {
-		return ""
-	}
-	for _, sec := range b.pol.Secrets {
-		if strings.Contains(s, filter.StandIn(sec.Name)) {
-			return sec.Name
-		}
-	}
-	return ""
 }
 
 // ChildEnv is the child's environment built from environ (see the package

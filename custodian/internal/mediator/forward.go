@@ -3,15 +3,12 @@ package mediator
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
@@ -20,9 +17,9 @@ import (
 )
 
 // forward carries one request on an allowed connection to its target: the
-// engine decides it when a secret is bound to the target, this package's
-// few rules when none is; it is recorded, sent, and its answer streamed
-// back through the scrubber and recorded chunk by chunk.
+// engine decides it (DecideAllowed, bound target or not), the run's mode
+// may refuse it, and it is recorded, sent, and its answer streamed back
+// through the scrubber and recorded chunk by chunk.
 func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo) {
 	eng := m.o.Broker.Engine()
 	target := ci.target()
@@ -30,19 +27,7 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 	if r.URL.IsAbs() {
 		req.Path = r.URL.RequestURI() // the proxy's absolute form: the path goes upstream
 	}
-	var d filter.Decision
-	switch {
-	case m.o.Broker.Bound(target) && ci.scheme != "https":
-		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: "plaintext",
-			Body: "jr2 custodian: a secret is bound to " + target + " and values cross the network only inside TLS; use https"}
-	case m.o.Broker.Bound(target):
-		d = eng.DecideUpgrade(target, &req, relay.UpgradeOf(r))
-	case relay.UpgradeOf(r).Asked():
-		d.Reply = &filter.Reply{Status: http.StatusBadRequest, Reason: filter.ReasonUpgrade,
-			Body: "jr2 custodian: no secret is bound to " + target + "; a contained run carries an upgrade (WebSocket) only to a bound target"}
-	default:
-		d = m.decideUnbound(ci, &req)
-	}
+	d := eng.DecideAllowed(target, ci.scheme == "https", &req, relay.UpgradeOf(r))
 	if d.WebSocket && m.o.Mode.Mode() != mode.Live {
 		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: filter.ReasonUpgrade,
 			Body: "jr2 custodian: mode " + m.o.Mode.Mode() + " matches and replays requests whole, and a WebSocket is not one; run it live"}
@@ -239,73 +224,6 @@ func (m *Mediator) recordedHeaders(out, in *http.Request, d *filter.Decision) []
 	return append([][2]string{{"Host", out.Host}}, headerList(h)...)
 }
 
-// decideUnbound decides a request to an allowed target with no secret
-// bound: the Host must name the target, no stand-in may go (a stand-in is
-// sent only toward its bound hosts, and there only swapped), and the answer
-// is asked for in identity encoding so that it can be scrubbed.
-func (m *Mediator) decideUnbound(ci *connInfo, r *filter.Request) filter.Decision {
-	target := ci.target()
-	d := filter.Decision{Target: target, Method: r.Method, Path: r.Path}
-	if host, port, ok := Authority(r.Authority, defaultPort(ci.scheme)); !ok || host != ci.host || port != ci.port {
-		d.Reply = &filter.Reply{Status: http.StatusMisdirectedRequest, Reason: filter.ReasonHost, Body: "jr2 custodian: the Host header must name " + target}
-		return d
-	}
-	if !strings.HasPrefix(r.Path, "/") {
-		d.Reply = &filter.Reply{Status: http.StatusBadRequest, Reason: filter.ReasonPath, Body: "jr2 custodian: the request target must be a path that starts with /"}
-		return d
-	}
-	if name, place := m.standInIn(r); name != "" {
-		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: filter.ReasonStandIn,
-			Body: "jr2 custodian: the stand-in of " + name + " is in " + place + " of a request to " + target + ", which it is not bound to; a stand-in is never sent upstream"}
-		return d
-	}
-	d.Set = []filter.Header{{Name: "accept-encoding", Value: "identity"}}
-	return d
-}
-
-// standInIn finds a stand-in in r: the path and query as sent and
-// percent-decoded, a header name or value, or a Basic pair.
-func (m *Mediator) standInIn(r *filter.Request) (name, place string) {
-	b := m.o.Broker
-	path, query, _ := strings.Cut(r.Path, "?")
-	for _, s := range []string{path, unescape(path, url.PathUnescape)} {
-		if n := b.StandInIn(s); n != "" {
-			return n, "the path"
-		}
-	}
-	for _, s := range []string{query, unescape(query, url.QueryUnescape)} {
-		if n := b.StandInIn(s); n != "" {
-			return n, "the query"
-		}
-	}
-	for _, h := range r.Headers {
-		if n := b.StandInIn(h.Name); n != "" {
-			return n, "a header name"
-		}
-		if n := b.StandInIn(h.Value); n != "" {
-			return n, "header " + strings.ToLower(h.Name)
-		}
-		if scheme, rest, ok := strings.Cut(h.Value, " "); ok && strings.EqualFold(scheme, "basic") {
-			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
-			if err != nil {
-				raw, _ = base64.RawStdEncoding.DecodeString(strings.TrimSpace(rest))
-			}
-			if n := b.StandInIn(string(raw)); n != "" {
-				return n, "header " + strings.ToLower(h.Name)
-			}
-		}
-	}
-	return "", ""
-}
-
-func unescape(s string, f func(string) (string, error)) string {
-	u, err := f(s)
-	if err != nil {
-		return ""
-	}
-	return u
-}
-
 // safeMethod is m when it is a short token, for the record.
 func safeMethod(m string) string {
 	if len(m) > 16 {
@@ -333,19 +251,13 @@ func (m *Mediator) transport(scheme, host string, port uint16) *relay.Pool {
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
 	target := filter.JoinTarget(host, int(port))
 	eng := m.o.Broker.Engine()
-	bound := m.o.Broker.Bound(target)
 	// The dial guard on the address actually dialled, after resolution: an
 	// allowed name that resolves to loopback, link-local (metadata) or
-	// another guarded address is not dialled, as the Custodian's host
-	// refuses it for a bound target (DialBound) and a tunnel (AllowDial).
+	// another guarded address is not dialled (DialAllowed: the Custodian's
+	// guard for a bound target and for a tunnel).
 	var check func(netip.Addr) *filter.Reply
 	if !m.o.LocalUpstreams {
-		check = func(a netip.Addr) *filter.Reply {
-			if bound {
-				return eng.DialBound(target, a)
-			}
-			return eng.AllowDial(target, a)
-		}
+		check = func(a netip.Addr) *filter.Reply { return eng.DialAllowed(target, a) }
 	}
 	dialer := relay.GuardedDialer(m.dialer, check)
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {

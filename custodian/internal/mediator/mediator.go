@@ -7,6 +7,12 @@
 // stand-ins swapped toward bound hosts, other credentials stripped,
 // answers scrubbed and streamed.
 //
+// Invariant: every decision on a request is the engine's. Each request on
+// an allowed connection, bound host or not, is one call,
+// filter.Engine.DecideAllowed, and each dial is filter.Engine.DialAllowed;
+// this package records, applies the run's mode and moves bytes, and holds
+// no request rule of its own (no stand-in finder, no Host check).
+//
 // Invariant: nothing reaches an upstream unless the attempt and the
 // decision that allowed it are in the record first (egress-attempt before
 // egress-decision, http-request and secret-injected before the request is
@@ -53,21 +59,20 @@
 //     is recorded with an empty host and the address dialled, and denied.
 //     So is a ClientHello without SNI, and a Host or CONNECT naming an IP.
 //
-// Every request the HTTP server reads is decided here or by the engine:
-// net/http answers nothing itself ("OPTIONS *" is a 400, not its 200).
+// Every request the HTTP server reads is decided by the policy (which
+// host) and then by the engine (the request): net/http answers nothing
+// itself ("OPTIONS *" is a 400, not its 200).
 //
-// A host the policy allows with no secret bound to it is forwarded without
-// the engine's request rules (they exist to guard a value), but its Host
-// must name the target, a stand-in anywhere in it is refused (a stand-in
-// is sent only toward its bound hosts, and there only swapped), it asks for
-// identity encoding, and its answer is scrubbed like any other: the run's
-// values are scrubbed from every answer. A request to a bound host over
-// plain HTTP is refused: values cross the network only inside TLS. The
-// mediator dials allowed hosts itself, from the runner's namespace, with the
-// Custodian's dial guard on the address dialled (filter: DialBound for a
-// bound host, AllowDial for another): an allowed name that resolves to
-// loopback, link-local or another guarded address is answered 502 and not
-// dialled.
+// Toward a host the policy allows with no secret bound to it, the engine
+// (DecideAllowed) holds the request to the rules that guard a stand-in and
+// the answer — the Host names the target, a stand-in anywhere in it is
+// rule 10's 403, an upgrade is refused, identity encoding and no range —
+// and its answer is scrubbed like any other: the run's values are scrubbed
+// from every answer. Toward a bound host, plain HTTP is refused and the
+// rest is rules 1–11. The mediator dials allowed hosts itself, from the
+// runner's namespace, with the Custodian's dial guard on the address
+// dialled: an allowed name that resolves to loopback, link-local or
+// another guarded address is answered 502 and not dialled.
 //
 // # Records (bundle kinds, spec run.md)
 //
@@ -101,7 +106,8 @@
 // recorded or planned answer, a fault that replaces the answer).
 //
 // NOT covered: a request body is not checked for a value's form (the
-// engine's request rules apply; the record shows the label); a denial by value-in-name tells the child that its name held a
+// engine's request rules apply; the record shows the label), nor for a
+// stand-in (rule 10 reads the target and the headers, in every host); a denial by value-in-name tells the child that its name held a
 // form (an oracle only for a value weak enough to guess); a form the scrubber does not know (scrub's NOT
 // covered) is recorded as it came; HTTP/2 and
 // HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes

@@ -125,11 +125,18 @@ type fixture struct {
 // loopback upstreams (the dial guard would refuse them).
 func newFixture(t *testing.T, local bool) *fixture {
 	t.Helper()
-	pol, err := policy.Parse([]byte(testPolicy))
+	return newFixtureOf(t, local, testPolicy, "EXAMPLE_TOKEN="+sentinel)
+}
+
+// newFixtureOf is newFixture under the policy text pol, its secrets' values
+// in environ.
+func newFixtureOf(t *testing.T, local bool, pol string, environ ...string) *fixture {
+	t.Helper()
+	p, err := policy.Parse([]byte(pol))
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, err := broker.New(pol, []string{"EXAMPLE_TOKEN=" + sentinel})
+	br, err := broker.New(p, environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +150,7 @@ func newFixture(t *testing.T, local bool) *fixture {
 	w := bundle.New(f.bundle, bundle.Options{ContainsSecret: br.Contains})
 	var rmu sync.Mutex
 	f.m, err = New(Options{
-		Policy: pol, Broker: br, Record: w, CA: f.ca,
+		Policy: p, Broker: br, Record: w, CA: f.ca,
 		Addr: netip.MustParseAddr("127.0.0.1"),
 		Log:  f.log,
 		Resolve: func(host string, port uint16) (string, error) {

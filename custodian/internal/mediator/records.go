@@ -78,8 +78,8 @@ type egressDecision struct {
 	Scrubbed bool   `json:"scrubbed,omitempty"`
 }
 
-// ruleEngine is the rule of a request the engine (or this package, for a
-// target with no secret) refused on an allowed connection.
+// ruleEngine is the rule of a request the engine refused on an allowed
+// connection (its reason is the engine's word).
 const ruleEngine = "engine"
 
 type httpRequest struct {

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func TestWebSocket(t *testing.T) {
 
 	// Refused: an upgrade toward an allowed host with no secret bound, and
 	// an upgrade to another protocol toward the bound one.
-	if _, _, st, body := dial(t, "open.example.com"); st != 400 || !strings.Contains(body, "a contained run carries an upgrade (WebSocket) only to a bound target") {
+	if _, _, st, body := dial(t, "open.example.com"); st != 400 || body != "jr2 custodian: no secret is bound to open.example.com:443; an upgrade (WebSocket) is carried only to a bound target" {
 		t.Errorf("unbound: %d %q", st, body)
 	}
 	c, err := net.Dial("tcp", f.tcp)

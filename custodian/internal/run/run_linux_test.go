@@ -97,7 +97,7 @@ type upstream struct {
 func startUpstream(t *testing.T) *upstream {
 	t.Helper()
 	ca := testpki.NewCA(t, "run test upstream CA")
-	leaf := ca.Leaf(t, "api.example.com")
+	leaf := ca.Leaf(t, "api.example.com", "open.example.com")
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
