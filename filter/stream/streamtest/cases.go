@@ -11,6 +11,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/filter/stream"
 )
 
@@ -129,7 +130,7 @@ func refused(t *testing.T, e Exchange, tc decodeCase, logTarget string) {
 }
 
 // intercept: the spec's rules for an intercepted request, one or more
-// rows each.
+// rows each, and rule 10's places (places).
 func (s suite) intercept(t *testing.T) {
 	decode(t, s.pod, pluginconf.RoleIntercept, Anthropic, Anthropic, []decodeCase{
 		{
@@ -252,6 +253,23 @@ func (s suite) intercept(t *testing.T) {
 			body: "jr2 custodian: the stand-in of GITHUB_TOKEN is in the Basic user of header authorization; a stand-in rides only a header its secret is bound to, and is never sent upstream",
 		},
 	})
+	s.places(t)
+}
+
+// places: the shared table of rule 10's places (package standintest),
+// toward the places pod's bound target, beside the swap: each the
+// engine's 403 with the text every host answers, nothing upstream.
+func (s suite) places(t *testing.T) {
+	var cases []decodeCase
+	for _, c := range standintest.Cases(PlacesStandIn, "/v1/") {
+		req := H(":method", "GET", ":authority", "places.example", ":path", c.Path, "x-api-key", PlacesStandIn)
+		if c.Header.Name != "" {
+			req = append(req, c.Header)
+		}
+		cases = append(cases, decodeCase{name: "rule 10: the stand-in " + c.Name, req: req,
+			status: standintest.Status, reason: standintest.Reason, body: standintest.Body("PLACES", c.Place)})
+	}
+	decode(t, s.placesPod, pluginconf.RoleIntercept, Places, Places, cases)
 }
 
 // control: the control listener's four routes, and what it refuses.

@@ -55,6 +55,30 @@ var (
 	standIns         = []string{AnthropicStandIn, GitHubStandIn, TokenStandIn, HexStandIn}
 )
 
+// The places pod: the suite's pod and one more secret, PLACES, whose name
+// holds no '_', so that a header name holding its stand-in reaches rule 10
+// (rule 2 would answer it first): the pod on which the shared table of
+// rule 10's places (package standintest) runs.
+const (
+	Places      = "places.example:443"
+	PlacesValue = "sk-places-STREAMTEST-Hq7Rt2Vw9Ky4"
+)
+
+// PlacesStandIn is the stand-in of PLACES.
+var PlacesStandIn = filter.StandIn("PLACES")
+
+// placesConfig is Config with PLACES bound to Places in x-api-key, under
+// /v1/.
+func placesConfig(t testing.TB, dir string) filter.Config {
+	t.Helper()
+	c := Config(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "PLACES"), []byte(PlacesValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Secrets = append(c.Secrets, filter.SecretConfig{Name: "PLACES", StandIn: PlacesStandIn, Targets: []string{Places}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}})
+	return c
+}
+
 // Config is the engine config of the suite's pod, its value files written
 // into dir.
 func Config(t testing.TB, dir string) filter.Config {
@@ -202,7 +226,7 @@ func Run(t *testing.T, d Driver) {
 	pod := d.Pod(t, Config(t, t.TempDir()))
 	noSandbox := Config(t, t.TempDir())
 	noSandbox.Sandbox = ""
-	s := suite{pod: pod, noSandbox: d.Pod(t, noSandbox)}
+	s := suite{pod: pod, noSandbox: d.Pod(t, noSandbox), placesPod: d.Pod(t, placesConfig(t, t.TempDir()))}
 	for _, g := range s.groups() {
 		t.Run(g.name, g.run)
 	}
@@ -241,7 +265,7 @@ func Groups() []string {
 	return append(names, "Rotation")
 }
 
-type suite struct{ pod, noSandbox Pod }
+type suite struct{ pod, noSandbox, placesPod Pod }
 
 // exchange runs one request (and, when it goes upstream, a; nil: the
 // stream ends before any answer) through s, the way Envoy's filter manager
