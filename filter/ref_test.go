@@ -9,6 +9,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"jr2.dev/boundary/internal/tchar"
 )
 
 var allowedMethods = map[string]bool{
@@ -225,7 +227,7 @@ func refSwapValue(v, standIn string, value []byte) (out, basicUser string, ok bo
 		return string(value), "", true
 	}
 	sp := strings.IndexByte(v, ' ')
-	if sp <= 0 || !isToken(v[:sp]) {
+	if sp <= 0 || !tchar.Token(v[:sp]) {
 		return "", "", false
 	}
 	scheme, rest := v[:sp], v[sp+1:]

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"slices"
 	"strings"
+
+	"jr2.dev/boundary/internal/tchar"
 )
 
 // NotAPathText is rule 5's answer to a request target that is not a path
@@ -472,7 +474,7 @@ func (sl *slot) swap(sw *swap, v string, order int) bool {
 		return true
 	}
 	sp := strings.IndexByte(v, ' ')
-	if sp <= 0 || !isToken(v[:sp]) {
+	if sp <= 0 || !tchar.Token(v[:sp]) {
 		return false
 	}
 	scheme, rest := v[:sp], v[sp+1:]
@@ -684,24 +686,10 @@ func basicPair(v string) string {
 	return string(raw)
 }
 
-// isToken reports whether s is an HTTP token (RFC 9110 tchar+).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
 // safeWord is s when it is a short token, else "(not a token)": request
 // words echoed in a local reply stay readable and bounded.
 func safeWord(s string) string {
-	if len(s) <= 64 && isToken(s) {
+	if len(s) <= 64 && tchar.Token(s) {
 		return s
 	}
 	return "(not a token)"

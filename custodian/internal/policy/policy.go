@@ -56,6 +56,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/tchar"
 )
 
 // MaxSize bounds the policy file; a larger one is refused unread.
@@ -468,20 +469,6 @@ func (c *checker) headers(key string, m map[string]any) []string {
 	return out
 }
 
-// token reports whether s is a non-empty lowercase HTTP token (RFC 9110
-// tchar without uppercase letters).
-func token(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// token reports whether s is a lowercase HTTP token (package tchar, no
+// uppercase letter).
+func token(s string) bool { return tchar.Token(s) && strings.ToLower(s) == s }

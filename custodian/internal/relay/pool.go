@@ -11,9 +11,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"sync"
 	"time"
+
+	"jr2.dev/boundary/internal/tchar"
 )
 
 // Pool carries requests to one upstream over HTTP/1.1 and TLS, on the
@@ -120,11 +121,11 @@ func idempotent(method string) bool {
 // LF would end the header early). The words name no field: a name is
 // the agent's and could be anything.
 func checkFields(out *http.Request) error {
-	if !isToken(out.Method) {
+	if !tchar.Token(out.Method) {
 		return errors.New("the method is not a token")
 	}
 	for k, vs := range out.Header {
-		if !isToken(k) {
+		if !tchar.Token(k) {
 			return errors.New("a header name is not a token")
 		}
 		for _, v := range vs {
@@ -136,23 +137,6 @@ func checkFields(out *http.Request) error {
 		}
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token: one or more tchar.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // errUnasked is an answer the Pool never asked for.
