@@ -25,11 +25,18 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/internal/testpki"
 )
 
-// hopName is the one secret of the hop-by-hop pod.
+// hopName is the hop-by-hop pod's secret most of its cases send.
 const hopName = "HOP_KEY"
+
+// placesName is the hop pod's second secret, bound to the same target: its
+// name holds no '_', so a header name holding its stand-in reaches rule 10
+// and not rule 2, and the shared table of rule 10's places runs against a
+// real Envoy and real custodian serve.
+const placesName = "PLACES"
 
 // TestHopByHop runs issue 10's transport items against each host, on a
 // pod of its own: an answer whose Content-Encoding its Connection header
@@ -118,8 +125,11 @@ func newHopPod(t *testing.T, host Host) *hopPod {
 	p.down = l.Addr().String()
 	l.Close() // nothing listens there now
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
-		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target, p.down}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
-	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, filter.TokenName: p.token})
+		Secrets: []manifestSecret{
+			{Name: hopName, Hosts: []string{p.target, p.down}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}},
+			{Name: placesName, Hosts: []string{p.target}, Headers: []string{"x-places-key"}, Paths: []string{keyPaths}},
+		}}
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, placesName: sentinel(t, placesName), filter.TokenName: p.token})
 	p.roots = roots
 	p.run = host.Start(t, dir, "")
 	return p
@@ -608,6 +618,23 @@ func (p *hopPod) testStandInElsewhere(t *testing.T, _ Host) {
 		}
 		if got := drain(p.hits); len(got) != 0 {
 			t.Errorf("%s: a refused request reached the upstream: %q", tc.place, got)
+		}
+	}
+	// The one table every host runs, on the wire: each header name as
+	// written here reaches the host's codec (Envoy lowercases it, Go's
+	// server canonicalises it) before the engine folds its case.
+	for _, c := range standintest.Cases(standIn(placesName), "/v1/") {
+		drain(p.hits)
+		extra := ""
+		if c.Header.Name != "" {
+			extra = c.Header.Name + ": " + c.Header.Value + "\r\n"
+		}
+		resp, body := p.roundTrip(t, fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\n%sConnection: close\r\n\r\n", c.Path, p.target, si, extra))
+		if want := standintest.Body(placesName, c.Place); resp.StatusCode != standintest.Status || body != want {
+			t.Errorf("%s: %d %q, want %d %q", c.Name, resp.StatusCode, body, standintest.Status, want)
+		}
+		if got := drain(p.hits); len(got) != 0 {
+			t.Errorf("%s: a refused request reached the upstream: %q", c.Name, got)
 		}
 	}
 }
