@@ -8,12 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/confine"
+	"jr2.dev/boundary/effector/internal/gitrun"
 )
 
 // The clean checkout (ADR-0068: git never takes config or hooks from the
@@ -42,8 +41,8 @@ import (
 //     the Effector's. The worktree's config, hooks and attributes file are
 //     never read; .git/info/exclude is copied, so an excluded file does not
 //     read as untracked. Submodules are not looked into.
-//   - Every git gets a clean env (gitEnv) and command-line config, which
-//     wins over every other scope (hardening).
+//   - Every git gets gitrun's environment, written whole, and its
+//     command-line config, which wins over every other scope.
 //   - Every git runs confined (gitArgv: `effector confine`, as the child
 //     does): it reads the worktree and the image, writes the effect's
 //     scratch, and every other path of the Effector's is denied. The agent
@@ -60,40 +59,10 @@ import (
 // included (protocol v2 serves a want by sha); a worktree whose .git is a
 // file (a linked worktree) reads as dirty.
 
-// hardening is command-line config: it wins over the system, global and
-// repository scopes alike.
-var hardening = []string{
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "core.fsmonitor=false",
-	"-c", "protocol.allow=never",
-	"-c", "protocol.file.allow=always",
-	"-c", "gc.auto=0",
-	"-c", "maintenance.auto=false",
-	"-c", "advice.detachedHead=false",
-}
-
-// gitEnv is every git's whole environment.
-func gitEnv(home, ceiling string) []string {
-	return []string{
-		"PATH=" + FixedPath,
-		"HOME=" + home,
-		"XDG_CONFIG_HOME=" + home,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + filepath.Join(home, "config"),
-		"GIT_ATTR_NOSYSTEM=1",
-		"GIT_CEILING_DIRECTORIES=" + ceiling,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_NO_REPLACE_OBJECTS=1",
-		"GIT_OPTIONAL_LOCKS=0",
-		"LC_ALL=C",
-		"TMPDIR=" + home, // /tmp is denied to a confined git
-	}
-}
-
 // gitArgv is the argv for one git of the checkout, program first:
-// confinement (confine.Argv) reading the worktree (--read-tree) and writing the effect's
-// scratch (--scratch), the Effector's other paths denied, then git with
-// the hardening and args.
+// confinement (confine.Argv) reading the worktree (--read-tree) and
+// writing the effect's scratch (--scratch), the Effector's other paths
+// denied, then git with gitrun's hardening and args.
 func (r *runner) gitArgv(args []string) []string {
 	work := filepath.Clean(r.k.o.Work)
 	// The worktree is another uid's, its files maybe 0600: the Effector's
@@ -104,8 +73,8 @@ func (r *runner) gitArgv(args []string) []string {
 			argv = append(argv, "--deny", d)
 		}
 	}
-	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.git), hardening...)
-	return append(argv, args...)
+	argv = append(argv, "--node", r.k.o.Node, "--")
+	return gitrun.Argv(argv, r.k.git, args...)
 }
 
 // checkout is what the checkout made.
@@ -119,14 +88,19 @@ type checkout struct {
 // not hold it.
 func (r *runner) gitDir() string { return filepath.Join(r.dir, "git") }
 
+// gitHome is git's home in gitDir; it looks for no repository above the
+// effect's scratch.
+func (r *runner) gitHome() gitrun.Home {
+	return gitrun.Home{Dir: r.gitDir(), Tmp: r.gitDir(), Ceiling: r.dir}
+}
+
 // checkout makes r.dir/checkout a clean checkout of the pin (default: the
 // worktree's HEAD) and reads whether the worktree is dirty. An error is
 // the reason the command did not run.
 func (r *runner) checkout(ctx context.Context) (checkout, error) {
 	var c checkout
 	work := r.k.o.Work
-	cfg := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", work, filepath.Join(work, ".git"))
-	if err := os.WriteFile(filepath.Join(r.gitDir(), "config"), []byte(cfg), 0o600); err != nil {
+	if err := r.gitHome().WriteConfig(work, filepath.Join(work, ".git")); err != nil {
 		return c, fmt.Errorf("the effect's git config could not be written: %w", err)
 	}
 	out, err := r.git(ctx, "", "ls-remote", "--", work, "HEAD")
@@ -220,47 +194,14 @@ func (r *runner) gitWith(ctx context.Context, dir string, extraEnv []string, arg
 	if dir == "" {
 		cmd.Dir = r.gitDir()
 	}
-	cmd.Env = append(gitEnv(r.gitDir(), r.dir), extraEnv...)
-	var stdout, stderr bounded
-	stdout.max, stderr.max = 1<<20, 4<<10
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second
-	p, err := startProc(r.k.o.Tracker, r.key, cmd)
+	// The one transport the checkout speaks: file, to the worktree.
+	cmd.Env = r.gitHome().Env(append([]string{gitrun.Allow("file")}, extraEnv...)...)
+	stdout, stderr, err := gitrun.Run(ctx, r.k.o.Tracker, r.key, cmd, nil)
 	if err != nil {
-		return nil, fmt.Errorf("git could not start: %w", err)
-	}
-	select {
-	case <-p.ended:
-	case <-ctx.Done():
-		p.signal(unix.SIGKILL)
-	}
-	if err := p.wait(); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("git %s: %v (%s)", args[0], err, lastLine(stderr.b))
+		return nil, gitrun.Err(args[0], stderr, err)
 	}
-	return stdout.b, nil
-}
-
-// bounded keeps the first max bytes written to it.
-type bounded struct {
-	b   []byte
-	max int
-}
-
-func (w *bounded) Write(p []byte) (int, error) {
-	if room := w.max - len(w.b); room > 0 {
-		w.b = append(w.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-// lastLine is the last non-empty line of git's stderr: its reason.
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if l := strings.TrimSpace(lines[len(lines)-1]); l != "" {
-		return l
-	}
-	return "no message"
+	return stdout, nil
 }

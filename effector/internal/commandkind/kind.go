@@ -55,15 +55,15 @@ import (
 
 	"jr2.dev/boundary/effector/internal/classlock"
 	"jr2.dev/boundary/effector/internal/effect"
+	"jr2.dev/boundary/effector/internal/gitrun"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/landlock"
 )
 
-// FixedPath is the one PATH jr2's own programs are found in, and the
-// child's PATH unless its start names one (ADR-0068): an image that puts a
-// directory of its own first does not choose which git runs.
-const FixedPath = "/usr/local/bin:/usr/bin:/bin"
+// FixedPath is the child's PATH unless its start names one: the one PATH
+// the Effector's own programs are found in (gitrun.FixedPath).
+const FixedPath = gitrun.FixedPath
 
 // Defaults of the stop and the output.
 const (
@@ -131,7 +131,7 @@ func New(o Options) *Kind {
 		o.OutputGrace = DefaultOutputGrace
 	}
 	k := &Kind{o: o}
-	k.git, k.gitErr = LookFixed("git")
+	k.git, k.gitErr = gitrun.LookFixed("git")
 	return k
 }
 

@@ -19,10 +19,11 @@
 //     credential.helper, includeIf, a .gitmodules url — runs or is read
 //     as the push's configuration.
 //   - Every git, ssh, ssh-keygen, gpg and gpg-agent runs by its absolute
-//     path in /usr/local/bin:/usr/bin:/bin, with an environment the push
-//     writes whole (GIT_CONFIG_NOSYSTEM, a HOME and a global config of its
-//     own, no SSH_AUTH_SOCK, no PATH but the fixed one), and every git
-//     runs confined (`effector confine`): it writes only the push's
+//     path in /usr/local/bin:/usr/bin:/bin, with gitrun's environment,
+//     written whole (GIT_CONFIG_NOSYSTEM, a HOME and a global config of
+//     its own, GIT_ALLOW_PROTOCOL naming the one transport a step uses,
+//     no SSH_AUTH_SOCK, no PATH but the fixed one); every git gets
+//     gitrun's command-line config, and runs confined (`effector confine`): it writes only the push's
 //     scratch, reads the worktree only for the fetch, and is denied every
 //     other path of the Effector's own (a worktree's alternates entry or
 //     link reaches nothing).
@@ -76,9 +77,9 @@ import (
 	"time"
 
 	"jr2.dev/boundary/effector/internal/classlock"
-	"jr2.dev/boundary/effector/internal/commandkind"
 	"jr2.dev/boundary/effector/internal/config"
 	"jr2.dev/boundary/effector/internal/effect"
+	"jr2.dev/boundary/effector/internal/gitrun"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/landlock"
@@ -144,7 +145,7 @@ func New(o Options) *Kind {
 	}
 	k := &Kind{o: o, progs: map[string]string{}}
 	for _, p := range programs {
-		if path, err := commandkind.LookFixed(p); err == nil {
+		if path, err := gitrun.LookFixed(p); err == nil {
 			k.progs[p] = path
 		}
 	}
@@ -278,7 +279,7 @@ func (k *Kind) check(p *prepared) string {
 	}
 	for _, n := range need {
 		if k.progs[n] == "" {
-			return fmt.Sprintf("the Effector's image holds no %s in %s; this push needs it", n, commandkind.FixedPath)
+			return fmt.Sprintf("the Effector's image holds no %s in %s; this push needs it", n, gitrun.FixedPath)
 		}
 	}
 	return ""

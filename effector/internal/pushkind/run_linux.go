@@ -14,9 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/classlock"
-	"jr2.dev/boundary/effector/internal/commandkind"
 	"jr2.dev/boundary/effector/internal/config"
 	"jr2.dev/boundary/effector/internal/confine"
+	"jr2.dev/boundary/effector/internal/gitrun"
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
@@ -119,8 +119,7 @@ func (r *runner) makeScratch() error {
 		}
 	}
 	work := r.k.o.Work
-	cfg := fmt.Sprintf("[safe]\n\tdirectory = %s\n\tdirectory = %s\n", work, filepath.Join(work, ".git"))
-	if err := os.WriteFile(filepath.Join(r.home, "gitconfig"), []byte(cfg), 0o600); err != nil {
+	if err := r.gitHome().WriteConfig(work, filepath.Join(work, ".git")); err != nil {
 		return fmt.Errorf("the push's git config could not be written (%s)", oserr.Why(err))
 	}
 	return nil
@@ -161,40 +160,15 @@ func (r *runner) phase(name string) string {
 // in it, and none makes a directory it cannot write.
 func removeTree(dir string) { _ = os.RemoveAll(dir) }
 
-// env is every program's whole environment: nothing of the Effector's.
-func (r *runner) env(extra ...string) []string {
-	return append([]string{
-		"PATH=" + commandkind.FixedPath,
-		"HOME=" + r.home,
-		"XDG_CONFIG_HOME=" + r.home,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=" + filepath.Join(r.home, "gitconfig"),
-		"GIT_ATTR_NOSYSTEM=1",
-		"GIT_CEILING_DIRECTORIES=" + r.dir,
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_NO_REPLACE_OBJECTS=1",
-		"GIT_PROTOCOL_FROM_USER=0",
-		"LC_ALL=C",
-		"TMPDIR=" + r.tmp,
-	}, extra...)
+// gitHome is git's home in the push's scratch; git looks for no
+// repository above the scratch.
+func (r *runner) gitHome() gitrun.Home {
+	return gitrun.Home{Dir: r.home, Tmp: r.tmp, Ceiling: r.dir}
 }
 
-// hardening is command-line config, which wins over every other scope.
-var hardening = []string{
-	"-c", "core.hooksPath=/dev/null",
-	"-c", "core.fsmonitor=false",
-	"-c", "protocol.allow=never",
-	"-c", "credential.helper=",
-	"-c", "gc.auto=0",
-	"-c", "maintenance.auto=false",
-	"-c", "push.gpgSign=false",
-	"-c", "http.followRedirects=false",
-	"-c", "advice.detachedHead=false",
-	// With a cache as an alternate, git would list the cache's refs by
-	// running `git for-each-ref` in it, with the cache's config: `true`
-	// lists none, and no git ever runs in a cache.
-	"-c", "core.alternateRefsCommand=true",
-}
+// env is every program's whole environment (gitrun's): nothing of the
+// Effector's.
+func (r *runner) env(extra ...string) []string { return r.gitHome().Env(extra...) }
 
 // gitCall is one git of the push.
 type gitCall struct {
@@ -244,8 +218,8 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 			argv = append(argv, "--deny", d)
 		}
 	}
-	argv = append(append(argv, "--node", r.k.o.Node, "--", r.k.progs["git"], "--git-dir="+gitDir), hardening...)
-	argv = append(argv, c.args...)
+	argv = append(argv, "--node", r.k.o.Node, "--")
+	argv = gitrun.Argv(argv, r.k.progs["git"], append([]string{"--git-dir=" + gitDir}, c.args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = gitDir
 	cmd.Env = r.env(c.env...)
@@ -258,80 +232,10 @@ func (r *runner) git(ctx context.Context, c gitCall) ([]byte, []byte, error) {
 	return r.exec(ctx, c.key, cmd, c.stdin)
 }
 
-// exec runs cmd in a session of its own through the Tracker under key and
-// waits for it; ctx's end kills its group. It returns stdout and stderr
-// (each bounded).
+// exec runs cmd through the Tracker under key (gitrun.Run) and returns
+// its stdout and stderr, each bounded.
 func (r *runner) exec(ctx context.Context, key string, cmd *exec.Cmd, stdin []byte) ([]byte, []byte, error) {
-	stdout, stderr := capped{limit: 16 << 20}, capped{limit: 64 << 10}
-	if cmd.Stdout == nil {
-		cmd.Stdout = &stdout
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = &stderr
-	}
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	cmd.WaitDelay = time.Second
-	if err := r.k.o.Tracker.Start(key, cmd); err != nil {
-		return nil, nil, fmt.Errorf("%s could not start: %v", filepath.Base(cmd.Path), oserr.Why(err))
-	}
-	pid := cmd.Process.Pid
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		var info unix.Siginfo
-		// WNOWAIT: learn of the end without reaping, so the group's id is
-		// still this process's when it is killed.
-		for errors.Is(unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil), unix.EINTR) {
-		}
-	}()
-	select {
-	case <-ended:
-	case <-ctx.Done():
-		_ = unix.Kill(-pid, unix.SIGKILL)
-		<-ended
-	}
-	err := r.k.o.Tracker.Wait(cmd)
-	return stdout.Bytes(), stderr.Bytes(), err
-}
-
-// capped is a buffer that drops what comes past its limit.
-type capped struct {
-	bytes.Buffer
-	limit int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	n := len(p)
-	_, _ = c.Buffer.Write(p[:max(0, min(n, c.limit-c.Len()))])
-	return n, nil
-}
-
-// lastLine is the last line of a program's output that holds something.
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
-	}
-	return "no message"
-}
-
-func gitErr(what string, stderr []byte, err error) error {
-	return fmt.Errorf("git %s: %v (%s)", what, err, gitLine(stderr))
-}
-
-// gitLine is git's reason: its first "fatal:" or "error:" line, else its
-// last line.
-func gitLine(stderr []byte) string {
-	for _, l := range strings.Split(string(stderr), "\n") {
-		if strings.HasPrefix(l, "fatal: ") || strings.HasPrefix(l, "error: ") {
-			return strings.TrimSpace(l)
-		}
-	}
-	return lastLine(stderr)
+	return gitrun.Run(ctx, r.k.o.Tracker, key, cmd, stdin)
 }
 
 // fetchPinned makes the clean repository and fetches the pinned commit
@@ -341,7 +245,7 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 	key := r.phase("fetch")
 	defer r.settle(key)
 	if _, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
-		return gitErr("init", stderr, err)
+		return gitrun.Err("init", stderr, err)
 	}
 	if r.p.cache != "" {
 		if err := r.useCache(ctx, key); err != nil {
@@ -351,18 +255,18 @@ func (r *runner) fetchPinned(ctx context.Context) error {
 	src := "file://" + filepath.Clean(r.k.o.Work)
 	// --update-shallow: a shallow worktree's commits come with its
 	// shallow roots, and the clean repository is shallow there too.
-	_, stderr, err := r.git(ctx, gitCall{key: key, readWork: true, args: []string{
-		"-c", "protocol.file.allow=always", "-c", "protocol.version=2", "-c", "transfer.fsckObjects=true",
+	_, stderr, err := r.git(ctx, gitCall{key: key, readWork: true, env: []string{gitrun.Allow("file")}, args: []string{
+		"-c", "protocol.version=2", "-c", "transfer.fsckObjects=true",
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--update-shallow", "--", src, r.p.pinned}})
 	if err != nil {
 		if why := r.missingObject(ctx, key); why != "" {
 			return errors.New(why)
 		}
-		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("fetch", stderr, err))
+		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitrun.Err("fetch", stderr, err))
 	}
 	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "-t", r.p.pinned}})
 	if err != nil {
-		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitErr("cat-file", stderr, err))
+		return fmt.Errorf("commit %s is not in the worktree: %w", r.p.pinned, gitrun.Err("cat-file", stderr, err))
 	}
 	if t := strings.TrimSpace(string(out)); t != "commit" {
 		return fmt.Errorf("%s is not a commit (a %s)", r.p.pinned, t)
@@ -388,7 +292,7 @@ func (r *runner) useCache(ctx context.Context, key string) error {
 	}
 	r.cached = true
 	if _, stderr, err := r.git(ctx, gitCall{key: key, proof: true, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
-		return gitErr("init", stderr, err)
+		return gitrun.Err("init", stderr, err)
 	}
 	if len(r.p.tips) == 0 {
 		return nil
@@ -406,7 +310,7 @@ func (r *runner) useCache(ctx context.Context, key string) error {
 		return nil
 	}
 	if _, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"update-ref", "--stdin"}}); err != nil {
-		return gitErr("update-ref", stderr, err)
+		return gitrun.Err("update-ref", stderr, err)
 	}
 	return nil
 }
@@ -420,7 +324,7 @@ func (r *runner) heldCommits(ctx context.Context, key string, shas []string) ([]
 	}
 	out, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"}})
 	if err != nil {
-		return nil, gitErr("cat-file", stderr, err)
+		return nil, gitrun.Err("cat-file", stderr, err)
 	}
 	var held []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -465,7 +369,7 @@ func (r *runner) checkSent(ctx context.Context) *wire.Outcome {
 	}
 	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--stdin"}})
 	if err != nil {
-		o := r.fail(ctx, StageStart, "listing the commits the push sends", gitErr("rev-list", stderr, err))
+		o := r.fail(ctx, StageStart, "listing the commits the push sends", gitrun.Err("rev-list", stderr, err))
 		return &o
 	}
 	sent := strings.Fields(string(out))
@@ -507,7 +411,7 @@ func (r *runner) ownOrCached(ctx context.Context, key string, held []string) err
 	}
 	out, stderr, err := r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--objects", "--no-object-names", "--stdin"}})
 	if err != nil {
-		return gitErr("rev-list", stderr, err)
+		return gitrun.Err("rev-list", stderr, err)
 	}
 	objects := strings.Fields(string(out))
 	if len(objects) > maxSentObjects {
@@ -525,7 +429,7 @@ func (r *runner) ownOrCached(ctx context.Context, key string, held []string) err
 		if o := unreadObject(stderr, ""); o != "" {
 			return fmt.Errorf("the push would send object %s, which is in neither the worktree's own objects nor %s; %s", o, r.cacheWords(), theRule)
 		}
-		return gitErr("cat-file", stderr, err)
+		return gitrun.Err("cat-file", stderr, err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 	for i, o := range objects {
@@ -692,11 +596,11 @@ func trustBundle(caFile string) ([]byte, error) {
 	return append(b, extra...), nil
 }
 
-// remote is the config and env of the phases that reach the remote.
+// remote is the config and env of the phases that reach the remote: the
+// one transport the slot's url names, and its credentials.
 func (r *runner) remote() (args, env []string) {
 	switch r.p.remote.Transport {
 	case wire.TransportSSH:
-		args = []string{"-c", "protocol.ssh.allow=always"}
 		ssh := []string{r.k.progs["ssh"], "-F", "/dev/null", "-E", filepath.Join(r.tmp, "ssh.log"),
 			"-o", "IdentitiesOnly=yes", "-o", "IdentityFile=" + filepath.Join(r.cred, config.GitIdentity),
 			"-o", "IdentityAgent=none", "-o", "StrictHostKeyChecking=yes",
@@ -704,7 +608,7 @@ func (r *runner) remote() (args, env []string) {
 			"-o", "UpdateHostKeys=no", "-o", "BatchMode=yes", "-o", "ControlMaster=no", "-o", "ControlPath=none",
 			"-o", "ProxyCommand=none", "-o", "ProxyJump=none", "-o", "PermitLocalCommand=no", "-o", "ForwardAgent=no",
 			"-o", "ClearAllForwardings=yes", "-o", "PKCS11Provider=none", "-o", "SecurityKeyProvider=internal"}
-		env = []string{"GIT_SSH_COMMAND=" + shellJoin(ssh), "GIT_SSH_VARIANT=ssh"}
+		env = []string{gitrun.Allow("ssh"), "GIT_SSH_COMMAND=" + shellJoin(ssh), "GIT_SSH_VARIANT=ssh"}
 	case wire.TransportHTTPS:
 		host := r.p.remote.Host
 		if r.p.remote.Port != 0 {
@@ -713,7 +617,8 @@ func (r *runner) remote() (args, env []string) {
 		helper := shellJoin([]string{r.k.o.Self, "credential", "--password-file", filepath.Join(r.cred, config.GitPassword),
 			"--username", r.p.entry.Username, "--host", host})
 		// "!…": a shell snippet git appends the action to.
-		args = []string{"-c", "protocol.https.allow=always", "-c", "credential.helper=!" + helper, "-c", "credential.useHttpPath=false"}
+		env = []string{gitrun.Allow("https")}
+		args = []string{"-c", "credential.helper=!" + helper, "-c", "credential.useHttpPath=false"}
 		if r.k.o.CAFile != "" {
 			args = append(args, "-c", "http.sslCAInfo="+filepath.Join(r.cred, "ca.pem"))
 		}
@@ -737,16 +642,16 @@ func (r *runner) sshLine() string {
 	if err != nil || len(bytes.TrimSpace(b)) == 0 {
 		return ""
 	}
-	return lastLine(b)
+	return gitrun.LastLine(b)
 }
 
 // unreachable is the reason of a remote phase that failed before git
 // could speak with the remote.
 func (r *runner) unreachable(stderr []byte) string {
 	if l := r.sshLine(); l != "" {
-		return r.clean("the remote could not be reached: ssh: " + strings.TrimPrefix(l, "ssh: ") + " (git: " + gitLine(stderr) + ")")
+		return r.clean("the remote could not be reached: ssh: " + strings.TrimPrefix(l, "ssh: ") + " (git: " + gitrun.Reason(stderr) + ")")
 	}
-	line := gitLine(stderr)
+	line := gitrun.Reason(stderr)
 	if strings.Contains(line, "Authentication failed") || strings.Contains(line, "could not read Username") || strings.Contains(line, "403") {
 		return r.clean("the remote refused the credential: " + line)
 	}
@@ -878,7 +783,7 @@ func (r *runner) toSign(ctx context.Context, key string) ([]string, map[string]s
 	}
 	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"cat-file", "--batch-check=%(objectname) %(objecttype)"}})
 	if err != nil {
-		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("cat-file", stderr, err))
+		o := r.fail(ctx, StageSign, "listing the commits to sign", gitrun.Err("cat-file", stderr, err))
 		return nil, nil, &o
 	}
 	held := []string{}
@@ -912,7 +817,7 @@ func (r *runner) toSign(ctx context.Context, key string) ([]string, map[string]s
 	}
 	out, stderr, err = r.git(ctx, gitCall{key: key, stdin: q.Bytes(), args: []string{"rev-list", "--topo-order", "--reverse", "--stdin"}})
 	if err != nil {
-		o := r.fail(ctx, StageSign, "listing the commits to sign", gitErr("rev-list", stderr, err))
+		o := r.fail(ctx, StageSign, "listing the commits to sign", gitrun.Err("rev-list", stderr, err))
 		return nil, nil, &o
 	}
 	return strings.Fields(string(out)), before, nil
@@ -925,12 +830,12 @@ func (r *runner) rewriteOf(ctx context.Context, key, tip string) (string, error)
 	args, env := r.remote()
 	if _, stderr, err := r.git(ctx, gitCall{key: key, cred: true, env: env, args: append(args,
 		"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", r.p.push.Slot.URL, r.p.push.Ref)}); err != nil {
-		return "", gitErr("fetch", stderr, err)
+		return "", gitrun.Err("fetch", stderr, err)
 	}
 	body := func(sha string) ([]byte, error) {
 		raw, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "commit", sha}})
 		if err != nil {
-			return nil, gitErr("cat-file", stderr, err)
+			return nil, gitrun.Err("cat-file", stderr, err)
 		}
 		c, err := parseCommit(raw)
 		if err != nil {
@@ -945,7 +850,7 @@ func (r *runner) rewriteOf(ctx context.Context, key, tip string) (string, error)
 	tree, _ := parseCommit(append([]byte(nil), want...))
 	out, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"log", "--format=%H %T", r.p.pinned}})
 	if err != nil {
-		return "", gitErr("log", stderr, err)
+		return "", gitrun.Err("log", stderr, err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		sha, t, ok := strings.Cut(line, " ")
@@ -970,7 +875,7 @@ func (r *runner) rewrite(ctx context.Context, key string, todo []string, before 
 	for _, sha := range todo {
 		raw, stderr, err := r.git(ctx, gitCall{key: key, args: []string{"cat-file", "commit", sha}})
 		if err != nil {
-			return "", gitErr("cat-file", stderr, err)
+			return "", gitrun.Err("cat-file", stderr, err)
 		}
 		c, err := parseCommit(raw)
 		if err != nil {
@@ -990,7 +895,7 @@ func (r *runner) rewrite(ctx context.Context, key string, todo []string, before 
 		}
 		out, stderr, err := r.git(ctx, gitCall{key: key, stdin: withSignature(payload, sig), args: []string{"hash-object", "-t", "commit", "-w", "--stdin"}})
 		if err != nil {
-			return "", gitErr("hash-object", stderr, err)
+			return "", gitrun.Err("hash-object", stderr, err)
 		}
 		done[sha] = strings.TrimSpace(string(out))
 	}
@@ -1007,7 +912,7 @@ func (r *runner) sshSign(ctx context.Context, key string, payload []byte) ([]byt
 	cmd.Dir = r.tmp
 	out, stderr, err := r.exec(ctx, key, cmd, payload)
 	if err != nil || !bytes.Contains(out, []byte("-----BEGIN SSH SIGNATURE-----")) {
-		return nil, fmt.Errorf("ssh-keygen could not sign: %v (%s)", err, lastLine(stderr))
+		return nil, fmt.Errorf("ssh-keygen could not sign: %v (%s)", err, gitrun.LastLine(stderr))
 	}
 	return out, nil
 }
@@ -1025,7 +930,7 @@ func (r *runner) gpg(args ...string) *exec.Cmd {
 func (r *runner) gpgSign(ctx context.Context, key string, payload []byte) ([]byte, error) {
 	out, stderr, err := r.exec(ctx, key, r.gpg("--armor", "--detach-sign"), payload)
 	if err != nil || !bytes.Contains(out, []byte("-----BEGIN PGP SIGNATURE-----")) {
-		return nil, fmt.Errorf("gpg could not sign: %v (%s)", err, lastLine(stderr))
+		return nil, fmt.Errorf("gpg could not sign: %v (%s)", err, gitrun.LastLine(stderr))
 	}
 	return out, nil
 }
@@ -1057,11 +962,11 @@ func (r *runner) startAgent(ctx context.Context, key string) (stop func(), err e
 	if err != nil {
 		b, _ := os.ReadFile(logFile.Name())
 		stop()
-		return func() {}, fmt.Errorf("gpg-agent did not start: %v (%s)", err, lastLine(b))
+		return func() {}, fmt.Errorf("gpg-agent did not start: %v (%s)", err, gitrun.LastLine(b))
 	}
 	if _, stderr, err := r.exec(ctx, key, r.gpg("--import", filepath.Join(r.cred, config.GitSignGPG)), nil); err != nil {
 		stop()
-		return func() {}, fmt.Errorf("gpg --import: %v (%s)", err, lastLine(stderr))
+		return func() {}, fmt.Errorf("gpg --import: %v (%s)", err, gitrun.LastLine(stderr))
 	}
 	return stop, nil
 }
