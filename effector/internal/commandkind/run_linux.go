@@ -21,6 +21,7 @@ import (
 	"jr2.dev/boundary/effector/internal/effect"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/oserr"
+	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/internal/effectorkey"
 )
@@ -216,7 +217,7 @@ func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd s
 	cmd.Dir = wd
 	cmd.Stdout, cmd.Stderr = pipes[0][1], pipes[1][1]
 	cmd.ExtraFiles = []*os.File{pipes[2][1]} // fd 3
-	keeper, err := startProc(r.k.o.Tracker, r.key, cmd)
+	keeper, err := r.k.o.Tracker.StartChild(r.key, cmd)
 	for i := range pipes {
 		pipes[i][1].Close()
 	}
@@ -237,7 +238,7 @@ func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd s
 	}()
 
 	sent, timedOut := r.watch(ctx, keeper, deadline)
-	_ = keeper.wait()
+	_ = keeper.Wait()
 	// A descendant that keeps the output open does not hold the outcome.
 	closeAt := time.Now().Add(r.k.o.OutputGrace)
 	for i := range pipes {
@@ -293,26 +294,26 @@ func (r *runner) exec(ctx context.Context, deadline time.Time, co checkout, wd s
 // grace is over; the deadline, and the process going away, send SIGKILL.
 // It returns the last signal a stop sent, and whether the deadline
 // passed first.
-func (r *runner) watch(ctx context.Context, keeper *proc, deadline time.Time) (sent string, timedOut bool) {
+func (r *runner) watch(ctx context.Context, keeper *reap.Child, deadline time.Time) (sent string, timedOut bool) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	stop, done := r.p.stop, ctx.Done()
 	var grace <-chan time.Time
 	for {
 		select {
-		case <-keeper.ended:
+		case <-keeper.Ended():
 			return sent, timedOut
 		case <-stop:
 			stop = nil
-			keeper.signal(unix.SIGTERM)
+			keeper.Signal(unix.SIGTERM)
 			sent = "SIGTERM"
 			grace = time.After(r.k.o.Grace)
 		case <-grace:
 			grace = nil
-			keeper.signal(unix.SIGKILL)
+			keeper.Signal(unix.SIGKILL)
 			sent = "SIGKILL"
 		case <-timer.C:
-			keeper.signal(unix.SIGKILL)
+			keeper.Signal(unix.SIGKILL)
 			if sent != "" {
 				sent = "SIGKILL"
 			} else {
@@ -320,7 +321,7 @@ func (r *runner) watch(ctx context.Context, keeper *proc, deadline time.Time) (s
 			}
 		case <-done:
 			done = nil
-			keeper.signal(unix.SIGKILL)
+			keeper.Signal(unix.SIGKILL)
 			sent = "SIGKILL"
 		}
 	}

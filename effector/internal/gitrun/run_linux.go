@@ -3,7 +3,6 @@ package gitrun
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -32,25 +31,15 @@ func Run(ctx context.Context, t *reap.Tracker, key string, cmd *exec.Cmd, stdin 
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	cmd.WaitDelay = time.Second
-	if err := t.Start(key, cmd); err != nil {
+	p, err := t.StartChild(key, cmd)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s could not start: %s", filepath.Base(cmd.Path), oserr.Why(err))
 	}
-	pid := cmd.Process.Pid
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		var info unix.Siginfo
-		// WNOWAIT: learn of the end without reaping, so the group's id is
-		// still this process's when it is killed.
-		for errors.Is(unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil), unix.EINTR) {
-		}
-	}()
 	select {
-	case <-ended:
+	case <-p.Ended():
 	case <-ctx.Done():
-		_ = unix.Kill(-pid, unix.SIGKILL)
-		<-ended
+		p.Signal(unix.SIGKILL)
 	}
-	err = t.Wait(cmd)
+	err = p.Wait()
 	return out.B, errOut.B, err
 }

@@ -22,6 +22,11 @@
 // A process in the Effector's own group was started by the Effector's code
 // without a session of its own, not left by an Effect, and is never touched.
 //
+// An owner that signals its child's group until it waits on it starts it
+// with [Tracker.StartChild]: the end is learnt without reaping (waitid
+// with WNOWAIT), so the group's id is still the child's whenever it is
+// signalled.
+//
 // A descendant that still has a living parent other than the Effector (a
 // daemon under its command's keeper, see package keep) is not the
 // Effector's child and so is not seen; its keeper ends it.
