@@ -347,7 +347,7 @@ func TestEnv(t *testing.T) {
 			return ""
 		}, "GIT_CONFIG_NOSYSTEM", "", true},
 		{"nothing of the Effector's environment", func(r *rig) call {
-			t.Setenv("GIT_CONFIG_PARAMETERS", "'user.name'='inherited'")
+			r.t.Setenv("GIT_CONFIG_PARAMETERS", "'user.name'='inherited'")
 			return call{args: []string{"config", "--get", "user.name"}}
 		}, func(r *rig, stdout, _ string, _ error) string {
 			if stdout != "" {
