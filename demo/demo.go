@@ -38,8 +38,8 @@ import (
 	"syscall"
 	"time"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Options name the binaries the demo runs.
@@ -94,7 +94,7 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 	fmt.Fprintf(w, "jr2 boundary demo: one pod, on this machine's loopback only\n\n")
 	fmt.Fprintf(w, "controlplane render: %s\n", summary)
 	fmt.Fprintf(w, "the Custodian holds the value, fingerprint %s (its file; never printed)\n", fingerprint(value))
-	fmt.Fprintf(w, "the client holds only %s=%s (harness.env), and goes through HTTPS_PROXY=http://%s\n\n", secretName, filter.StandIn(secretName), srv.egress)
+	fmt.Fprintf(w, "the client holds only %s=%s (harness.env), and goes through HTTPS_PROXY=http://%s\n\n", secretName, contract.StandIn(secretName), srv.egress)
 
 	c := client{o: o, env: env}
 	u := "https://" + up.target + "/v1/messages"
@@ -235,7 +235,7 @@ func startUpstream(ctx context.Context, o Options, tmp string) (*upstream, error
 		l.Close()
 		return nil, err
 	}
-	base := filepath.Join(dir, "out", filter.LeafBase(u.target))
+	base := filepath.Join(dir, "out", contract.LeafBase(u.target))
 	cert, err := tls.LoadX509KeyPair(base+".crt", base+".key")
 	if err != nil {
 		l.Close()
@@ -256,7 +256,7 @@ func render(ctx context.Context, o Options, tmp string, up *upstream, value stri
 	if err := os.MkdirAll(values, 0o700); err != nil {
 		return "", "", err
 	}
-	for name, v := range map[string]string{secretName: value, filter.TokenName: "demo-sandbox-token-unused"} {
+	for name, v := range map[string]string{secretName: value, contract.TokenName: "demo-sandbox-token-unused"} {
 		if err := os.WriteFile(filepath.Join(values, name), []byte(v+"\n"), 0o600); err != nil {
 			return "", "", err
 		}

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // root is the repository root (this package's parent).
@@ -528,25 +529,25 @@ func TestDocsConfigRefusals(t *testing.T) {
 		{tick(filter.DefaultControl), "filter.DefaultControl"},
 		{tick(filter.DefaultEgress), "filter.DefaultEgress"},
 		{tick(filter.DefaultHealth), "filter.DefaultHealth"},
-		{tick(filter.TokenName), "filter.TokenName"},
+		{tick(contract.TokenName), "contract.TokenName"},
 	})
 }
 
 // TestDocsHarnessEnv: docs/harness-env.md lists every proxy and trust
-// variable R2 refuses (filter.ProxyTrustVars) and every variable render
+// variable R2 refuses (contract.ProxyTrustVars) and every variable render
 // writes.
 func TestDocsHarnessEnv(t *testing.T) {
 	p := readPage(t, "harness-env.md")
 	var ws []want
-	for _, v := range filter.ProxyTrustVars {
+	for _, v := range contract.ProxyTrustVars {
 		w := v
 		if rest, ok := strings.CutPrefix(v, "CLOUDSDK_PROXY"); ok && rest != "_TYPE" {
 			w = rest // the table writes CLOUDSDK_PROXY_TYPE, _ADDRESS, _PORT, …
 		}
-		ws = append(ws, want{tick(w), "filter.ProxyTrustVars"})
+		ws = append(ws, want{tick(w), "contract.ProxyTrustVars"})
 	}
-	for _, v := range filter.ProxyTrustPrefixes {
-		ws = append(ws, want{strings.TrimSuffix(v, "_"), "filter.ProxyTrustPrefixes"})
+	for _, v := range contract.ProxyTrustPrefixes {
+		ws = append(ws, want{strings.TrimSuffix(v, "_"), "contract.ProxyTrustPrefixes"})
 	}
 	c := consts{}
 	parseDir(t, "controlplane/internal/render").only("render.go").each(func(n ast.Node) bool {

@@ -22,8 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/benchgoal"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -217,7 +217,7 @@ func newBenchPod(b *testing.B) *benchPod {
 	values := filepath.Join(tmp, "values")
 	mustMkdir(b, values)
 	mustWrite(b, filepath.Join(values, benchKey), p.value+"\n", 0o600)
-	mustWrite(b, filepath.Join(values, filter.TokenName), sentinel(b, filter.TokenName)+"\n", 0o600)
+	mustWrite(b, filepath.Join(values, contract.TokenName), sentinel(b, contract.TokenName)+"\n", 0o600)
 	m, _ := json.Marshal(manifest{Pod: "bench", Orchestrator: "127.0.0.1:9", Secrets: []manifestSecret{
 		{Name: benchKey, Hosts: []string{p.target}, Headers: []string{"x-api-key"}},
 	}})

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // testControl drives the control listener with each client (plain HTTP on
@@ -17,12 +17,12 @@ import (
 // the Orchestrator.
 func (w *world) testControl(t *testing.T) {
 	o := w.orch
-	token := w.values[filter.TokenName]
-	bearer := "Bearer " + standIn(filter.TokenName)
+	token := w.values[contract.TokenName]
+	bearer := "Bearer " + standIn(contract.TokenName)
 	log := w.logOf(o.addr)
 	base := "http://" + w.run.Control
 	const notRoute = "not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
-	const noToken = "needs the stand-in of " + filter.TokenName + " in authorization"
+	const noToken = "needs the stand-in of " + contract.TokenName + " in authorization"
 
 	for _, c := range clients {
 		run(t, c.name, func(t *testing.T) {
@@ -44,11 +44,11 @@ func (w *world) testControl(t *testing.T) {
 					t.Fatalf("%s %s: the Orchestrator got authorization %q, x-api-key %q", r.method, r.path,
 						redact(got.Header.Get("Authorization"), token), got.Header.Get("X-Api-Key"))
 				}
-				want := fmt.Sprintf(`{"path":%q,"auth":"Bearer [secret:%s]","body":%q}`, r.upstream, filter.TokenName, r.body)
+				want := fmt.Sprintf(`{"path":%q,"auth":"Bearer [secret:%s]","body":%q}`, r.upstream, contract.TokenName, r.body)
 				if resp.Status != 200 || resp.Body != want {
 					t.Fatalf("%s %s: %d %q, want 200 %q", r.method, r.path, resp.Status, resp.Body, want)
 				}
-				log.expect(t, lineFor("action", "intercept", "target", o.addr, "secret", filter.TokenName, "method", r.method, "status", "200"))
+				log.expect(t, lineFor("action", "intercept", "target", o.addr, "secret", contract.TokenName, "method", r.method, "status", "200"))
 			}
 
 			refused := []struct {

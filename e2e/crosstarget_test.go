@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -49,7 +49,7 @@ func testCrossTarget(t *testing.T, host Host) {
 	names := []string{"cross-a.test", "cross-b.test"}
 	keys := []string{"CROSS_A", "CROSS_B"}
 	ups := make([]*crossUpstream, 2)
-	values := map[string]string{filter.TokenName: sentinel(t, filter.TokenName)}
+	values := map[string]string{contract.TokenName: sentinel(t, contract.TokenName)}
 	m := manifest{Pod: podName, Orchestrator: serveLoopback(t, http.NotFoundHandler()), Sandbox: podName}
 	for i, name := range names {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

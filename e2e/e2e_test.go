@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // TestE2E runs the whole suite against each host in turn — custodian serve,
@@ -158,7 +158,7 @@ func (w *world) testRender(t *testing.T) {
 	}
 	ca := filepath.Join(w.dir, "ca")
 	var env []string
-	for _, n := range append(held, filter.TokenName) {
+	for _, n := range append(held, contract.TokenName) {
 		env = append(env, n+"="+standIn(n))
 	}
 	env = append(env,
@@ -234,7 +234,7 @@ func (w *world) testUpstreamsSawNoStandIn(t *testing.T) {
 	for name, rc := range recs {
 		for _, s := range rc.all() {
 			total++
-			if strings.Contains(strings.ToLower(s.dump()), filter.StandInPrefix) {
+			if strings.Contains(strings.ToLower(s.dump()), contract.StandInPrefix) {
 				t.Errorf("%s received a stand-in:\n%s", name, s.dump())
 			}
 		}
@@ -268,11 +268,11 @@ func (w *world) testLog(t *testing.T) {
 	// The held table's order: the manifest's (sorted here), then the token
 	// render adds.
 	held := w.heldNames()
-	wantReady := w.host.ReadyLine(strings.Join(append(held, filter.TokenName), ","), len(held), w.run)
-	var contract, stdout []string
+	wantReady := w.host.ReadyLine(strings.Join(append(held, contract.TokenName), ","), len(held), w.run)
+	var logLines, stdout []string
 	for _, l := range lines {
 		if strings.HasPrefix(l, "jr2.custodian") {
-			contract = append(contract, l)
+			logLines = append(logLines, l)
 			if !logLine.MatchString(l) {
 				t.Errorf("not a line of the log contract: %q", l)
 			}
@@ -283,13 +283,13 @@ func (w *world) testLog(t *testing.T) {
 	}
 	// The first line of the contract is the ready line (Envoy prints lines
 	// of its own before it).
-	if first(contract) != wantReady {
-		t.Errorf("first jr2.custodian line %q, want %q", first(contract), wantReady)
+	if first(logLines) != wantReady {
+		t.Errorf("first jr2.custodian line %q, want %q", first(logLines), wantReady)
 	}
 	if _, ok := w.host.(serveHost); ok {
 		// stdout is custodian serve's log: the contract's lines and nothing
 		// else. stderr is for errors (which carry no secret: checked below).
-		if len(stdout) != len(contract) {
+		if len(stdout) != len(logLines) {
 			t.Errorf("custodian serve printed lines outside the log contract on stdout:\n%s", strings.Join(stdout, "\n"))
 		}
 		for _, l := range lines {
@@ -301,11 +301,11 @@ func (w *world) testLog(t *testing.T) {
 	if what := w.leak([]byte(all)); what != "" {
 		t.Errorf("the Custodian's output holds %s", what)
 	}
-	if strings.Contains(strings.ToLower(all), filter.StandInPrefix) {
+	if strings.Contains(strings.ToLower(all), contract.StandInPrefix) {
 		t.Errorf("the Custodian's output holds a stand-in:\n%s", all)
 	}
-	if len(contract) < 50 {
-		t.Errorf("only %d log lines: the traffic did not run", len(contract))
+	if len(logLines) < 50 {
+		t.Errorf("only %d log lines: the traffic did not run", len(logLines))
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/filter/standintest"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -97,7 +97,7 @@ func testHopByHop(t *testing.T, host Host) {
 				t.Errorf("not a line of the log contract: %q", l)
 			}
 			low := strings.ToLower(l)
-			for _, bad := range []string{filter.StandInPrefix, "secret-path", "forged.example"} {
+			for _, bad := range []string{contract.StandInPrefix, "secret-path", "forged.example"} {
 				if strings.Contains(low, bad) {
 					t.Errorf("the output holds %q: %q", bad, l)
 				}
@@ -113,7 +113,7 @@ func testHopByHop(t *testing.T, host Host) {
 
 func newHopPod(t *testing.T, host Host) *hopPod {
 	tmp := t.TempDir()
-	p := &hopPod{value: sentinel(t, hopName), token: sentinel(t, filter.TokenName), hits: make(chan string, 256), gone: make(chan struct{}, 4)}
+	p := &hopPod{value: sentinel(t, hopName), token: sentinel(t, contract.TokenName), hits: make(chan string, 256), gone: make(chan struct{}, 4)}
 	upCA := testpki.NewCA(t, "e2e hop upstream CA")
 	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(p.upstream))
 	orch := serveLoopback(t, http.HandlerFunc(p.orchestrator))
@@ -129,7 +129,7 @@ func newHopPod(t *testing.T, host Host) *hopPod {
 			{Name: hopName, Hosts: []string{p.target, p.down}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}},
 			{Name: placesName, Hosts: []string{p.target}, Headers: []string{"x-places-key"}, Paths: []string{keyPaths}},
 		}}
-	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, placesName: sentinel(t, placesName), filter.TokenName: p.token})
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, placesName: sentinel(t, placesName), contract.TokenName: p.token})
 	p.roots = roots
 	p.run = host.Start(t, dir, "")
 	return p
@@ -393,9 +393,9 @@ func (p *hopPod) testGzipForms(t *testing.T) {
 
 func (p *hopPod) testControlEncoding(t *testing.T) {
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableCompression: true}}
-	a := do(t, c, "GET", "http://"+p.run.Control+"/agents/a1/surface", nil, "Authorization", "Bearer "+standIn(filter.TokenName))
+	a := do(t, c, "GET", "http://"+p.run.Control+"/agents/a1/surface", nil, "Authorization", "Bearer "+standIn(contract.TokenName))
 	assertUnreadable(t, "control", a.body, p.token)
-	if want := "token Bearer [secret:" + filter.TokenName + "]"; a.status != 200 || string(a.body) != want || a.header.Get("Content-Encoding") != "" {
+	if want := "token Bearer [secret:" + contract.TokenName + "]"; a.status != 200 || string(a.body) != want || a.header.Get("Content-Encoding") != "" {
 		t.Errorf("control: %d %v %q, want 200 %q", a.status, a.header, a.body, want)
 	}
 }
@@ -404,7 +404,7 @@ func (p *hopPod) testRefusalBody(t *testing.T) {
 	si := standIn(hopName)
 	up := "https://" + p.target
 	ctl := "http://" + p.run.Control
-	tok := "Bearer " + standIn(filter.TokenName)
+	tok := "Bearer " + standIn(contract.TokenName)
 	for _, tc := range []struct {
 		name, method, url string
 		hdr               []string

@@ -25,8 +25,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/envoybin"
 	"jr2.dev/boundary/internal/kubelayout"
 	"jr2.dev/boundary/internal/kubetest"
@@ -142,11 +142,11 @@ func newKubeWorld(t *testing.T, host Host, ns string) *kubeWorld {
 		"--pod-config-dir", "/etc/jr2/custodian/config", "--harness-ca-dir", "/etc/jr2/ca")
 	w.values = map[string]string{
 		kubeUpstreamA: sentinel(t, kubeUpstreamA), kubeUpstreamB: sentinel(t, kubeUpstreamB),
-		filter.TokenName: sentinel(t, filter.TokenName),
+		contract.TokenName: sentinel(t, contract.TokenName),
 	}
 	w.userSecret = map[string]map[string][]byte{
 		kubeUserKeys:                  {"a": []byte(w.values[kubeUpstreamA]), "b": []byte(w.values[kubeUpstreamB])},
-		"jr2-held-secrets-" + kubePod: {filter.TokenName: []byte(w.values[filter.TokenName])},
+		"jr2-held-secrets-" + kubePod: {contract.TokenName: []byte(w.values[contract.TokenName])},
 	}
 	return w
 }
@@ -288,7 +288,7 @@ func (w *kubeWorld) exercise(t *testing.T, host Host, pod *corev1.Pod, objs kube
 			t.Errorf("the agent got %d %q, want 200 and the echo", code, body)
 		}
 		noValue(t, "the agent's answer", body)
-		if strings.Contains(body, filter.StandIn(kubeUpstreamA)) {
+		if strings.Contains(body, contract.StandIn(kubeUpstreamA)) {
 			t.Logf("the echo names the stand-in where the value was")
 		}
 	})
@@ -331,7 +331,7 @@ func (w *kubeWorld) exercise(t *testing.T, host Host, pod *corev1.Pod, objs kube
 	log := out.String()
 	noValue(t, "the Custodian container's output", log)
 	for n := range values {
-		if strings.Contains(log, filter.StandIn(n)) {
+		if strings.Contains(log, contract.StandIn(n)) {
 			t.Errorf("the Custodian container's output holds %s's stand-in", n)
 		}
 	}

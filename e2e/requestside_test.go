@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // TestRequestSide runs issue 22's request rows against each host, on a hop
@@ -46,7 +47,7 @@ type sideCase struct {
 
 func testRequestSide(t *testing.T, host Host) {
 	p := newHopPod(t, host)
-	si, tok := standIn(hopName), standIn(filter.TokenName)
+	si, tok := standIn(hopName), standIn(contract.TokenName)
 	const connectText = "method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"
 	cases := []sideCase{
 		{name: "row 1 the stand-in as the method", raw: si + " /v1/x HTTP/1.1\r\nHost: %[1]s\r\nx-api-key: %[2]s\r\nConnection: close\r\n\r\n",

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/kubelayout"
 	"jr2.dev/boundary/internal/testpki"
 )
@@ -80,22 +80,22 @@ type seenRequest struct {
 
 func newRotPod(t *testing.T, host Host) *rotPod {
 	tmp := t.TempDir()
-	p := &rotPod{token: sentinel(t, filter.TokenName), index: map[string]int{}}
+	p := &rotPod{token: sentinel(t, contract.TokenName), index: map[string]int{}}
 	upCA := testpki.NewCA(t, "e2e rotation upstream CA")
 	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(p.upstream))
 	orch := serveLoopback(t, http.NotFoundHandler())
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
 		Secrets: []manifestSecret{{Name: rotName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
 	first := p.next(t)
-	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{rotName: first, filter.TokenName: p.token})
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{rotName: first, contract.TokenName: p.token})
 	p.roots = roots
 	// renderLocalPod wrote plain files; lay the directory out as the
 	// kubelet does before the host reads it.
 	p.dir = filepath.Join(tmp, "values")
-	for _, n := range []string{rotName, filter.TokenName} {
+	for _, n := range []string{rotName, contract.TokenName} {
 		os.Remove(filepath.Join(p.dir, n))
 	}
-	p.rotate(t, map[string]string{rotName: first, filter.TokenName: p.token})
+	p.rotate(t, map[string]string{rotName: first, contract.TokenName: p.token})
 	p.run = host.Start(t, dir, "")
 	return p
 }
@@ -267,7 +267,7 @@ func (p *rotPod) testRotations(t *testing.T) {
 		time.Sleep(150 * time.Millisecond) // traffic on the old value
 		v := p.next(t)
 		rotated = append(rotated, time.Now())
-		p.rotate(t, map[string]string{rotName: v, filter.TokenName: p.token})
+		p.rotate(t, map[string]string{rotName: v, contract.TokenName: p.token})
 		p.waitValue(t, pc, &ids, v)
 		switched = append(switched, time.Now())
 		// The old value, echoed after the rotation, is still scrubbed.
@@ -346,9 +346,9 @@ func (p *rotPod) testRefusedRotations(t *testing.T) {
 		name, word string
 		files      map[string]string
 	}{
-		{"a guessable value", "guessable", map[string]string{rotName: "password1234", filter.TokenName: p.token}},
-		{"an empty file", "empty", map[string]string{rotName: "", filter.TokenName: p.token}},
-		{"a directory missing the file", "missing", map[string]string{filter.TokenName: p.token}},
+		{"a guessable value", "guessable", map[string]string{rotName: "password1234", contract.TokenName: p.token}},
+		{"an empty file", "empty", map[string]string{rotName: "", contract.TokenName: p.token}},
+		{"a directory missing the file", "missing", map[string]string{contract.TokenName: p.token}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,7 +366,7 @@ func (p *rotPod) testRefusedRotations(t *testing.T) {
 		})
 	}
 	v := p.next(t)
-	p.rotate(t, map[string]string{rotName: v, filter.TokenName: p.token})
+	p.rotate(t, map[string]string{rotName: v, contract.TokenName: p.token})
 	p.waitValue(t, c, &ids, v)
 	for _, l := range p.run.out.matching(func(l string) bool { return strings.Contains(l, "action=reload") }) {
 		if strings.Contains(l, p.dir) || strings.Contains(l, "password1234") {

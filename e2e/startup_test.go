@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -26,7 +26,7 @@ func TestBadValueRefusesStart(t *testing.T) {
 			const weak = "zq7"
 			m := manifest{Pod: podName, Orchestrator: serveLoopback(t, http.NotFoundHandler()), Sandbox: podName,
 				Secrets: []manifestSecret{{Name: hopName, Hosts: []string{target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
-			dir, _ := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: weak, filter.TokenName: sentinel(t, filter.TokenName)})
+			dir, _ := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: weak, contract.TokenName: sentinel(t, contract.TokenName)})
 			var argv []string
 			switch h := host.(type) {
 			case serveHost:

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/hostlimits"
 	"jr2.dev/boundary/internal/testpki"
 )
@@ -55,7 +55,7 @@ type stopPod struct {
 func newStopPod(t *testing.T, host Host) *stopPod {
 	tmp := t.TempDir()
 	p := &stopPod{arrived: make(chan struct{}, 4)}
-	p.value, p.token = sentinel(t, hopName), sentinel(t, filter.TokenName)
+	p.value, p.token = sentinel(t, hopName), sentinel(t, contract.TokenName)
 	upCA := testpki.NewCA(t, "e2e stop upstream CA")
 	p.target = serveTLS(t, upCA, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.arrived <- struct{}{}
@@ -68,7 +68,7 @@ func newStopPod(t *testing.T, host Host) *stopPod {
 	orch := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
 		Secrets: []manifestSecret{{Name: hopName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
-	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, filter.TokenName: p.token})
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{hopName: p.value, contract.TokenName: p.token})
 	p.roots, p.dir = roots, dir
 	p.run = host.Start(t, dir, "")
 	return p
@@ -79,7 +79,7 @@ func newStopPod(t *testing.T, host Host) *stopPod {
 func kept(t *testing.T, c net.Conn) bool {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(c, "GET /agents/a1/surface HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", standIn(filter.TokenName))
+	fmt.Fprintf(c, "GET /agents/a1/surface HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", standIn(contract.TokenName))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		var ne net.Error

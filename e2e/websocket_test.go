@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 	"jr2.dev/boundary/internal/wstest"
 )
@@ -58,7 +59,7 @@ func newWSPod(t *testing.T, host Host) *wsPod {
 	orch := serveLoopback(t, http.NotFoundHandler())
 	m := manifest{Pod: podName, Orchestrator: orch, Sandbox: podName,
 		Secrets: []manifestSecret{{Name: wsName, Hosts: []string{p.target}, Headers: []string{"x-api-key"}, Paths: []string{keyPaths}}}}
-	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{wsName: p.value, filter.TokenName: sentinel(t, filter.TokenName)})
+	dir, roots := renderLocalPod(t, tmp, host, m, upCA, map[string]string{wsName: p.value, contract.TokenName: sentinel(t, contract.TokenName)})
 	p.conf = &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}}
 	p.run = host.Start(t, dir, "")
 	// The Harness's environment, as render wrote it, the proxy being the
@@ -221,7 +222,7 @@ func testWebSocket(t *testing.T, host Host) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(20 * time.Second))
-		fmt.Fprintf(c, "GET /agents/a1/surface HTTP/1.1\r\nHost: %s\r\nUpgrade: TLS/1.0\r\nConnection: Upgrade\r\nAuthorization: Bearer %s\r\n\r\n", p.run.Control, standIn(filter.TokenName))
+		fmt.Fprintf(c, "GET /agents/a1/surface HTTP/1.1\r\nHost: %s\r\nUpgrade: TLS/1.0\r\nConnection: Upgrade\r\nAuthorization: Bearer %s\r\n\r\n", p.run.Control, standIn(contract.TokenName))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +239,7 @@ func testWebSocket(t *testing.T, host Host) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(20 * time.Second))
-		wstest.Upgrade(c, p.run.Control, "/agents/a1/surface", "Authorization: Bearer "+standIn(filter.TokenName))
+		wstest.Upgrade(c, p.run.Control, "/agents/a1/surface", "Authorization: Bearer "+standIn(contract.TokenName))
 		resp, err := wstest.ReadSwitch(bufio.NewReader(c))
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -104,7 +104,7 @@ func newWorld(t *testing.T, host Host) *world {
 	w.git = newGitUpstream(t, w.upstreamCA, upIP, w.values[gitName])
 	m.Secrets = append(m.Secrets, manifestSecret{Name: gitName, Hosts: []string{w.git.target}, Headers: []string{"authorization"}})
 	sort.Slice(m.Secrets, func(i, j int) bool { return m.Secrets[i].Name < m.Secrets[j].Name })
-	w.values[filter.TokenName] = sentinel(t, filter.TokenName)
+	w.values[contract.TokenName] = sentinel(t, contract.TokenName)
 
 	valuesDir := filepath.Join(tmp, "values")
 	mustMkdir(t, valuesDir)
@@ -208,7 +208,7 @@ func (w *world) secretNames() []string {
 func (w *world) heldNames() []string {
 	var ns []string
 	for _, n := range w.secretNames() {
-		if n != filter.TokenName {
+		if n != contract.TokenName {
 			ns = append(ns, n)
 		}
 	}
@@ -219,7 +219,7 @@ func (w *world) heldNames() []string {
 func httpsURL(target, path string) string { return "https://" + target + path }
 
 // standIn is the stand-in of name.
-func standIn(name string) string { return filter.StandIn(name) }
+func standIn(name string) string { return contract.StandIn(name) }
 
 // lineFor is a jr2.custodian line with the pairs kv.
 func lineFor(kv ...string) string {

@@ -9,6 +9,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/standintest"
+	"jr2.dev/boundary/internal/contract"
 )
 
 const (
@@ -18,7 +19,7 @@ const (
 	plainT       = "plain.example.com:80"
 )
 
-var keySI = filter.StandIn("KEY")
+var keySI = contract.StandIn("KEY")
 
 // allowedEngine holds KEY, bound to api.example.com in x-api-key under
 // /v1/.

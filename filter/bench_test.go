@@ -3,6 +3,8 @@ package filter
 import (
 	"fmt"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // benchEngine holds n secrets, each bound to its own host and to a shared
@@ -14,7 +16,7 @@ func benchEngine(b testing.TB, n int) *Engine {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("SECRET_%03d", i)
 		c.Secrets = append(c.Secrets, SecretConfig{
-			Name: name, StandIn: StandIn(name),
+			Name: name, StandIn: contract.StandIn(name),
 			Targets: []string{fmt.Sprintf("h%03d.example.com:443", i), "gateway.example.com:443"},
 			Headers: []string{fmt.Sprintf("x-key-%03d", i)},
 			Paths:   []string{"/v1/"},
@@ -48,7 +50,7 @@ func BenchmarkDecideRequest(b *testing.B) {
 // alone toward h050, one of 100 targets.
 func benchRequest() Request {
 	return Request{Method: "POST", Authority: "h050.example.com", Path: "/v1/messages?beta=true", Headers: []Header{
-		{"content-type", "application/json"}, {"x-key-050", StandIn("SECRET_050")}, {"user-agent", "bench/1.0"},
+		{"content-type", "application/json"}, {"x-key-050", contract.StandIn("SECRET_050")}, {"user-agent", "bench/1.0"},
 		{"accept", "*/*"}, {"anthropic-version", "2023-06-01"}, {"content-length", "1024"},
 	}}
 }
@@ -57,7 +59,7 @@ func benchRequest() Request {
 func BenchmarkDecideRequestGateway(b *testing.B) {
 	e := benchEngine(b, 100)
 	r := &Request{Method: "GET", Authority: "gateway.example.com", Path: "/v1/models", Headers: []Header{
-		{"x-key-099", StandIn("SECRET_099")}, {"accept", "application/json"},
+		{"x-key-099", contract.StandIn("SECRET_099")}, {"accept", "application/json"},
 	}}
 	b.ReportAllocs()
 	b.ResetTimer()

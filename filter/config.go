@@ -3,34 +3,17 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/filter/wsframe"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/strictjson"
 )
-
-// StandInPrefix begins every stand-in: the stand-in of NAME is
-// "jr2-held-NAME".
-const StandInPrefix = "jr2-held-"
-
-// StandIn returns the public stand-in of the held secret name.
-func StandIn(name string) string { return StandInPrefix + name }
-
-// TokenName is the kit's own held secret: the Sandbox token the control
-// listener swaps in.
-const TokenName = "JR2_SANDBOX_TOKEN"
-
-// DefaultHeaders are the headers a held secret may ride when its entry
-// names none.
-var DefaultHeaders = []string{"authorization", "x-api-key", "x-goog-api-key", "api-key"}
 
 // Config is custodian.json, the engine config. controlplane render writes
 // it; both hosts read it (Envoy as the Go filter's plugin config). It holds
@@ -48,7 +31,7 @@ type Config struct {
 	ValuesDir string `json:"valuesDir"`
 	// Listeners are the default listen addresses.
 	Listeners Listeners `json:"listeners"`
-	// Secrets is the held table. The token (TokenName) is one of them, with
+	// Secrets is the held table. The token (contract.TokenName) is one of them, with
 	// no targets.
 	Secrets []SecretConfig `json:"secrets"`
 	// LocalTargets allows bound targets on guarded addresses (loopback,
@@ -167,7 +150,7 @@ func (c *Config) checkFile() error {
 // table.
 func (c *Config) check() error {
 	if c.Orchestrator != "" {
-		if _, _, err := SplitTarget(c.Orchestrator); err != nil {
+		if _, _, err := contract.SplitTarget(c.Orchestrator); err != nil {
 			return fmt.Errorf("orchestrator: %q: %v", c.Orchestrator, err)
 		}
 	}
@@ -191,8 +174,8 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.name: %s is held twice; hold each name once", at, s.Name)
 		}
 		seen[s.Name] = true
-		if s.StandIn != StandIn(s.Name) {
-			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, StandIn(s.Name), s.Name)
+		if s.StandIn != contract.StandIn(s.Name) {
+			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, contract.StandIn(s.Name), s.Name)
 		}
 		if len(s.Headers) == 0 {
 			return fmt.Errorf("%s.headers: empty; list the headers %s may ride", at, s.Name)
@@ -207,7 +190,7 @@ func (c *Config) check() error {
 			}
 			hseen[h] = true
 		}
-		if s.Name == TokenName {
+		if s.Name == contract.TokenName {
 			if len(s.Targets) != 0 {
 				return fmt.Errorf("%s.targets: the Sandbox token is bound to the control listener only; leave targets empty", at)
 			}
@@ -215,11 +198,11 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.targets: empty; bind %s to at least one host:port", at, s.Name)
 		}
 		for j, t := range s.Targets {
-			host, port, err := SplitTarget(t)
+			host, port, err := contract.SplitTarget(t)
 			if err != nil {
 				return fmt.Errorf("%s.targets[%d]: %q: %v", at, j, t, err)
 			}
-			if canon := JoinTarget(host, port); canon != t {
+			if canon := contract.JoinTarget(host, port); canon != t {
 				return fmt.Errorf("%s.targets[%d]: %q: write it as %q", at, j, t, canon)
 			}
 			if v := dialguard.Judge(host); v.Guarded && !c.LocalTargets {
@@ -255,106 +238,4 @@ func checkPathPrefix(p string) error {
 		}
 	}
 	return nil
-}
-
-// SplitTarget reads a host:port target: the host lowercased without a
-// trailing dot, an IPv6 host in brackets, the port 1–65535.
-func SplitTarget(t string) (host string, port int, err error) {
-	h, p, err := net.SplitHostPort(t)
-	if err != nil {
-		return "", 0, errors.New("want host:port")
-	}
-	if h == "" {
-		return "", 0, errors.New("the host is empty")
-	}
-	n, ok := portNumber(p)
-	if !ok {
-		return "", 0, errors.New("the port must be a number from 1 to 65535")
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if !validHost(h) {
-		return "", 0, errors.New("not a host name or an IP address")
-	}
-	return h, n, nil
-}
-
-// validHost accepts an IP literal without a zone, or a DNS name: dot-
-// separated labels of 1–63 letters, digits, '-' or '_', 253 bytes at most.
-func validHost(h string) bool {
-	if strings.Contains(h, ":") {
-		a, err := netip.ParseAddr(h)
-		return err == nil && a.Zone() == ""
-	}
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	label := 0 // the length of the label so far
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case c == '.':
-			if label == 0 {
-				return false
-			}
-			label = 0
-		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
-			if label++; label > 63 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return label > 0
-}
-
-// portNumber reads a port written as its number is (decimal digits, no
-// sign, no leading zero), 1–65535.
-func portNumber(p string) (int, bool) {
-	if p == "" || len(p) > 5 || p[0] == '0' {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] < '0' || p[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(p[i]-'0')
-	}
-	return n, n <= 65535
-}
-
-// JoinTarget is the canonical spelling of a target: host:port, an IPv6 host
-// in brackets.
-func JoinTarget(host string, port int) string {
-	return net.JoinHostPort(host, strconv.Itoa(port))
-}
-
-// UpstreamHost is the Host a bound target's upstream gets, whatever the
-// agent spelled: the canonical host (an IPv6 host in brackets), with the
-// port unless it is 443. Every host sends this one.
-func UpstreamHost(target string) string {
-	host, port, err := SplitTarget(target)
-	if err != nil {
-		return target
-	}
-	if port != 443 {
-		return JoinTarget(host, port)
-	}
-	if strings.Contains(host, ":") {
-		return "[" + host + "]"
-	}
-	return host
-}
-
-// LeafBase is where controlplane render writes a bound target's leaf, and
-// where custodian serve reads it, relative to the rendered directory:
-// LeafBase(t)+".crt" and LeafBase(t)+".key".
-func LeafBase(target string) string {
-	host, port, err := SplitTarget(target)
-	if err != nil {
-		host, port = target, 0
-	}
-	host = strings.NewReplacer(":", "_", "/", "_").Replace(host)
-	return filepath.Join("tls", host+"_"+strconv.Itoa(port))
 }

@@ -1,11 +1,12 @@
 package filter
 
 import (
-	"errors"
+	"net"
 	"net/netip"
 	"strings"
 
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // ConnectDecision is the egress listener's verdict on a CONNECT.
@@ -51,17 +52,22 @@ func (e *Engine) decideConnect(method, authority string) ConnectDecision {
 	if method != "CONNECT" {
 		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(405, ReasonNotConnect, "this listener takes CONNECT only; use it as HTTPS_PROXY")}
 	}
-	host, port, err := SplitTarget(authority)
+	host, port, err := contract.SplitTarget(authority)
+	if err == contract.ErrNotAHost {
+		if t, why, ok := guardedSpelling(authority); ok {
+			return ConnectDecision{Target: t, logTarget: e.logTarget(t), Reply: guardReply(t, why)}
+		}
+	}
 	if err == nil && strings.IndexByte(host, '_') >= 0 {
 		// Envoy's HTTP/1 codec refuses a CONNECT target with '_' before any
 		// filter runs: no host could tunnel to (or intercept) one, so the
 		// engine refuses it as a target that is not host:port.
-		err = errNotAHost
+		err = contract.ErrNotAHost
 	}
 	if err != nil {
 		return ConnectDecision{Target: "-", logTarget: "-", Reply: reply(400, ReasonTarget, "a CONNECT target is host:port: "+err.Error())}
 	}
-	t := JoinTarget(host, port)
+	t := contract.JoinTarget(host, port)
 	d := ConnectDecision{Target: t, logTarget: e.logTarget(t)}
 	if len(e.byTarget[t]) > 0 {
 		d.Intercept = true
@@ -83,8 +89,30 @@ func (e *Engine) AllowDial(target string, addr netip.Addr) *Reply {
 	return nil
 }
 
-// errNotAHost is SplitTarget's words for a host that is no host name.
-var errNotAHost = errors.New("not a host name or an IP address")
+// guardedSpelling reads a CONNECT target whose host is no host by the one
+// grammar but an IPv4 spelling inet_aton reads ("127.1", "0x7f.0.0.1",
+// "2130706433"): when the address it spells is guarded, the refusal names
+// what it would dial (403, reason guard) rather than only that it is no
+// host. Only inet_aton's alphabet is read, so the target logged is digits,
+// 'x', a–f and dots.
+func guardedSpelling(authority string) (target, why string, ok bool) {
+	h, p, err := net.SplitHostPort(authority)
+	if err != nil {
+		return "", "", false
+	}
+	if _, ok := contract.PortNumber(p); !ok {
+		return "", "", false
+	}
+	h = contract.Lower(strings.TrimSuffix(h, "."))
+	if h == "" || strings.Trim(h, "0123456789abcdefx.") != "" {
+		return "", "", false
+	}
+	v := dialguard.Judge(h)
+	if !v.IsAddr || !v.Guarded {
+		return "", "", false
+	}
+	return net.JoinHostPort(h, p), v.Why, true
+}
 
 func guardReply(target, why string) *Reply {
 	return reply(403, ReasonGuard, target+" is guarded ("+why+"); a tunnel never reaches it")
@@ -95,7 +123,7 @@ func guardReply(target, why string) *Reply {
 // choice too, and Envoy's access log, which cannot cut a stand-in out of
 // a string, writes the same), else t with any value scrubbed.
 func (e *Engine) logTarget(t string) string {
-	if containsFoldASCII(t, StandInPrefix) || strings.Contains(strings.ToLower(t), StandInPrefix) {
+	if containsFoldASCII(t, contract.StandInPrefix) || strings.Contains(strings.ToLower(t), contract.StandInPrefix) {
 		return "[stand-in]"
 	}
 	return e.scrubber.String(t)

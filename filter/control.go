@@ -2,6 +2,8 @@ package filter
 
 import (
 	"strings"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // DecideControl decides a request on the control listener. Four routes go
@@ -59,7 +61,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 		return d
 	}
 	if e.token == nil {
-		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
+		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+contract.TokenName+"; render the pod's config with controlplane render")
 		return d
 	}
 	if d.Reply = e.duplicate(r.Headers, info); d.Reply != nil {
@@ -73,7 +75,7 @@ func (e *Engine) decideControl(r *Request) Decision {
 	}
 	scheme, rest, _ := strings.Cut(bearer, " ")
 	if !strings.EqualFold(scheme, "bearer") || rest != e.token.standIn {
-		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+TokenName+" in authorization")
+		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+contract.TokenName+" in authorization")
 		return d
 	}
 	if name, place := e.standInElsewhere(path, query, r.Headers, info, nil); name != "" {

@@ -4,11 +4,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 func TestDecideControl(t *testing.T) {
 	e := testEngine(t)
-	tok := "Bearer " + StandIn(TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	const notRoute = "jr2 custodian: not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
 	const needs = "jr2 custodian: needs the stand-in of JR2_SANDBOX_TOKEN in authorization"
 	cases := []struct {
@@ -22,7 +24,7 @@ func TestDecideControl(t *testing.T) {
 	}{
 		{"surface", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok)}, 0, "", "/agents/a-1/surface", true, nil},
 		{"events", Request{"POST", "127.0.0.1:8081", "/agents/a-1/events", hs("authorization", tok, "x-api-key", "k")}, 0, "", "/agents/a-1/events", false, []string{"x-api-key"}},
-		{"delivery with query", Request{"GET", "127.0.0.1:8081", "/agents/a-1/deliveries/d.2?wait=25", hs("Authorization", "bearer "+StandIn(TokenName))}, 0, "", "/agents/a-1/deliveries/d.2?wait=25", true, nil},
+		{"delivery with query", Request{"GET", "127.0.0.1:8081", "/agents/a-1/deliveries/d.2?wait=25", hs("Authorization", "bearer "+contract.StandIn(contract.TokenName))}, 0, "", "/agents/a-1/deliveries/d.2?wait=25", true, nil},
 		{"fetch", Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", tok)}, 0, "", "/sandboxes/ws-7f3a/fetch", false, nil},
 		{"range dropped", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok, "range", "bytes=0-3")}, 0, "", "/agents/a-1/surface", true, []string{"range"}},
 		{"unknown route", Request{"GET", "127.0.0.1:8081", "/agents", hs("authorization", tok)}, 404, notRoute, "", false, nil},
@@ -35,7 +37,7 @@ func TestDecideControl(t *testing.T) {
 		{"no bearer", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", nil}, 403, needs, "", false, nil},
 		{"real token", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+tokenValue)}, 403, needs, "", false, nil},
 		{"other stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+ghSI)}, 403, needs, "", false, nil},
-		{"bare stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", StandIn(TokenName))}, 403, needs, "", false, nil},
+		{"bare stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", contract.StandIn(contract.TokenName))}, 403, needs, "", false, nil},
 		{"twice", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok, "authorization", tok)}, 400,
 			"jr2 custodian: header authorization was sent more than once; send it once", "", false, nil},
 		{"twice, joined by a proxy", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok+","+tok)}, 400,
@@ -83,7 +85,7 @@ func TestControlFetchWithoutSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := e.DecideControl(&Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", "Bearer "+StandIn(TokenName))})
+	d := e.DecideControl(&Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", "Bearer "+contract.StandIn(contract.TokenName))})
 	if d.Reply == nil || d.Reply.Status != 404 || d.Reply.Body != "jr2 custodian: POST /fetch is not served here: this pod has no Sandbox" {
 		t.Fatalf("got %+v", d.Reply)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Engine decides requests and responses for one pod. It is read-only once
@@ -34,7 +35,7 @@ type Engine struct {
 	credFirst  [256]uint64             // first byte -> bit min(len, 63) of each credential name
 	standInsLC []string                // standIns, lowercase, same order
 	tokenSet   []Header                // the control Set for "Bearer <token>"
-	tokenNames []string                // {TokenName}
+	tokenNames []string                // {contract.TokenName}
 	fetchPath  string                  // POST /fetch's upstream path
 }
 
@@ -43,7 +44,7 @@ type Engine struct {
 // target many secrets ride, which of them names which header.
 type boundTarget struct {
 	secrets   []*held
-	host      string // SplitTarget's host; ok is false when it failed
+	host      string // contract.SplitTarget's host; ok is false when it failed
 	port      string // decimal
 	defPort   string // the port a Host without one names: "443" (TLS), "80" (DecideAllowed over plain HTTP)
 	ok        bool
@@ -126,9 +127,9 @@ func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTar
 // def (the scheme's default).
 func (b *boundTarget) hostOf(t string, def int) {
 	b.defPort = strconv.Itoa(def)
-	if host, port, err := SplitTarget(t); err == nil {
+	if host, port, err := contract.SplitTarget(t); err == nil {
 		b.host, b.port, b.ok = host, strconv.Itoa(port), true
-		b.withPort = JoinTarget(host, port)
+		b.withPort = contract.JoinTarget(host, port)
 		b.plain = b.withPort
 		if port == def {
 			b.plain = host
@@ -162,7 +163,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		byTarget: map[string][]*held{},
 		cred:     map[string]bool{"proxy-authorization": true},
 	}
-	for _, h := range DefaultHeaders {
+	for _, h := range contract.DefaultHeaders {
 		e.cred[h] = true
 	}
 	var secrets []scrub.Secret
@@ -184,7 +185,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		h.precompute()
 		e.secrets = append(e.secrets, h)
 		e.byName[s.Name] = h
-		if s.Name == TokenName {
+		if s.Name == contract.TokenName {
 			e.token = h
 		}
 		for _, t := range s.Targets {
@@ -223,7 +224,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 	e.fetchPath = "/sandboxes/" + c.Sandbox + "/fetch"
 	if e.token != nil {
 		e.tokenSet = []Header{{Name: "authorization", Value: "Bearer " + e.token.valueStr}, identityEncoding}
-		e.tokenNames = []string{TokenName}
+		e.tokenNames = []string{contract.TokenName}
 	}
 	return e, nil
 }
@@ -285,13 +286,13 @@ func (e *Engine) findStandIn(s string) string {
 	}
 	for _, si := range e.standIns {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(si, StandInPrefix)
+			return strings.TrimPrefix(si, contract.StandInPrefix)
 		}
 	}
 	return ""
 }
 
-// hasStandInPrefix is strings.Contains(s, StandInPrefix), quicker on the
+// hasStandInPrefix is strings.Contains(s, contract.StandInPrefix), quicker on the
 // short texts of a request: most hold no 'j' at all.
 func hasStandInPrefix(s string) bool {
 	for {
@@ -299,7 +300,7 @@ func hasStandInPrefix(s string) bool {
 		if i < 0 {
 			return false
 		}
-		if strings.HasPrefix(s[i:], StandInPrefix) {
+		if strings.HasPrefix(s[i:], contract.StandInPrefix) {
 			return true
 		}
 		s = s[i+1:]
@@ -310,16 +311,16 @@ func hasStandInPrefix(s string) bool {
 // for text whose case a transport rewrote (a header name). ASCII text
 // without the prefix in any case is answered without lowering a copy.
 func (e *Engine) findStandInFold(s string) string {
-	if isASCII(s) && !containsFoldASCII(s, StandInPrefix) {
+	if isASCII(s) && !containsFoldASCII(s, contract.StandInPrefix) {
 		return ""
 	}
 	s = strings.ToLower(s)
-	if !strings.Contains(s, StandInPrefix) {
+	if !strings.Contains(s, contract.StandInPrefix) {
 		return ""
 	}
 	for i, si := range e.standInsLC {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(e.standIns[i], StandInPrefix)
+			return strings.TrimPrefix(e.standIns[i], contract.StandInPrefix)
 		}
 	}
 	return ""

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Sentinel values: a test fails if one of them appears where no value may.
@@ -26,10 +28,10 @@ func testConfig() *Config {
 		ValuesDir:    "/nonexistent",
 		Listeners:    Listeners{Control: DefaultControl, Egress: DefaultEgress, Health: DefaultHealth},
 		Secrets: []SecretConfig{
-			{Name: "ANTHROPIC_API_KEY", StandIn: StandIn("ANTHROPIC_API_KEY"), Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", StandIn: StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", "github.com:443"}, Headers: DefaultHeaders},
-			{Name: "PATHS", StandIn: StandIn("PATHS"), Targets: []string{"[2001:db8::1]:8443"}, Headers: []string{"authorization"}, Paths: []string{"/a", "/b/"}},
-			{Name: TokenName, StandIn: StandIn(TokenName), Headers: []string{"authorization"}},
+			{Name: "ANTHROPIC_API_KEY", StandIn: contract.StandIn("ANTHROPIC_API_KEY"), Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", StandIn: contract.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", "github.com:443"}, Headers: contract.DefaultHeaders},
+			{Name: "PATHS", StandIn: contract.StandIn("PATHS"), Targets: []string{"[2001:db8::1]:8443"}, Headers: []string{"authorization"}, Paths: []string{"/a", "/b/"}},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
 }
@@ -39,7 +41,7 @@ func testValues() map[string][]byte {
 		"ANTHROPIC_API_KEY": []byte(anthropicValue),
 		"GITHUB_TOKEN":      []byte(githubValue),
 		"PATHS":             []byte(pathsValue),
-		TokenName:           []byte(tokenValue),
+		contract.TokenName:  []byte(tokenValue),
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
-	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // The allocation-free request decision (issue 12) must decide exactly as
@@ -25,7 +26,7 @@ func wideEngine(t testing.TB) *Engine {
 	hdrs := [][]string{{"authorization", "x-a"}, {"x-api-key"}, {"x-b", "x-c", "x-d"}, {"api-key", "x-e"}, {"x-goog-api-key"}}
 	for i, h := range hdrs {
 		name := fmt.Sprintf("WIDE_%d", i)
-		c.Secrets = append(c.Secrets, SecretConfig{Name: name, StandIn: StandIn(name), Targets: []string{wide}, Headers: h, Paths: []string{"/v1/", "/w"}})
+		c.Secrets = append(c.Secrets, SecretConfig{Name: name, StandIn: contract.StandIn(name), Targets: []string{wide}, Headers: h, Paths: []string{"/v1/", "/w"}})
 		vals[name] = []byte(fmt.Sprintf("wide-%d-SENTINEL-0123456789abcdef", i))
 	}
 	e, err := New(c, vals)
@@ -79,7 +80,7 @@ func showDecision(d Decision) string {
 
 func TestDecideRequestSame(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString
-	wideSI := StandIn("WIDE_2")
+	wideSI := contract.StandIn("WIDE_2")
 	authorities := []string{"api.anthropic.com", "API.Anthropic.com.", "api.github.com:443", "github.com", "[2001:DB8::1]:8443",
 		"2001:db8::1", "gw.example.com", "GW.example.com:443", "gw.example.com:", "[gw.example.com]:443", "[gw.example.com]",
 		"gw.example.com:80", "a:b:c", "[::1", "x]:1", "\u212aey.com", "gw.example.\u212aom", ""}
@@ -91,22 +92,22 @@ func TestDecideRequestSame(t *testing.T) {
 		hs("X-Api-Key", anthSI, "content-type", "application/json"),
 		hs("authorization", "Bearer "+ghSI),
 		hs("Authorization", "token "+ghSI, "Range", "bytes=0-1"),
-		hs("authorization", "bearer "+StandIn(TokenName), "x-api-key", "k", "if-range", "e"),
-		hs("authorization", "Bearer "+StandIn(TokenName), "authorization", "x"),
+		hs("authorization", "bearer "+contract.StandIn(contract.TokenName), "x-api-key", "k", "if-range", "e"),
+		hs("authorization", "Bearer "+contract.StandIn(contract.TokenName), "authorization", "x"),
 		hs("authorization", basic("x-access-token", ghSI)),
 		hs("authorization", "Basic "+base64.RawStdEncoding.EncodeToString([]byte("u:"+pSI))),
 		hs("authorization", basic(ghSI, "p")),
-		hs("authorization", basic(StandIn(TokenName), ghSI)),
+		hs("authorization", basic(contract.StandIn(contract.TokenName), ghSI)),
 		hs("authorization", basic("jr2-held-", ghSI)),
 		hs("authorization", basic(strings.Repeat("u", 300), ghSI)),
 		hs("authorization", basic(strings.Repeat("v", 180), ghSI)),
-		hs("authorization", basic(strings.Repeat("w", 180)+StandIn("PATHS"), ghSI)),
+		hs("authorization", basic(strings.Repeat("w", 180)+contract.StandIn("PATHS"), ghSI)),
 		hs("authorization", "Basic "+strings.Repeat("A", 400)),
 		hs("authorization", pSI),
 		hs("x-b", wideSI, "x-d", wideSI, "x-c", "no"),
-		hs("x-c", wideSI, "x-api-key", StandIn("WIDE_1"), "x-a", "Bearer "+StandIn("WIDE_0")),
-		hs("x-a", "Basic "+b64([]byte("me:"+StandIn("WIDE_0"))), "X-A", "again"),
-		hs("x-e", StandIn("WIDE_3"), "x-b", StandIn("WIDE_3")),
+		hs("x-c", wideSI, "x-api-key", contract.StandIn("WIDE_1"), "x-a", "Bearer "+contract.StandIn("WIDE_0")),
+		hs("x-a", "Basic "+b64([]byte("me:"+contract.StandIn("WIDE_0"))), "X-A", "again"),
+		hs("x-e", contract.StandIn("WIDE_3"), "x-b", contract.StandIn("WIDE_3")),
 		hs("x-\u212a", "v", "x-b", wideSI),
 		hs("api-key", ghSI, "cookie", "a="+anthSI),
 		hs("x-api-key", anthSI, "X-Jr2-Held-Paths", "1"),
@@ -138,9 +139,9 @@ func TestDecideRequestSame(t *testing.T) {
 func FuzzDecideRequestSame(f *testing.F) {
 	f.Add("GET", "api.anthropic.com", "/v1/x", "x-api-key", anthSI, "cookie", "a=b", "x-b", "")
 	f.Add("POST", "github.com", "/o/r.git/git-receive-pack", "authorization", basic("u", ghSI), "x-y", ghSI, "Range", "1")
-	f.Add("GET", "gw.example.com", "/w?x", "x-c", StandIn("WIDE_2"), "x-a", "Bearer "+StandIn("WIDE_0"), "X-C", "z")
+	f.Add("GET", "gw.example.com", "/w?x", "x-c", contract.StandIn("WIDE_2"), "x-a", "Bearer "+contract.StandIn("WIDE_0"), "X-C", "z")
 	f.Add("GET", "[2001:db8::1]:8443", `/a\.\b`, "authorization", "Basic "+base64.RawStdEncoding.EncodeToString([]byte("u:"+pSI)), "api-key", "k", "x-api-key", "k")
-	f.Add("GET", "127.0.0.1:8081", "/agents/a-1/surface?w=1", "Authorization", "Bearer "+StandIn(TokenName), "x-api-key", "k", "if-range", "e")
+	f.Add("GET", "127.0.0.1:8081", "/agents/a-1/surface?w=1", "Authorization", "Bearer "+contract.StandIn(contract.TokenName), "x-api-key", "k", "if-range", "e")
 	f.Fuzz(func(t *testing.T, method, authority, path, h1, v1, h2, v2, h3, v3 string) {
 		for _, e := range sameEnginesFor(t) {
 			for _, target := range sameTargets {
@@ -181,14 +182,14 @@ func TestDecideRequestAllocs(t *testing.T) {
 		want   float64
 	}{
 		{"stand-in alone, 100 secrets (the benchmark)", e, "h050.example.com:443", benchRequest(), 0},
-		{"Go's spelling of names and host", e, "h050.example.com:443", Request{"POST", "H050.example.com:443", "/v1/messages", hs("X-Key-050", StandIn("SECRET_050"), "User-Agent", "x", "Accept-Encoding", "gzip")}, 0},
-		{"gateway of 100", e, "gateway.example.com:443", Request{"GET", "gateway.example.com", "/v1/models", hs("x-key-099", StandIn("SECRET_099"), "accept", "application/json")}, 0},
-		{"bearer", w, wide, Request{"GET", "gw.example.com", "/w?x=1", hs("x-a", "Bearer "+StandIn("WIDE_0"), "accept", "*/*")}, 0},
-		{"a credential removed", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", StandIn("WIDE_0"), "Authorization", "Bearer x")}, 1},
-		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", StandIn("WIDE_0"))}, 1},
-		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+StandIn("WIDE_0"))}, 2},
-		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", StandIn("WIDE_0")))}, 2},
-		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+StandIn(TokenName))}, 0},
+		{"Go's spelling of names and host", e, "h050.example.com:443", Request{"POST", "H050.example.com:443", "/v1/messages", hs("X-Key-050", contract.StandIn("SECRET_050"), "User-Agent", "x", "Accept-Encoding", "gzip")}, 0},
+		{"gateway of 100", e, "gateway.example.com:443", Request{"GET", "gateway.example.com", "/v1/models", hs("x-key-099", contract.StandIn("SECRET_099"), "accept", "application/json")}, 0},
+		{"bearer", w, wide, Request{"GET", "gw.example.com", "/w?x=1", hs("x-a", "Bearer "+contract.StandIn("WIDE_0"), "accept", "*/*")}, 0},
+		{"a credential removed", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", contract.StandIn("WIDE_0"), "Authorization", "Bearer x")}, 1},
+		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", contract.StandIn("WIDE_0"))}, 1},
+		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+contract.StandIn("WIDE_0"))}, 2},
+		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", contract.StandIn("WIDE_0")))}, 2},
+		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+contract.StandIn(contract.TokenName))}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,60 +209,6 @@ func TestDecideRequestAllocs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzSplitTarget: SplitTarget, which walks the host's labels and reads the
-// port by hand to allocate nothing, accepts and splits exactly as the
-// plain reading it replaced (refSplitTarget).
-func FuzzSplitTarget(f *testing.F) {
-	for _, s := range []string{"api.anthropic.com:443", "API.Example.COM.:8443", "[2001:db8::1]:443", "[fe80::1%eth0]:443",
-		"a..b:1", ".a:1", "a.:1", "a:0", "a:01", "a:+1", "a:65535", "a:65536", "a:099999", "x_y-z.9:80", "a b:1", ":443",
-		strings.Repeat("a", 63) + ".b:1", strings.Repeat("a", 64) + ".b:1", strings.Repeat("a.", 126) + "a:1", "1.2.3.4:5"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		h, p, err := SplitTarget(s)
-		wh, wp, werr := refSplitTarget(s)
-		if (err == nil) != (werr == nil) || h != wh || p != wp {
-			t.Fatalf("SplitTarget(%q) = %q %d %v, the plain reading: %q %d %v", s, h, p, err, wh, wp, werr)
-		}
-	})
-}
-
-// refSplitTarget is SplitTarget as first written: net.SplitHostPort,
-// strconv for the port, strings.Split for the labels.
-func refSplitTarget(t string) (string, int, error) {
-	h, p, err := net.SplitHostPort(t)
-	if err != nil || h == "" {
-		return "", 0, fmt.Errorf("bad")
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
-		return "", 0, fmt.Errorf("bad")
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if strings.Contains(h, ":") {
-		a, err := netip.ParseAddr(h)
-		if err != nil || a.Zone() != "" {
-			return "", 0, fmt.Errorf("bad")
-		}
-		return h, n, nil
-	}
-	if len(h) > 253 {
-		return "", 0, fmt.Errorf("bad")
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || len(label) > 63 {
-			return "", 0, fmt.Errorf("bad")
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return "", 0, fmt.Errorf("bad")
-			}
-		}
-	}
-	return h, n, nil
 }
 
 // TestStatusWord: every status spells as strconv does.

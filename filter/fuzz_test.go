@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // FuzzNormalizePath: the result starts with '/', holds no '\' and no dot
@@ -75,7 +77,7 @@ func FuzzDecideRequest(f *testing.F) {
 				continue
 			}
 			for _, s := range d.Set {
-				for _, si := range []string{anthSI, ghSI, pSI, StandIn(TokenName)} {
+				for _, si := range []string{anthSI, ghSI, pSI, contract.StandIn(contract.TokenName)} {
 					if strings.Contains(s.Value, si) {
 						t.Fatalf("a stand-in goes upstream in %s", s.Name)
 					}
@@ -120,7 +122,7 @@ func FuzzDecideConnect(f *testing.F) {
 			t.Fatal("a refused target is intercepted")
 		}
 		if d.Reply == nil && !d.Intercept {
-			host, _, err := SplitTarget(d.Target)
+			host, _, err := contract.SplitTarget(d.Target)
 			if err != nil {
 				t.Fatalf("tunneled an unparsable target %q", d.Target)
 			}

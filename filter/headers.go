@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strings"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // hinfo is what the request rules need of one header's name, read once:
@@ -24,7 +26,7 @@ const (
 	fFold                         // the name may hold a stand-in in some case
 )
 
-var standInPrefixBytes = []byte(StandInPrefix)
+var standInPrefixBytes = []byte(contract.StandInPrefix)
 
 // scanHeaders appends hs's hinfo to info. An ASCII name is lowered into
 // arena while it has room; another name is judged as the rules always did

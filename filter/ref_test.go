@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/tchar"
 )
 
@@ -150,7 +151,7 @@ func (e *Engine) refHostNames(r *Request, target string) bool {
 			hosts = append(hosts, h.Value)
 		}
 	}
-	th, tp, err := SplitTarget(target)
+	th, tp, err := contract.SplitTarget(target)
 	if err != nil {
 		return false
 	}
@@ -317,7 +318,7 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 		return d
 	}
 	if e.token == nil {
-		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+TokenName+"; render the pod's config with controlplane render")
+		d.Reply = reply(403, ReasonNoStandIn, "this Custodian holds no "+contract.TokenName+"; render the pod's config with controlplane render")
 		return d
 	}
 	count, dup := e.refCountCredentials(r.Headers)
@@ -333,7 +334,7 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 	}
 	scheme, rest, _ := strings.Cut(bearer, " ")
 	if !strings.EqualFold(scheme, "bearer") || rest != e.token.standIn {
-		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+TokenName+" in authorization")
+		d.Reply = reply(403, ReasonNoStandIn, "needs the stand-in of "+contract.TokenName+" in authorization")
 		return d
 	}
 	swapped := map[string]bool{"authorization": true}
@@ -341,7 +342,7 @@ func (e *Engine) refDecideControl(r *Request) Decision {
 		d.Reply = reply(403, ReasonStandIn, "the stand-in of "+name+" is in "+place+"; a stand-in rides only a header its secret is bound to, and is never sent upstream")
 		return d
 	}
-	d.Secrets = []string{TokenName}
+	d.Secrets = []string{contract.TokenName}
 	d.Set = []Header{
 		{Name: "authorization", Value: scheme + " " + string(e.token.value)},
 		{Name: "accept-encoding", Value: "identity"},
@@ -359,7 +360,7 @@ func (e *Engine) refFindStandInCase(s string, fold bool) string {
 	if fold {
 		s = strings.ToLower(s)
 	}
-	if !strings.Contains(s, StandInPrefix) {
+	if !strings.Contains(s, contract.StandInPrefix) {
 		return ""
 	}
 	for _, si := range e.standIns {
@@ -368,7 +369,7 @@ func (e *Engine) refFindStandInCase(s string, fold bool) string {
 			want = strings.ToLower(si)
 		}
 		if strings.Contains(s, want) {
-			return strings.TrimPrefix(si, StandInPrefix)
+			return strings.TrimPrefix(si, contract.StandInPrefix)
 		}
 	}
 	return ""

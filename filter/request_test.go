@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 type h = Header
@@ -24,9 +26,9 @@ const (
 )
 
 var (
-	anthSI = StandIn("ANTHROPIC_API_KEY")
-	ghSI   = StandIn("GITHUB_TOKEN")
-	pSI    = StandIn("PATHS")
+	anthSI = contract.StandIn("ANTHROPIC_API_KEY")
+	ghSI   = contract.StandIn("GITHUB_TOKEN")
+	pSI    = contract.StandIn("PATHS")
 )
 
 // Each rule of "An intercepted request" has rows that fail when the rule
@@ -149,7 +151,7 @@ func TestDecideRequestRefusals(t *testing.T) {
 			"jr2 custodian: the stand-in of GITHUB_TOKEN is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, ""},
 		{"rule10 path", anth, Request{"GET", "api.anthropic.com", "/v1/" + ghSI, hs("x-api-key", anthSI)}, 403,
 			"jr2 custodian: the stand-in of GITHUB_TOKEN is in the path; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, ""},
-		{"rule10 other header", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-forward-me", "Bearer "+StandIn(TokenName))}, 403,
+		{"rule10 other header", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-forward-me", "Bearer "+contract.StandIn(contract.TokenName))}, 403,
 			"jr2 custodian: the stand-in of JR2_SANDBOX_TOKEN is in header x-forward-me; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, ""},
 		{"rule10 longest stand-in named", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "cookie", "a="+anthSI)}, 403,
 			"jr2 custodian: the stand-in of ANTHROPIC_API_KEY is in header cookie; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, ""},
@@ -159,7 +161,7 @@ func TestDecideRequestRefusals(t *testing.T) {
 			"jr2 custodian: the stand-in of PATHS is in a header name; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, "Go canonicalises names"},
 		{"rule10 header name as Envoy spells it", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-jr2-held-paths", "1")}, 403,
 			"jr2 custodian: the stand-in of PATHS is in a header name; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, "Envoy lowercases names"},
-		{"rule10 basic user", gh, Request{"GET", "api.github.com", "/user", hs("authorization", basic(StandIn(TokenName), ghSI))}, 403,
+		{"rule10 basic user", gh, Request{"GET", "api.github.com", "/user", hs("authorization", basic(contract.StandIn(contract.TokenName), ghSI))}, 403,
 			"jr2 custodian: the stand-in of JR2_SANDBOX_TOKEN is in the Basic user of header authorization; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn, ""},
 		{"not bound", "evil.example:443", Request{"GET", "evil.example", "/", nil}, 421,
 			"jr2 custodian: evil.example:443 is not a bound target", ReasonTarget, ""},
@@ -289,7 +291,7 @@ func TestUpstreamHost(t *testing.T) {
 		{"api.anthropic.com:443", "api.anthropic.com"}, {"gw.example:8443", "gw.example:8443"},
 		{"[2001:db8::1]:443", "[2001:db8::1]"}, {"[2001:db8::1]:8443", "[2001:db8::1]:8443"}, {"10.0.0.1:443", "10.0.0.1"},
 	} {
-		if got := UpstreamHost(c.target); got != c.want {
+		if got := contract.UpstreamHost(c.target); got != c.want {
 			t.Errorf("UpstreamHost(%q) = %q, want %q", c.target, got, c.want)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 func TestDecideResponse(t *testing.T) {
@@ -221,7 +223,7 @@ func TestValuesSpelledByTheAgent(t *testing.T) {
 	e := testEngine(t)
 	lower := "x" + strings.ToLower(anthropicValue)
 	c := testConfig()
-	c.Secrets[0].Name, c.Secrets[0].StandIn = "LOWER", StandIn("LOWER")
+	c.Secrets[0].Name, c.Secrets[0].StandIn = "LOWER", contract.StandIn("LOWER")
 	v := testValues()
 	delete(v, "ANTHROPIC_API_KEY")
 	v["LOWER"] = []byte(lower[1:])

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"jr2.dev/boundary/internal/contract"
 )
 
 // strongValue is a value the guess floor lets through: random-looking
@@ -44,7 +46,7 @@ func TestNewRefusesWeakValues(t *testing.T) {
 	for _, c := range weakValues {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Secrets[1].Name, cfg.Secrets[1].StandIn = "WEAK_KEY", StandIn("WEAK_KEY")
+			cfg.Secrets[1].Name, cfg.Secrets[1].StandIn = "WEAK_KEY", contract.StandIn("WEAK_KEY")
 			v := testValues()
 			delete(v, "GITHUB_TOKEN")
 			v["WEAK_KEY"] = []byte(c.value)

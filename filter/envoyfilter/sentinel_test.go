@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // TestSentinel: a broken value makes the config fail with an error that
@@ -25,7 +26,7 @@ func TestSentinel(t *testing.T) {
 		}
 		for _, name := range []string{"ANTHROPIC_API_KEY", "GITHUB_TOKEN", "HEX_TOKEN"} {
 			one := testConfig()
-			one.Secrets = []filter.SecretConfig{{Name: name, StandIn: filter.StandIn(name), Targets: []string{"a.example:443"}, Headers: []string{"x-k"}}}
+			one.Secrets = []filter.SecretConfig{{Name: name, StandIn: contract.StandIn(name), Targets: []string{"a.example:443"}, Headers: []string{"x-k"}}}
 			one.ValuesDir = dir
 			b := writeEngine(t, one)
 			_, err := NewParser().Parse(stringAny(t, b), nil)

@@ -12,6 +12,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Sentinel values: a test fails if one appears where no value may.
@@ -40,9 +41,9 @@ func testConfig() filter.Config {
 		Orchestrator: orchestrator,
 		Listeners:    filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 		Secrets: []filter.SecretConfig{
-			{Name: "ANTHROPIC_API_KEY", StandIn: filter.StandIn("ANTHROPIC_API_KEY"), Targets: []string{anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", StandIn: filter.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", github}, Headers: filter.DefaultHeaders},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+			{Name: "ANTHROPIC_API_KEY", StandIn: contract.StandIn("ANTHROPIC_API_KEY"), Targets: []string{anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", StandIn: contract.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", github}, Headers: contract.DefaultHeaders},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
 }
@@ -53,7 +54,7 @@ func testConfig() filter.Config {
 func writeConfig(t testing.TB, c filter.Config) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	values := map[string]string{"ANTHROPIC_API_KEY": anthropicValue, "GITHUB_TOKEN": githubValue, filter.TokenName: tokenValue, "HEX_TOKEN": hexValue}
+	values := map[string]string{"ANTHROPIC_API_KEY": anthropicValue, "GITHUB_TOKEN": githubValue, contract.TokenName: tokenValue, "HEX_TOKEN": hexValue}
 	for _, s := range c.Secrets {
 		if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(values[s.Name]+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -151,8 +152,8 @@ func noSentinel(t testing.TB, where, s string) {
 // noStandIn fails when the stand-in of a held secret is in s.
 func noStandIn(t testing.TB, where, s string) {
 	t.Helper()
-	for _, name := range []string{"ANTHROPIC_API_KEY", "GITHUB_TOKEN", filter.TokenName, "HEX_TOKEN"} {
-		if strings.Contains(s, filter.StandIn(name)) {
+	for _, name := range []string{"ANTHROPIC_API_KEY", "GITHUB_TOKEN", contract.TokenName, "HEX_TOKEN"} {
+		if strings.Contains(s, contract.StandIn(name)) {
 			t.Errorf("%s holds a stand-in: %q", where, s)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/filter/stream/streamtest"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // The module's Go side against a fake of Envoy's ABI, written from Envoy's
@@ -142,15 +143,15 @@ func pod(t *testing.T) (*filterConfig, *routeConfig) {
 		t.Fatal(err)
 	}
 	tok := "tok-SENTINEL-module-8Hq2Zr5Wd1Kp7Xs3"
-	if err := os.WriteFile(filepath.Join(dir, filter.TokenName), []byte(tok+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, contract.TokenName), []byte(tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := filter.Config{
 		Pod: "ws-mod", Sandbox: "ws-mod", Orchestrator: "jr2-orchestrator.jr2.svc:4000", ValuesDir: dir,
 		Listeners: filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 		Secrets: []filter.SecretConfig{
-			{Name: "ANTHROPIC_API_KEY", StandIn: filter.StandIn("ANTHROPIC_API_KEY"), Targets: []string{anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+			{Name: "ANTHROPIC_API_KEY", StandIn: contract.StandIn("ANTHROPIC_API_KEY"), Targets: []string{anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
 	return podOf(t, c, anthropic)

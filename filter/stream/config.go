@@ -11,6 +11,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/logline"
 )
 
@@ -22,7 +23,7 @@ type Config struct {
 	route  pluginconf.RouteConfig
 	broken *misconfig
 	// upstream is the intercept route's Host for its upstream
-	// (filter.UpstreamHost of its target), spelled once.
+	// (contract.UpstreamHost of its target), spelled once.
 	upstream string
 }
 
@@ -89,7 +90,7 @@ func Merge(e *filter.Engine, rc pluginconf.RouteConfig, log func(string)) *Confi
 	if rc.Role == pluginconf.RoleIntercept && !bound(e, rc.Target) {
 		return logBroken(&Config{broken: &misconfig{"route-target", "the route's target " + rc.Target + " is not bound in custodian.json"}}, log)
 	}
-	return &Config{engine: e, route: rc, upstream: filter.UpstreamHost(rc.Target)}
+	return &Config{engine: e, route: rc, upstream: contract.UpstreamHost(rc.Target)}
 }
 
 // logBroken logs why c cannot decide and returns it.

@@ -22,7 +22,7 @@
 //   - RequestHeaders: by the route's role — control: DecideControl; egress:
 //     DecideConnect; intercept: DecideRequest toward the route's target. A
 //     reply is sent as a local reply (text/plain); a forward sets :path
-//     (and, toward a bound target, :authority to filter.UpstreamHost),
+//     (and, toward a bound target, :authority to contract.UpstreamHost),
 //     removes and sets headers, then marks the request, the last thing it
 //     does.
 //   - ResponseHeaders: DecideResponse (intercept and control roles) on the

@@ -8,7 +8,7 @@
 // Invariant: what it renders holds stand-ins only (public), never a value;
 // it is git configuration from the environment (GIT_CONFIG_COUNT,
 // GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n), which a manifest or a policy may
-// not hold itself (filter.ProxyOrTrustVar).
+// not hold itself (contract.ProxyOrTrustVar).
 package gitcred
 
 import (

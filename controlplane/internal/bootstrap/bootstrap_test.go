@@ -37,6 +37,7 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 )
 
 const mount = "/etc/jr2/custodian"
@@ -47,10 +48,10 @@ func config(sandbox string) *filter.Config {
 		Pod: "ws-7f3a", Sandbox: sandbox, Orchestrator: "jr2-orchestrator.jr2.svc:4000", ValuesDir: "/etc/jr2/custodian/values",
 		Listeners: filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 		Secrets: []filter.SecretConfig{
-			{Name: "ANTHROPIC_API_KEY", StandIn: filter.StandIn("ANTHROPIC_API_KEY"), Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", StandIn: filter.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", "github.com:443"}, Headers: filter.DefaultHeaders},
-			{Name: "GW_KEY", StandIn: filter.StandIn("GW_KEY"), Targets: []string{"10.0.0.7:8443", "[fd00::10]:443", "api.github.com:443"}, Headers: []string{"x-gw-key"}},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Targets: []string{}, Headers: []string{"authorization"}},
+			{Name: "ANTHROPIC_API_KEY", StandIn: contract.StandIn("ANTHROPIC_API_KEY"), Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+			{Name: "GITHUB_TOKEN", StandIn: contract.StandIn("GITHUB_TOKEN"), Targets: []string{"api.github.com:443", "github.com:443"}, Headers: contract.DefaultHeaders},
+			{Name: "GW_KEY", StandIn: contract.StandIn("GW_KEY"), Targets: []string{"10.0.0.7:8443", "[fd00::10]:443", "api.github.com:443"}, Headers: []string{"x-gw-key"}},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Targets: []string{}, Headers: []string{"authorization"}},
 		},
 	}
 }
@@ -129,7 +130,7 @@ func TestMarshalIsOneMarshal(t *testing.T) {
 	many := config("ws-7f3a")
 	for i := range 60 {
 		many.Secrets = append(many.Secrets[:len(many.Secrets)-1], filter.SecretConfig{
-			Name: "K" + strconv.Itoa(i), StandIn: filter.StandIn("K" + strconv.Itoa(i)),
+			Name: "K" + strconv.Itoa(i), StandIn: contract.StandIn("K" + strconv.Itoa(i)),
 			Targets: []string{"svc-" + strconv.Itoa(i) + ".example.com:8443"}, Headers: []string{"x-k"},
 		}, many.Secrets[len(many.Secrets)-1])
 	}
@@ -778,7 +779,7 @@ func accessLines(t *testing.T, m *hcmv3.HttpConnectionManager) []line {
 				refused = true
 			case sub.GetHeaderFilter() != nil:
 				h := sub.GetHeaderFilter().Header
-				if h.Name != ":authority" || h.GetStringMatch().GetContains() != filter.StandInPrefix || !h.GetStringMatch().IgnoreCase {
+				if h.Name != ":authority" || h.GetStringMatch().GetContains() != contract.StandInPrefix || !h.GetStringMatch().IgnoreCase {
 					t.Errorf("stand-in filter %v", h)
 				}
 				l.standIn = map[bool]string{true: "without", false: "with"}[h.InvertMatch]

@@ -25,9 +25,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // GuardPolicy names the dial guard's DENY policy; a request it refuses has
@@ -246,7 +246,7 @@ func standInFilter(holds bool) *accesslogv3.AccessLogFilter {
 		Header: &routev3.HeaderMatcher{
 			Name: ":authority",
 			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-				MatchPattern: &matcherv3.StringMatcher_Contains{Contains: filter.StandInPrefix},
+				MatchPattern: &matcherv3.StringMatcher_Contains{Contains: contract.StandInPrefix},
 				IgnoreCase:   true,
 			}},
 			InvertMatch: !holds,

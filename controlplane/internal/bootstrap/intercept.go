@@ -13,14 +13,14 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"jr2.dev/boundary/controlplane/internal/pki"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // LeafFiles are where a bound target's leaf and key are, relative to the
-// rendered directory (filter.LeafBase, the path custodian serve reads too).
+// rendered directory (contract.LeafBase, the path custodian serve reads too).
 func LeafFiles(target string) (cert, key string) {
-	base := filepath.ToSlash(filter.LeafBase(target))
+	base := filepath.ToSlash(contract.LeafBase(target))
 	return base + ".crt", base + ".key"
 }
 

@@ -33,6 +33,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/effectorkey"
 )
 
@@ -336,9 +337,9 @@ func renderNotes(w io.Writer, m *manifest.Manifest, valuesDir string, local bool
 	for _, s := range m.Secrets {
 		names = append(names, s.Name)
 	}
-	names = append(names, filter.TokenName)
+	names = append(names, contract.TokenName)
 	fmt.Fprintf(w, "controlplane render: the Custodian starts only with one value file per held secret in %s: %s (%s is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n",
-		valuesDir, strings.Join(names, ", "), filter.TokenName)
+		valuesDir, strings.Join(names, ", "), contract.TokenName)
 	if !local {
 		return
 	}
@@ -363,7 +364,7 @@ func renderNotes(w io.Writer, m *manifest.Manifest, valuesDir string, local bool
 // guarded address, that no pod may bind it. "" for a target the dial
 // guard does not refuse.
 func localNote(target string, noProxy []string) string {
-	host, _, err := filter.SplitTarget(target)
+	host, _, err := contract.SplitTarget(target)
 	if err != nil {
 		return ""
 	}

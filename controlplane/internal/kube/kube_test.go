@@ -17,7 +17,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/kube"
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/render"
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -220,7 +220,7 @@ func TestValuesProjected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []kube.ValueRef{{Held: "A_KEY", Secret: "user-keys", Key: "a"}, {Held: "B_KEY", Secret: "jr2-held-secrets-p1", Key: "B_KEY", Convention: true}, {Held: filter.TokenName, Secret: "jr2-held-secrets-p1", Key: filter.TokenName, Convention: true}}
+	want := []kube.ValueRef{{Held: "A_KEY", Secret: "user-keys", Key: "a"}, {Held: "B_KEY", Secret: "jr2-held-secrets-p1", Key: "B_KEY", Convention: true}, {Held: contract.TokenName, Secret: "jr2-held-secrets-p1", Key: contract.TokenName, Convention: true}}
 	if !slices.Equal(set.Values, want) {
 		t.Errorf("values %+v; want %+v", set.Values, want)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/hostlimits"
 )
 
@@ -179,7 +180,7 @@ func Values(m *manifest.Manifest) []ValueRef {
 	for _, s := range m.Secrets {
 		out = append(out, ref(s.Name, s.From))
 	}
-	return append(out, ref(filter.TokenName, m.TokenFrom))
+	return append(out, ref(contract.TokenName, m.TokenFrom))
 }
 
 // Build makes the pod's objects and the patch.
@@ -243,7 +244,7 @@ func heldLabels(pod, component string) map[string]string {
 }
 
 // leafSecrets puts the leaves, in target order, LeavesPerSecret to a
-// Secret: keys <base>.crt and <base>.key (filter.LeafBase without tls/).
+// Secret: keys <base>.crt and <base>.key (contract.LeafBase without tls/).
 func leafSecrets(o Options, pod string, leaves []Leaf) []*corev1.Secret {
 	var out []*corev1.Secret
 	for i := 0; i < len(leaves); i += LeavesPerSecret {
@@ -283,7 +284,7 @@ func checkKeys(values []ValueRef, leaves []Leaf) error {
 // leafKeys are a target's keys in its leaves Secret; under tls/ they are
 // the files render writes and both hosts read.
 func leafKeys(target string) (cert, key string) {
-	base := path.Base(filepathToSlash(filter.LeafBase(target)))
+	base := path.Base(filepathToSlash(contract.LeafBase(target)))
 	return base + ".crt", base + ".key"
 }
 

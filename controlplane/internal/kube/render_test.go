@@ -17,7 +17,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifesttest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/controlplane/internal/render"
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -144,7 +144,7 @@ func TestSentinelInNoObject(t *testing.T) {
 		{"name":"A_KEY","hosts":["a.example.com"],"valueFrom":{"secretKeyRef":{"name":"user-keys","key":"a"}}},
 		{"name":"B_KEY","hosts":["b.example.com","c.example.com:8443"]}]}`)
 	values := t.TempDir()
-	for _, n := range []string{"A_KEY", "B_KEY", filter.TokenName} {
+	for _, n := range []string{"A_KEY", "B_KEY", contract.TokenName} {
 		os.WriteFile(filepath.Join(values, n), []byte(sentinel+n+"\n"), 0o600)
 	}
 	out, res, err := renderPod(t, held, func(o *render.Options) { o.ValuesDir = values })

@@ -23,10 +23,10 @@
 //   - Shape: one JSON object; an unknown field, a field given twice, a value
 //     of the wrong type, an empty pod or a missing orchestrator is refused.
 //   - R2: a JR2_* name other than the Sandbox token (any case); a proxy or
-//     trust variable (filter.ProxyOrTrustVar: the table of
+//     trust variable (contract.ProxyOrTrustVar: the table of
 //     docs/harness-env.md, git's GIT_CONFIG_* among them) — render sets
 //     those in the Harness, and a tool reads each to choose its route or
-//     its roots; or a signing credential (filter.SigningVars:
+//     its roots; or a signing credential (contract.SigningVars:
 //     AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, …), whose value
 //     signs a request and never rides one, so no stand-in of it is ever
 //     swapped: the refusal points at the Effector.
@@ -35,8 +35,8 @@
 //     (or query) on a host, a bad port, an IPv6 address out of brackets; one
 //     target listed twice; two secrets on one host in one header.
 //   - R6: a header that is not a lowercase token, that frames or routes a
-//     request (filter.Frames), that the request's own signature covers
-//     (filter.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
+//     request (contract.Frames), that the request's own signature covers
+//     (contract.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
 //   - R4: a valueFrom that is not {"secretKeyRef": {"name", "key"}} with a
 //     Secret's name and one of its keys (the value's place in the
 //     cluster, never the value).
@@ -44,7 +44,7 @@
 //     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
 //     ASCII, "?" or "#" (a prefix is matched against the path alone).
 //
-// The Sandbox token (filter.TokenName) is the kit's own: render always holds
+// The Sandbox token (contract.TokenName) is the kit's own: render always holds
 // it. A manifest may name it bare ({"name": "JR2_SANDBOX_TOKEN"}); any
 // binding on it is refused, since it rides the control listener only.
 //
@@ -72,8 +72,8 @@ import (
 	"strconv"
 	"strings"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Manifest is a checked held manifest.
@@ -102,11 +102,11 @@ type SecretKeyRef struct {
 // Secret is one held secret's binding.
 type Secret struct {
 	Name string
-	// Targets are canonical host:port targets (filter.JoinTarget), in
+	// Targets are canonical host:port targets (contract.JoinTarget), in
 	// manifest order.
 	Targets []string
 	// Headers are the headers it may ride: the manifest's list, or
-	// filter.DefaultHeaders when the manifest gives none.
+	// contract.DefaultHeaders when the manifest gives none.
 	Headers []string
 	// Paths are allowed path prefixes; nil allows every path.
 	Paths []string
@@ -206,12 +206,12 @@ func (c *checker) manifest(root *value) *Manifest {
 		c.add("orchestrator", "shape", `missing or empty; write the Orchestrator's host:port, as "jr2-orchestrator.jr2.svc:4000"`)
 	case v == "":
 	default:
-		host, port, err := filter.SplitTarget(v)
+		host, port, err := contract.SplitTarget(v)
 		if err != nil {
 			c.add("orchestrator", "shape", `%s: %v; write the Orchestrator's host:port, as "jr2-orchestrator.jr2.svc:4000"`, quote(v), err)
 			break
 		}
-		m.Orchestrator = filter.JoinTarget(host, port)
+		m.Orchestrator = contract.JoinTarget(host, port)
 	}
 	if v, _ := c.text(root, "", "sandbox"); v != "" {
 		if !sandboxName(v) {
@@ -325,10 +325,10 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	if name == "" || !s.name(member(at, "name"), name) {
 		return Secret{}, false
 	}
-	if name == filter.TokenName {
+	if name == contract.TokenName {
 		for _, k := range []string{"hosts", "headers", "paths"} {
 			if f := v.fields[k]; f != nil && f.kind != kNull {
-				s.add(member(at, k), "R2", "%s rides the control listener only, and render binds it; name it bare or leave it out", filter.TokenName)
+				s.add(member(at, k), "R2", "%s rides the control listener only, and render binds it; name it bare or leave it out", contract.TokenName)
 			}
 		}
 		*s.token = s.valueFrom(at, v)
@@ -338,9 +338,9 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	headers := s.stringList(v, at, "headers", "header names")
 	switch {
 	case !headers.present:
-		sec.Headers = append([]string(nil), filter.DefaultHeaders...)
+		sec.Headers = append([]string(nil), contract.DefaultHeaders...)
 	case headers.empty:
-		s.add(member(at, "headers"), "R6", "empty; leave headers out for the default list (%s), or list the headers %s rides", strings.Join(filter.DefaultHeaders, ", "), name)
+		s.add(member(at, "headers"), "R6", "empty; leave headers out for the default list (%s), or list the headers %s rides", strings.Join(contract.DefaultHeaders, ", "), name)
 	default:
 		sec.Headers = s.headers(headers.items, headers.paths)
 	}
@@ -366,14 +366,14 @@ func (s *secretsChecker) name(at, name string) bool {
 	}
 	upper := strings.ToUpper(name)
 	switch {
-	case name == filter.TokenName:
+	case name == contract.TokenName:
 	case strings.HasPrefix(upper, "JR2_"):
 		s.add(at, "R2", "%s: JR2_* names are the kit's own; hold the credential under another name", name)
 		return false
-	case filter.ProxyOrTrustVar(upper):
+	case contract.ProxyOrTrustVar(upper):
 		s.add(at, "R2", "%s: render sets the Harness's proxy and trust variables itself, so none can be held; hold the credential under another name", name)
 		return false
-	case filter.SigningVar(upper):
+	case contract.SigningVar(upper):
 		s.add(at, "R2", "%s is a signing credential: it signs the request and never rides it, so the Custodian has no stand-in to swap; run the tool that signs as an Effector command effect with the secret in its env (docs/effector.md), or hold a bearer token instead", name)
 		return false
 	}
@@ -441,9 +441,9 @@ func (s *secretsChecker) headers(headers, paths []string) []string {
 			s.add(at, "R6", "%s: a pseudo-header cannot carry a credential; name a request header", quote(h))
 		case !headerToken(lower):
 			s.add(at, "R6", "%s: not a header name; use lowercase letters, digits and '-' (a request with '_' in a header name is refused)", quote(h))
-		case filter.Frames(lower):
+		case contract.Frames(lower):
 			s.add(at, "R6", "%s: it frames or routes the request, so no credential rides it; name the header the credential is sent in", quote(h))
-		case filter.SigningHeader(lower):
+		case contract.SigningHeader(lower):
 			s.add(at, "R6", "%s: SigV4 signs every x-amz-* header, so a swapped value breaks the signature; run the AWS tool as an Effector command effect with its keys in its env (docs/effector.md)", quote(h))
 		case lower != h:
 			s.add(at, "R6", "%s: header names are written lowercase here; write %s", quote(h), quote(lower))
@@ -471,7 +471,7 @@ func (s *secretsChecker) targets(name string, hosts, paths, headers []string) []
 			s.add(at, "R5", "%s", msg)
 			continue
 		}
-		if host, _, err := filter.SplitTarget(t); err == nil && !s.opts.AllowLocalTargets {
+		if host, _, err := contract.SplitTarget(t); err == nil && !s.opts.AllowLocalTargets {
 			if v := dialguard.Judge(host); v.Guarded {
 				s.add(at, "R5", "%s is guarded (%s): the agent shares the pod's loopback and could serve it the value; bind a host the agent cannot serve (a test on one machine renders with --allow-local-targets)", quote(h), v.Why)
 				continue
@@ -547,11 +547,11 @@ func Target(entry string) (target, msg string) {
 	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 		return "", q + ": the port must be a number from 1 to 65535"
 	}
-	h, p, err := filter.SplitTarget(net.JoinHostPort(host, port))
+	h, p, err := contract.SplitTarget(net.JoinHostPort(host, port))
 	if err != nil {
 		return "", q + ": not a host name or an IP address; write a DNS name or an IP address"
 	}
-	return filter.JoinTarget(h, p), ""
+	return contract.JoinTarget(h, p), ""
 }
 
 // paths checks R12 and returns the accepted prefixes (nil when none).

@@ -12,6 +12,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/hostlimits"
 )
 
@@ -31,7 +32,7 @@ func TestSpecExample(t *testing.T) {
 		Pod: "ws-7f3a", Orchestrator: "jr2-orchestrator.jr2.svc:4000", Sandbox: "ws-7f3a",
 		Secrets: []manifest.Secret{
 			{Name: "ANTHROPIC_API_KEY", Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", Targets: []string{"api.github.com:443", "github.com:443"}, Headers: filter.DefaultHeaders},
+			{Name: "GITHUB_TOKEN", Targets: []string{"api.github.com:443", "github.com:443"}, Headers: contract.DefaultHeaders},
 		},
 	}
 	if !reflect.DeepEqual(m, want) {
@@ -71,7 +72,7 @@ func TestAcceptedShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &manifest.Manifest{Pod: "instance", Orchestrator: "10.0.0.1:4000", Secrets: []manifest.Secret{
-		{Name: "LLM_KEY", Targets: []string{"llm.example.com:443"}, Headers: filter.DefaultHeaders},
+		{Name: "LLM_KEY", Targets: []string{"llm.example.com:443"}, Headers: contract.DefaultHeaders},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest\n got: %+v\nwant: %+v", m, want)
@@ -184,8 +185,8 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // TestKitAndSigningNamesRefused: every proxy or trust variable of the
-// table (filter.ProxyTrustVars, the numbered GIT_CONFIG_* ones, any case)
-// and every signing credential (filter.SigningVars) is refused as a held
+// table (contract.ProxyTrustVars, the numbered GIT_CONFIG_* ones, any case)
+// and every signing credential (contract.SigningVars) is refused as a held
 // name with R2, and every x-amz-* header with R6: a list that grows is
 // covered without a new file.
 func TestKitAndSigningNamesRefused(t *testing.T) {
@@ -201,13 +202,13 @@ func TestKitAndSigningNamesRefused(t *testing.T) {
 		rule, want string
 	}
 	var cases []tc
-	names := append(append([]string{}, filter.ProxyTrustVars...), "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_7")
+	names := append(append([]string{}, contract.ProxyTrustVars...), "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_7")
 	for _, n := range names {
 		for _, spelled := range []string{n, strings.ToLower(n)} {
 			cases = append(cases, tc{doc(spelled), "R2", spelled + ": render sets the Harness's proxy and trust variables itself"})
 		}
 	}
-	for _, n := range filter.SigningVars {
+	for _, n := range contract.SigningVars {
 		cases = append(cases, tc{doc(n), "R2", n + " is a signing credential"}, tc{doc(strings.ToLower(n)), "R2", "Effector"})
 	}
 	for _, h := range []string{"x-amz-security-token", "x-amz-date", "x-amz-content-sha256"} {

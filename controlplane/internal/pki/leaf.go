@@ -17,7 +17,7 @@ import (
 	"slices"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Leaf is one bound target's certificate and key, PEM.
@@ -258,7 +258,7 @@ func (ca *CA) leafTBS(target string, serial *big.Int, pub *ecdsa.PublicKey, now 
 // san is the subject alternative name a target's leaf carries: its host as
 // a DNS name, or as an IP address (unmapped, canonical) for an IP literal.
 func san(target string) (dns string, ip netip.Addr, err error) {
-	host, _, err := filter.SplitTarget(target)
+	host, _, err := contract.SplitTarget(target)
 	if err != nil {
 		return "", netip.Addr{}, fmt.Errorf("leaf for %q: %v", target, err)
 	}

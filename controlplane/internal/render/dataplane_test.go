@@ -24,8 +24,8 @@ import (
 	"jr2.dev/boundary/controlplane/internal/bootstrap"
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/render"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/envoybin"
 )
 
@@ -234,7 +234,7 @@ func writeValues(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, s := range append(mf.Secrets, manifest.Secret{Name: filter.TokenName}) {
+	for _, s := range append(mf.Secrets, manifest.Secret{Name: contract.TokenName}) {
 		v := sentinel + "-" + rand.Text() + "\n"
 		if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(v), 0o600); err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@
 //	custodian.json  the engine config, filter.Config: names, stand-ins,
 //	                bindings, listeners, the value directory — no value
 //	harness.env     the Harness container's env (ADR-0059's list)
-//	tls/…           one leaf and key per bound host:port (filter.LeafBase)
+//	tls/…           one leaf and key per bound host:port (contract.LeafBase)
 //	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS, DENO_CERT)
 //	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, CURL_CA_BUNDLE, …)
 //	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
@@ -21,7 +21,7 @@
 // the Custodian's 401 challenge (filter.Challenge) with the stand-in as
 // the Basic password: stock git then clones and pushes with no flag. Each
 // variable render sets is one a manifest may not hold (R2,
-// filter.ProxyOrTrustVar), so no held name collides with one.
+// contract.ProxyOrTrustVar), so no held name collides with one.
 //
 // The same inputs render the same bytes, except a leaf issued fresh; a leaf
 // already in the directory is reused while pki accepts it, so rendering a
@@ -63,6 +63,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/manifest"
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/gitcred"
 	"jr2.dev/boundary/internal/hostlimits"
 )
@@ -288,13 +289,13 @@ func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Le
 	return leaves, nil
 }
 
-// distinctLeaves refuses two targets whose leaves filter.LeafBase would
+// distinctLeaves refuses two targets whose leaves contract.LeafBase would
 // put in one file (a DNS name that spells an IPv6 address with '_' for
 // ':'), which would serve one target the other's certificate.
 func distinctLeaves(targets []string) error {
 	seen := map[string]string{}
 	for _, t := range targets {
-		base := filter.LeafBase(t)
+		base := contract.LeafBase(t)
 		if other, dup := seen[base]; dup {
 			return fmt.Errorf("targets %s and %s would share the leaf %s; bind only one of them", other, t, filepath.ToSlash(base))
 		}
@@ -318,15 +319,15 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 	for _, s := range m.Secrets {
 		c.Secrets = append(c.Secrets, filter.SecretConfig{
 			Name:    s.Name,
-			StandIn: filter.StandIn(s.Name),
+			StandIn: contract.StandIn(s.Name),
 			Targets: s.Targets,
 			Headers: s.Headers,
 			Paths:   s.Paths,
 		})
 	}
 	c.Secrets = append(c.Secrets, filter.SecretConfig{
-		Name:    filter.TokenName,
-		StandIn: filter.StandIn(filter.TokenName),
+		Name:    contract.TokenName,
+		StandIn: contract.StandIn(contract.TokenName),
 		Targets: []string{},
 		Headers: []string{"authorization"},
 	})
@@ -437,7 +438,7 @@ func Summary(m *manifest.Manifest, c *filter.Config) string {
 		unit = "bound target"
 	}
 	if len(m.Secrets) == 0 {
-		return fmt.Sprintf("pod %s: Custodian holds only %s; %d %s", m.Pod, filter.TokenName, n, unit)
+		return fmt.Sprintf("pod %s: Custodian holds only %s; %d %s", m.Pod, contract.TokenName, n, unit)
 	}
 	names := make([]string, len(m.Secrets))
 	for i, s := range m.Secrets {

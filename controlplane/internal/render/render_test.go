@@ -28,6 +28,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -432,7 +433,7 @@ func TestSentinel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(mf.Secrets, manifest.Secret{Name: filter.TokenName}) {
+	for _, s := range append(mf.Secrets, manifest.Secret{Name: contract.TokenName}) {
 		if err := os.WriteFile(filepath.Join(values, s.Name), []byte(sentinel+"-"+s.Name+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -479,7 +480,7 @@ func TestSentinel(t *testing.T) {
 	}
 }
 
-// TestLeavesInDirectory: one leaf per bound target at filter.LeafBase, key
+// TestLeavesInDirectory: one leaf per bound target at contract.LeafBase, key
 // 0600, SAN the target's host, chaining to the CA; one from another CA is
 // re-issued; a leaf of a target no longer bound is removed.
 func TestLeavesInDirectory(t *testing.T) {
@@ -498,8 +499,8 @@ func TestLeavesInDirectory(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(out, key)); err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: key mode %v", tg, st.Mode().Perm())
 		}
-		if filepath.ToSlash(filter.LeafBase(tg))+".crt" != cert {
-			t.Errorf("%s: leaf at %s, not where filter.LeafBase says", tg, cert)
+		if filepath.ToSlash(contract.LeafBase(tg))+".crt" != cert {
+			t.Errorf("%s: leaf at %s, not where contract.LeafBase says", tg, cert)
 		}
 	}
 	// A leaf of another CA is re-issued; the others are reused.
@@ -590,7 +591,7 @@ func TestCustodianServeCanRun(t *testing.T) {
 		if d := eng.DecideConnect("CONNECT", tg); !d.Intercept {
 			t.Errorf("%s: not intercepted: %+v", tg, d)
 		}
-		base := filepath.Join(out, filter.LeafBase(tg))
+		base := filepath.Join(out, contract.LeafBase(tg))
 		pair, err := tls.LoadX509KeyPair(base+".crt", base+".key")
 		if err != nil {
 			t.Fatalf("%s: %v", tg, err)
@@ -696,7 +697,7 @@ func harnessVars(t *testing.T, b []byte) ([]string, map[string]string) {
 }
 
 // TestHarnessVarsAreNeverHeld: every variable harness.env sets beside the
-// stand-ins is one a manifest may not hold (filter.ProxyOrTrustVar), so no
+// stand-ins is one a manifest may not hold (contract.ProxyOrTrustVar), so no
 // held name can collide with one; each trust variable names a file render
 // wrote under the Harness's CA directory; and wgetrc points wget at the
 // bundle.
@@ -709,11 +710,11 @@ func TestHarnessVarsAreNeverHeld(t *testing.T) {
 	}
 	keys, vars := harnessVars(t, read(t, filepath.Join(out, render.HarnessFile)))
 	for _, k := range keys {
-		if vars[k] == filter.StandIn(k) {
+		if vars[k] == contract.StandIn(k) {
 			continue
 		}
-		if !filter.ProxyOrTrustVar(k) {
-			t.Errorf("harness.env sets %s, which a manifest could hold: add it to filter.ProxyTrustVars", k)
+		if !contract.ProxyOrTrustVar(k) {
+			t.Errorf("harness.env sets %s, which a manifest could hold: add it to contract.ProxyTrustVars", k)
 		}
 	}
 	for _, k := range []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "PIP_CERT",
@@ -773,7 +774,7 @@ func TestGitCredentialHelper(t *testing.T) {
 		{"jira.example.com", "JIRA_TOKEN"},
 	} {
 		got, err := fill(c.host)
-		want := "protocol=https\nhost=" + c.host + "\nusername=" + render.GitUser + "\npassword=" + filter.StandIn(c.standIn) + "\n"
+		want := "protocol=https\nhost=" + c.host + "\nusername=" + render.GitUser + "\npassword=" + contract.StandIn(c.standIn) + "\n"
 		if err != nil || got != want {
 			t.Errorf("git credential fill for %s: %q %v\nwant %q", c.host, got, err, want)
 		}
@@ -790,7 +791,7 @@ func TestGitCredentialHelper(t *testing.T) {
 	for _, op := range []string{"approve", "reject"} {
 		cmd := exec.Command("git", "credential", op)
 		cmd.Env, cmd.Dir = env, home
-		cmd.Stdin = strings.NewReader("protocol=https\nhost=github.com\nusername=" + render.GitUser + "\npassword=" + filter.StandIn("GITHUB_TOKEN") + "\n\n")
+		cmd.Stdin = strings.NewReader("protocol=https\nhost=github.com\nusername=" + render.GitUser + "\npassword=" + contract.StandIn("GITHUB_TOKEN") + "\n\n")
 		if b, err := cmd.CombinedOutput(); err != nil || len(b) != 0 {
 			t.Errorf("git credential %s: %q %v", op, b, err)
 		}

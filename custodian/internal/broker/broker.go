@@ -14,7 +14,7 @@
 // # The child's environment
 //
 // The runner's environment, less each secret's variable and every proxy
-// or trust variable (filter.ProxyTrustVars, any case), with every other
+// or trust variable (contract.ProxyTrustVars, any case), with every other
 // variable that holds a value handled as the secret's own: one that is
 // exactly a secret's value (GH_TOKEN beside GITHUB_TOKEN) gets its
 // stand-in, one that holds a value in any form inside it (a URL with the
@@ -50,6 +50,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/gitcred"
 )
 
@@ -84,11 +85,11 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 		}
 		targets := make([]string, len(s.Hosts))
 		for i, h := range s.Hosts {
-			targets[i] = filter.JoinTarget(h.Name, int(h.Port))
+			targets[i] = contract.JoinTarget(h.Name, int(h.Port))
 		}
 		cfg.Secrets = append(cfg.Secrets, filter.SecretConfig{
 			Name:    s.Name,
-			StandIn: filter.StandIn(s.Name),
+			StandIn: contract.StandIn(s.Name),
 			Targets: targets,
 			Headers: append([]string(nil), s.Headers...),
 		})
@@ -133,11 +134,11 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	standIns = []string{}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || b.removed[k] || filter.ProxyOrTrustVar(k) {
+		if !ok || b.removed[k] || contract.ProxyOrTrustVar(k) {
 			continue
 		}
 		if name, held := b.byValue[sha256.Sum256([]byte(v))]; held {
-			env = append(env, k+"="+filter.StandIn(name))
+			env = append(env, k+"="+contract.StandIn(name))
 			standIns = append(standIns, k)
 			continue
 		}
@@ -147,7 +148,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 		env = append(env, kv)
 	}
 	for _, s := range b.pol.Secrets {
-		env = append(env, s.Env+"="+filter.StandIn(s.Name))
+		env = append(env, s.Env+"="+contract.StandIn(s.Name))
 		standIns = append(standIns, s.Env)
 	}
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
@@ -162,7 +163,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	for _, s := range b.pol.Secrets {
 		if slices.Contains(s.Headers, "authorization") {
 			for _, h := range s.Hosts {
-				git = append(git, gitcred.Binding{Target: h.String(), StandIn: filter.StandIn(s.Name)})
+				git = append(git, gitcred.Binding{Target: h.String(), StandIn: contract.StandIn(s.Name)})
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/gitcred"
 )
 
@@ -75,7 +76,7 @@ func TestEngineSwapsOnlyTowardBoundHosts(t *testing.T) {
 		{"api.example.com:443", "Authorization", "Bearer jr2-held-EXAMPLE_TOKEN", "Bearer " + sentinel},
 		{"other.example.com:443", "X-Token", "jr2-held-GH", "gh-" + sentinel},
 	} {
-		h, _, _ := filter.SplitTarget(tc.target)
+		h, _, _ := contract.SplitTarget(tc.target)
 		req := filter.Request{Method: "GET", Authority: h, Path: "/", Headers: []filter.Header{{Name: tc.header, Value: tc.standIn}}}
 		d := eng.DecideRequest(tc.target, &req)
 		if d.Reply != nil || len(d.Set) == 0 || d.Set[0].Value != tc.want {
@@ -141,8 +142,8 @@ func TestContains(t *testing.T) {
 // TestDefaultHeadersAgree: the policy's default headers are the engine's;
 // a secret written without headers rides the same four either way.
 func TestDefaultHeadersAgree(t *testing.T) {
-	if !reflect.DeepEqual(policy.DefaultHeaders, filter.DefaultHeaders) {
-		t.Fatalf("policy.DefaultHeaders %v != filter.DefaultHeaders %v", policy.DefaultHeaders, filter.DefaultHeaders)
+	if !reflect.DeepEqual(policy.DefaultHeaders, contract.DefaultHeaders) {
+		t.Fatalf("policy.DefaultHeaders %v != contract.DefaultHeaders %v", policy.DefaultHeaders, contract.DefaultHeaders)
 	}
 }
 

@@ -5,7 +5,7 @@
 // in the TLS ClientHello or the Host header, where the mediator decides.
 //
 // Invariant: a Query returned without error has a Name that passed
-// hostname.Check (lowercase, LDH plus '_'), so no byte the child chose
+// contract.CheckName (lowercase, LDH plus '_'), so no byte the child chose
 // reaches policy, a log line or a record unless it is a valid host name. The
 // parser reads only the header and the one question, bounds every read by
 // the message, follows compression pointers only backwards and at most
@@ -31,7 +31,7 @@ import (
 	"fmt"
 	"net/netip"
 
-	"jr2.dev/boundary/custodian/internal/hostname"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Limits of the parser.
@@ -198,8 +198,8 @@ func hostName(labels [][]byte) (string, bool) {
 		}
 		b = append(b, l...)
 	}
-	name := hostname.Lower(string(b))
-	if hostname.Check(name) != nil {
+	name := contract.Lower(string(b))
+	if contract.CheckName(name) != nil {
 		return "", false
 	}
 	return name, true

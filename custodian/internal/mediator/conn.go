@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/custodian/internal/sni"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // recordTLS is the first byte of a TLS record carrying a handshake.
@@ -43,7 +43,7 @@ type connInfo struct {
 }
 
 // target is the canonical host:port of an allowed connection.
-func (ci *connInfo) target() string { return filter.JoinTarget(ci.host, int(ci.port)) }
+func (ci *connInfo) target() string { return contract.JoinTarget(ci.host, int(ci.port)) }
 
 // hostHeader is the Host the upstream gets: the host, with the port when
 // it is not the scheme's default.
@@ -264,7 +264,7 @@ func (m *Mediator) admitUnnamed(s string, port uint16, via string) {
 func deniedReply(host string, port uint16, rule string) *filter.Reply {
 	what := "a destination without a host name (an IP address, or none)"
 	if host != "" {
-		what = filter.JoinTarget(host, int(port))
+		what = contract.JoinTarget(host, int(port))
 	}
 	if rule == ruleValueInName {
 		return &filter.Reply{Status: http.StatusForbidden, Reason: rule,
@@ -366,7 +366,8 @@ func (m *Mediator) connect(w http.ResponseWriter, r *http.Request, info *connInf
 // Authority reads a host[:port] the child sent (a Host header, a CONNECT
 // target, a URL's host): the host lowercased, without a trailing dot, and
 // the port (def when none is written). ok is false for anything that is
-// not a host name by package hostname, an IP literal included, and for a
+// not a host name by the one grammar (package contract; an IP literal is
+// refused, since a contained run never dials one), and for a
 // bad port; the port is then still def or the one written.
 func Authority(s string, def uint16) (host string, port uint16, ok bool) {
 	port = def
@@ -374,14 +375,14 @@ func Authority(s string, def uint16) (host string, port uint16, ok bool) {
 	if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.Contains(s[i:], "]") {
 		h = s[:i]
 		p := s[i+1:]
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil || n == 0 || p[0] == '0' || p[0] == '+' {
+		n, ok := contract.PortNumber(p)
+		if !ok {
 			return "", def, false
 		}
 		port = uint16(n)
 	}
-	h = strings.TrimSuffix(hostname.Lower(h), ".")
-	if hostname.Check(h) != nil {
+	h = strings.TrimSuffix(contract.Lower(h), ".")
+	if contract.CheckName(h) != nil {
 		return "", port, false
 	}
 	return h, port, true

@@ -13,6 +13,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/mode"
 )
 
@@ -242,14 +243,14 @@ func safeMethod(m string) string {
 // address from Resolve when set; a request it can carry whole goes on the
 // handler's goroutine (relay.Pool).
 func (m *Mediator) transport(scheme, host string, port uint16) *relay.Pool {
-	key := scheme + " " + filter.JoinTarget(host, int(port))
+	key := scheme + " " + contract.JoinTarget(host, int(port))
 	m.tmu.Lock()
 	defer m.tmu.Unlock()
 	if t, ok := m.trans[key]; ok {
 		return t
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
-	target := filter.JoinTarget(host, int(port))
+	target := contract.JoinTarget(host, int(port))
 	eng := m.o.Broker.Engine()
 	// The dial guard on the address actually dialled, after resolution: an
 	// allowed name that resolves to loopback, link-local (metadata) or

@@ -18,11 +18,11 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/broker"
 	"jr2.dev/boundary/custodian/internal/dnsmsg"
-	"jr2.dev/boundary/custodian/internal/hostname"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/bundle"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 	"jr2.dev/boundary/internal/wstest"
 )
@@ -542,7 +542,7 @@ func FuzzAuthority(f *testing.F) {
 			}
 			return
 		}
-		if hostname.Check(h) != nil || p == 0 {
+		if contract.CheckName(h) != nil || p == 0 {
 			t.Fatalf("accepted %q as %q:%d", s, h, p)
 		}
 	})
@@ -564,7 +564,7 @@ func (r *fieldsRecorder) Append(kind string, fields any) (uint64, error) {
 func (r *fieldsRecorder) Sync() error { return nil }
 
 // FuzzAnswerDNS: whatever message the child sends, the mediator never
-// panics, and a name it records passed hostname.Check.
+// panics, and a name it records passed contract.CheckName.
 func FuzzAnswerDNS(f *testing.F) {
 	for _, s := range [][]byte{
 		{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 3, 'a', 'p', 'i', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0, 0, 1, 0, 1},
@@ -604,7 +604,7 @@ func FuzzAnswerDNS(f *testing.F) {
 			case dnsDecision:
 				name = r.Name
 			}
-			if name != "" && hostname.Check(name) != nil {
+			if name != "" && contract.CheckName(name) != nil {
 				t.Fatalf("recorded the name %q", name)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // The records' fields. Names and words only come from checked input: a
-// host passed hostname.Check, a type or reason is one of this package's
+// host passed contract.CheckName, a type or reason is one of this package's
 // words. Paths, queries and header values are recorded (the bundle is the
 // record of what went out); values never are. A name the child chose is
 // recorded as scrubName gives it back: each form of a held value replaced

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/runtest"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/standintest"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // keySentinel is the value of KEY, the placesPolicy's secret whose name
@@ -50,14 +50,14 @@ func TestStandInNeverSent(t *testing.T) {
 		c      standintest.Case
 	}
 	var all []sent
-	keySI, tokSI := filter.StandIn("KEY"), filter.StandIn("EXAMPLE_TOKEN")
+	keySI, tokSI := contract.StandIn("KEY"), contract.StandIn("EXAMPLE_TOKEN")
 	for _, via := range []bool{true, false} {
 		for _, c := range standintest.Cases(keySI, "/v1/") {
 			all = append(all, sent{"https://api.example.com", via, true, "KEY", c})
 		}
 		for _, host := range []string{"https://open.example.com", "http://plain.example.com"} {
 			for _, si := range []string{keySI, tokSI} {
-				name := strings.TrimPrefix(si, filter.StandInPrefix)
+				name := strings.TrimPrefix(si, contract.StandInPrefix)
 				for _, c := range append(standintest.Cases(si, "/v1/"), standintest.Unbound(si, "/v1/")...) {
 					all = append(all, sent{host, via, false, name, c})
 				}
@@ -110,7 +110,7 @@ func TestStandInNeverSent(t *testing.T) {
 	if n := bytes.Count(logged, []byte(" reason=stand-in\n")); n != len(all) {
 		t.Errorf("%d stand-in lines, want %d", n, len(all))
 	}
-	if bytes.Contains(bytes.ToLower(logged), []byte(filter.StandInPrefix)) {
+	if bytes.Contains(bytes.ToLower(logged), []byte(contract.StandInPrefix)) {
 		t.Errorf("a log line holds a stand-in:\n%s", logged)
 	}
 	for _, v := range []string{sentinel, keySentinel} {

@@ -53,9 +53,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"jr2.dev/boundary/custodian/internal/hostname"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/tchar"
 )
 
@@ -67,7 +66,7 @@ const DefaultPort = 443
 
 // DefaultHeaders are the headers a secret is swapped in when its headers key
 // is absent: the Custodian's own list.
-var DefaultHeaders = filter.DefaultHeaders
+var DefaultHeaders = contract.DefaultHeaders
 
 // DenyRule is the rule Allows reports when no entry allows a host.
 const DenyRule = "default-deny"
@@ -85,7 +84,7 @@ type Policy struct {
 
 // Host is one allowed destination.
 type Host struct {
-	Name string // lowercase host name, checked by package hostname
+	Name string // lowercase host name, checked by contract.CheckName
 	Port uint16 // DefaultPort when the entry has none
 }
 
@@ -264,7 +263,7 @@ func (c *checker) strings(m map[string]any, key string, prefix ...string) []entr
 
 // host checks one host entry written at key.
 func (c *checker) host(key, entry string) (Host, bool) {
-	s := hostname.Lower(entry)
+	s := contract.Lower(entry)
 	switch {
 	case strings.Contains(s, "*"):
 		c.fail(key, "%q: wildcards are not allowed; list each host", entry)
@@ -287,10 +286,10 @@ func (c *checker) host(key, entry string) (Host, bool) {
 			}
 			port = n
 		}
-		switch err := hostname.Check(name); {
-		case errors.Is(err, hostname.ErrNumeric):
+		switch err := contract.CheckName(name); {
+		case errors.Is(err, contract.ErrNumeric):
 			c.fail(key, "%q: IP literals are not allowed (a literal-IP dial is always denied); name the host", entry)
-		case errors.Is(err, hostname.ErrEmptyLabel) && strings.HasSuffix(name, "."):
+		case errors.Is(err, contract.ErrEmptyLabel) && strings.HasSuffix(name, "."):
 			c.fail(key, "%q: write the host without the trailing dot", entry)
 		case err != nil:
 			c.fail(key, "%q: not a host name: %v", entry, err)
@@ -404,7 +403,7 @@ func (c *checker) env(key string, m map[string]any, envs map[string]string) stri
 	case !secretName(env) || env[0] >= '0' && env[0] <= '9':
 		c.fail(key+".env", "%q: a variable name is letters, digits and '_', not starting with a digit", env)
 		return ""
-	case strings.HasPrefix(strings.ToUpper(env), "JR2_") || filter.ProxyOrTrustVar(env):
+	case strings.HasPrefix(strings.ToUpper(env), "JR2_") || contract.ProxyOrTrustVar(env):
 		c.fail(key+".env", "%q: the run sets this variable itself; hold the value in another one", env)
 		return ""
 	}
@@ -458,7 +457,7 @@ func (c *checker) headers(key string, m map[string]any) []string {
 		switch {
 		case !token(h):
 			c.fail(k, "%q: a header name is a lowercase token, like \"authorization\"", h)
-		case filter.Frames(h):
+		case contract.Frames(h):
 			c.fail(k, "%q: this header frames or routes the request; a secret cannot go in it", h)
 		case contains(out, h):
 			c.fail(k, "%q: listed twice; list each header once", h)

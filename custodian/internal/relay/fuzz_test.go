@@ -16,6 +16,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // fuzzValue is the held value the fuzzed upstream echoes; "$V" in the
@@ -37,7 +38,7 @@ func fuzzEngine(t *testing.T) *filter.Engine {
 			Pod: "fuzz", Orchestrator: "orch.example:4000", ValuesDir: "values",
 			Listeners: filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
 			Secrets: []filter.SecretConfig{
-				{Name: "KEY", StandIn: filter.StandIn("KEY"), Targets: []string{fuzzTarget}, Headers: []string{"x-api-key"}},
+				{Name: "KEY", StandIn: contract.StandIn("KEY"), Targets: []string{fuzzTarget}, Headers: []string{"x-api-key"}},
 			},
 		}
 		fuzzEng, fuzzErr = filter.New(cfg, map[string][]byte{"KEY": []byte(fuzzValue)})

@@ -30,7 +30,7 @@ import (
 	"sync"
 	"time"
 
-	"jr2.dev/boundary/custodian/internal/hostname"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Validity is the lifetime of the CA and of every leaf.
@@ -109,7 +109,7 @@ func (c *CA) Pool() *x509.CertPool {
 }
 
 // Leaf returns the certificate for host, a host name (lowercase, checked
-// by package hostname) or an IP literal, made on first use and cached.
+// by contract.CheckName) or an IP literal, made on first use and cached.
 func (c *CA) Leaf(host string) (*tls.Certificate, error) {
 	c.mu.Lock()
 	leaf, ok := c.leaves[host]
@@ -146,7 +146,7 @@ func (c *CA) sign(host string) (*tls.Certificate, error) {
 			return nil, errors.New("runca: an IP with a zone cannot be certified")
 		}
 		tmpl.IPAddresses = []net.IP{ip.AsSlice()}
-	} else if err := hostname.Check(host); err == nil {
+	} else if err := contract.CheckName(host); err == nil {
 		tmpl.DNSNames = []string{host}
 	} else {
 		return nil, fmt.Errorf("runca: not a host name or IP literal: %w", err)
@@ -174,7 +174,7 @@ func (c *CA) sign(host string) (*tls.Certificate, error) {
 // IP literal), for the local address it connected to.
 func (c *CA) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if hello.ServerName != "" {
-		return c.Leaf(hostname.Lower(hello.ServerName))
+		return c.Leaf(contract.Lower(hello.ServerName))
 	}
 	if hello.Conn != nil {
 		if ap, err := netip.ParseAddrPort(hello.Conn.LocalAddr().String()); err == nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Issue 22, row 7: net/http refuses a request line whose target holds a
@@ -54,7 +55,7 @@ func TestUnparsableTargetsReachTheEngine(t *testing.T) {
 	waitLog(t, f.log, line)
 
 	// The control and egress listeners: the engine's answer for each.
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	path := "/agents/a1/%u002e%u002e/surface"
 	d := f.srv.eng.DecideControl(&filter.Request{Method: "GET", Authority: "x", Path: path, Headers: []filter.Header{{Name: "Authorization", Value: tok}}})
 	if d.Reply == nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // readable is every reading of b an agent could try: as is, gunzipped,
@@ -67,7 +67,7 @@ func TestHopByHopNeverHidesTheEncoding(t *testing.T) {
 // Sandbox token.
 func TestControlHopByHopNeverHidesTheEncoding(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	for _, c := range []struct {
 		enc    string
 		status int

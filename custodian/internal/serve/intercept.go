@@ -7,6 +7,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // interceptor serves the requests of one bound target, arriving over TLS
@@ -21,8 +22,8 @@ type interceptor struct {
 }
 
 func (s *Server) newInterceptor(target string) *interceptor {
-	h, _, _ := filter.SplitTarget(target)
-	ic := &interceptor{s: s, target: target, host: filter.UpstreamHost(target), l: newChanListener(s.egress.Addr())}
+	h, _, _ := contract.SplitTarget(target)
+	ic := &interceptor{s: s, target: target, host: contract.UpstreamHost(target), l: newChanListener(s.egress.Addr())}
 	// A bound name that resolves to a guarded address is not dialled
 	// (unless the config allows local targets): the agent could be serving
 	// it.

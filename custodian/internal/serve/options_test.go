@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // rawPlain sends req over plain TCP to addr and returns the answer's
@@ -33,7 +33,7 @@ func rawPlain(t *testing.T, addr, req string) (int, string) {
 // "*" is not a path (400, rule 4's sibling), and it never goes upstream.
 func TestOptionsStarIsDecided(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	raw := f.rawTLS(t, f.up.target, "OPTIONS * HTTP/1.1\r\nHost: "+f.up.target+"\r\nx-api-key: "+keySI+"\r\nConnection: close\r\n\r\n")
 	if !strings.HasPrefix(raw, "HTTP/1.1 400 ") || !strings.HasSuffix(raw, "\r\n\r\njr2 custodian: the request target must be a path that starts with /") {
 		t.Errorf("intercepted OPTIONS *: %q", raw)

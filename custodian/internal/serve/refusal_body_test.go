@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // refusedBodies are the bodies a refused request carries: framed by
@@ -77,7 +77,7 @@ func TestRefusalWithABodyKeepsTheConnection(t *testing.T) {
 			}
 		}
 	}()
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	up := "https://" + f.up.target
 	ctl := "http://" + f.control
 	good := plainReq{"GET", up + "/v1/ok", "", []string{"x-api-key", keySI}}

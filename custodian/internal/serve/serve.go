@@ -53,6 +53,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/relay"
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/hostlimits"
 	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
@@ -135,7 +136,7 @@ func New(o Options) (*Server, error) {
 		s.grace = hostlimits.StopGrace
 	}
 	for _, t := range eng.Targets() {
-		base := filepath.Join(dir, filter.LeafBase(t))
+		base := filepath.Join(dir, contract.LeafBase(t))
 		c, err := tls.LoadX509KeyPair(base+".crt", base+".key")
 		if err != nil {
 			return nil, fmt.Errorf("leaf of %s: %w; render the directory again with controlplane render", t, err)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testpki"
 )
 
@@ -31,7 +32,7 @@ const (
 	tokenValue = "tok-SENTINEL-serve-sandbox-token"
 )
 
-var keySI = filter.StandIn("KEY")
+var keySI = contract.StandIn("KEY")
 
 // syncBuf is a log sink the server writes from many goroutines.
 type syncBuf struct {
@@ -229,18 +230,18 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 		LocalTargets: true,
 		Secrets: []filter.SecretConfig{
 			{Name: "KEY", StandIn: keySI, Targets: []string{f.up.target, f.dead}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
 	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue+"\n"), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "values", filter.TokenName), []byte(tokenValue), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "values", contract.TokenName), []byte(tokenValue), 0o600))
 	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
 	for _, tg := range []string{f.up.target, f.dead} {
 		leaf := f.jca.Leaf(t, "127.0.0.1")
-		base := filepath.Join(dir, filter.LeafBase(tg))
+		base := filepath.Join(dir, contract.LeafBase(tg))
 		must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
 		must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
 	}
@@ -551,7 +552,7 @@ func TestTunnelDialGuard(t *testing.T) {
 	f := newFixture(t, fakeDNS(t))
 	for _, c := range []struct{ target, body string }{
 		{"127.1:22", "jr2 custodian: 127.1:22 is guarded (loopback); a tunnel never reaches it"},
-		{"[::ffff:7f00:1]:22", "jr2 custodian: [::ffff:7f00:1]:22 is guarded (IPv4-mapped form of loopback); a tunnel never reaches it"},
+		{"[::ffff:7f00:1]:22", "jr2 custodian: [::ffff:127.0.0.1]:22 is guarded (IPv4-mapped form of loopback); a tunnel never reaches it"},
 		{"rebind.example:" + strings.Split(f.up.target, ":")[1], "jr2 custodian: rebind.example:" + strings.Split(f.up.target, ":")[1] + " is guarded (loopback); a tunnel never reaches it"},
 	} {
 		c2, err := net.Dial("tcp", f.egress)
@@ -606,7 +607,7 @@ func TestTunnelGuardsEveryAddressOfAName(t *testing.T) {
 
 func TestControlListener(t *testing.T) {
 	f := newFixture(t, nil)
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	get := func(method, path string, hdr ...string) (int, string) {
 		req, _ := http.NewRequest(method, "http://"+f.control+path, nil)
 		for i := 0; i+1 < len(hdr); i += 2 {
@@ -652,7 +653,7 @@ func TestControlListener(t *testing.T) {
 func TestControlRetriesAndFailures(t *testing.T) {
 	f := newFixture(t, nil)
 	f.orch.Close() // nothing listens: nothing is ever sent
-	tok := "Bearer " + filter.StandIn(filter.TokenName)
+	tok := "Bearer " + contract.StandIn(contract.TokenName)
 	for _, m := range []struct{ method, path string }{{"GET", "/agents/a/surface"}, {"POST", "/agents/a/events"}} {
 		req, _ := http.NewRequest(m.method, "http://"+f.control+m.path, strings.NewReader(""))
 		req.Header.Set("Authorization", tok)
@@ -730,17 +731,17 @@ func TestBoundNameResolvingToLoopback(t *testing.T) {
 		Listeners: filter.Listeners{Control: "127.0.0.1:0", Egress: "127.0.0.1:0", Health: "127.0.0.1:0"},
 		Secrets: []filter.SecretConfig{
 			{Name: "KEY", StandIn: keySI, Targets: []string{target}, Headers: []string{"x-api-key"}},
-			{Name: filter.TokenName, StandIn: filter.StandIn(filter.TokenName), Headers: []string{"authorization"}},
+			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
 	b, _ := json.Marshal(cfg)
 	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
 	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue), 0o600))
-	must(t, os.WriteFile(filepath.Join(dir, "values", filter.TokenName), []byte(tokenValue), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "values", contract.TokenName), []byte(tokenValue), 0o600))
 	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
 	leaf := jca.Leaf(t, "bound.example")
-	base := filepath.Join(dir, filter.LeafBase(target))
+	base := filepath.Join(dir, contract.LeafBase(target))
 	must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
 	must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
 	must(t, os.MkdirAll(filepath.Join(dir, "ca"), 0o755))

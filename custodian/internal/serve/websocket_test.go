@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/wstest"
 )
 
@@ -112,7 +112,7 @@ func TestWebSocketRefusals(t *testing.T) {
 		c, err := net.Dial("tcp", f.control)
 		must(t, err)
 		defer c.Close()
-		must(t, wstest.Upgrade(c, f.control, "/agents/a/surface", "Authorization: Bearer "+filter.StandIn(filter.TokenName)))
+		must(t, wstest.Upgrade(c, f.control, "/agents/a/surface", "Authorization: Bearer "+contract.StandIn(contract.TokenName)))
 		resp, err := wstest.ReadSwitch(bufio.NewReader(c))
 		must(t, err)
 		b, _ := io.ReadAll(resp.Body)

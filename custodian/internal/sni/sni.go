@@ -2,7 +2,7 @@
 // ClientHello, before any TLS is spoken back, so the mediator can decide and
 // record the attempt and then hand the same bytes to its own TLS server.
 //
-// Invariant: a name returned without error passed hostname.Check (lowercase,
+// Invariant: a name returned without error passed contract.CheckName (lowercase,
 // LDH plus '_', not an IP spelling); every length read from the wire is
 // checked against the bytes actually held before it is used; at most
 // MaxHello bytes are read from a connection, and never a byte past the
@@ -21,7 +21,7 @@ import (
 	"net"
 	"net/netip"
 
-	"jr2.dev/boundary/custodian/internal/hostname"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // Limits.
@@ -164,11 +164,11 @@ func serverName(data reader) (string, error) {
 	if host == nil {
 		return "", nil
 	}
-	name := hostname.Lower(string(host))
+	name := contract.Lower(string(host))
 	if _, err := netip.ParseAddr(name); err == nil {
 		return "", fail("ip-literal")
 	}
-	if hostname.Check(name) != nil {
+	if contract.CheckName(name) != nil {
 		return "", fail("invalid-name")
 	}
 	return name, nil

@@ -13,6 +13,7 @@ import (
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/filter/stream"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // decodeCase is one request: either a refusal (status, body, reason) or a
@@ -275,7 +276,7 @@ func (s suite) places(t *testing.T) {
 // control: the control listener's four routes, and what it refuses.
 func (s suite) control(t *testing.T) {
 	line := func(method string) string {
-		return interceptLine(Orchestrator, filter.TokenName, method, 200)
+		return interceptLine(Orchestrator, contract.TokenName, method, 200)
 	}
 	ctl := func(method, path string, extra ...string) []filter.Header {
 		return H(append([]string{":method", method, ":authority", "127.0.0.1:8081", ":path", path}, extra...)...)

@@ -24,6 +24,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/internal/contract"
 )
 
 // The suite's pod.
@@ -48,10 +49,10 @@ var sentinels = []string{AnthropicValue, GitHubValue, TokenValue, HexValue}
 
 // The stand-ins of the pod's secrets.
 var (
-	AnthropicStandIn = filter.StandIn("ANTHROPIC_API_KEY")
-	GitHubStandIn    = filter.StandIn("GITHUB_TOKEN")
-	TokenStandIn     = filter.StandIn(filter.TokenName)
-	HexStandIn       = filter.StandIn("HEX_TOKEN")
+	AnthropicStandIn = contract.StandIn("ANTHROPIC_API_KEY")
+	GitHubStandIn    = contract.StandIn("GITHUB_TOKEN")
+	TokenStandIn     = contract.StandIn(contract.TokenName)
+	HexStandIn       = contract.StandIn("HEX_TOKEN")
 	standIns         = []string{AnthropicStandIn, GitHubStandIn, TokenStandIn, HexStandIn}
 )
 
@@ -65,7 +66,7 @@ const (
 )
 
 // PlacesStandIn is the stand-in of PLACES.
-var PlacesStandIn = filter.StandIn("PLACES")
+var PlacesStandIn = contract.StandIn("PLACES")
 
 // placesConfig is Config with PLACES bound to Places in x-api-key, under
 // /v1/.
@@ -83,7 +84,7 @@ func placesConfig(t testing.TB, dir string) filter.Config {
 // into dir.
 func Config(t testing.TB, dir string) filter.Config {
 	t.Helper()
-	for name, v := range map[string]string{"ANTHROPIC_API_KEY": AnthropicValue, "GITHUB_TOKEN": GitHubValue, filter.TokenName: TokenValue, "HEX_TOKEN": HexValue} {
+	for name, v := range map[string]string{"ANTHROPIC_API_KEY": AnthropicValue, "GITHUB_TOKEN": GitHubValue, contract.TokenName: TokenValue, "HEX_TOKEN": HexValue} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -93,8 +94,8 @@ func Config(t testing.TB, dir string) filter.Config {
 		Listeners: filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 		Secrets: []filter.SecretConfig{
 			{Name: "ANTHROPIC_API_KEY", StandIn: AnthropicStandIn, Targets: []string{Anthropic}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", StandIn: GitHubStandIn, Targets: []string{"api.github.com:443", GitHub}, Headers: filter.DefaultHeaders},
-			{Name: filter.TokenName, StandIn: TokenStandIn, Headers: []string{"authorization"}},
+			{Name: "GITHUB_TOKEN", StandIn: GitHubStandIn, Targets: []string{"api.github.com:443", GitHub}, Headers: contract.DefaultHeaders},
+			{Name: contract.TokenName, StandIn: TokenStandIn, Headers: []string{"authorization"}},
 			{Name: "HEX_TOKEN", StandIn: HexStandIn, Targets: []string{"a.example:443"}, Headers: []string{"x-k"}},
 		},
 	}

@@ -1,6 +1,10 @@
-package filter
+package contract
 
 import "strings"
+
+// DefaultHeaders are the headers a held secret may ride when its entry
+// names none.
+var DefaultHeaders = []string{"authorization", "x-api-key", "x-goog-api-key", "api-key"}
 
 // FramingHeaders are the header names that frame or route a request. A
 // credential never rides one: a value there would change where or how the
