@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"sort"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/wire"
+	"jr2.dev/boundary/internal/contract"
 	sj "jr2.dev/boundary/internal/strictjson"
 )
 
@@ -193,17 +195,25 @@ func (c *Config) parseTarget(p string, r []byte) (Target, error) {
 	return t, nil
 }
 
-// checkHost holds a target's host to one lowercase name or IP address.
+// checkHost holds a target's host to the one grammar (package contract),
+// written as requests are compared with it: lowercase, an IP literal in
+// its one spelling.
 func checkHost(h string) error {
+	a, ipErr := netip.ParseAddr(h)
 	switch {
 	case h == "":
 		return errors.New("empty; name the host")
 	case strings.Contains(h, "*"):
 		return errors.New("wildcards are not allowed; list each host")
-	case strings.ContainsAny(h, "/:@?#[] ") && net.ParseIP(h) == nil:
+	case strings.ContainsAny(h, "/:@?#[] ") && ipErr != nil:
 		return errors.New("want a host name or an IP address alone; give the scheme and port in their own fields")
-	case strings.ToLower(h) != h:
+	case contract.Lower(h) != h:
 		return errors.New("write the host in lowercase")
+	case ipErr == nil && a.Zone() == "" && a.String() != h:
+		return errors.New("write the address as " + a.String())
+	}
+	if err := contract.CheckHost(h); err != nil {
+		return fmt.Errorf("not a host name or an IP address: %v", err)
 	}
 	return nil
 }

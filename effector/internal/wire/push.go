@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"jr2.dev/boundary/internal/contract"
 	sj "jr2.dev/boundary/internal/strictjson"
 )
 
@@ -47,8 +48,7 @@ type Remote struct {
 
 // Compiled on first use (names.go).
 var (
-	reHostName = lazy(`^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$`)
-	reSSHUser  = lazy(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+	reSSHUser = lazy(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
 	// reHelper is git's "<transport>::<address>" (transport_get).
 	reHelper = lazy(`^[A-Za-z0-9+.-]*::`)
 )
@@ -108,7 +108,11 @@ func ParseRemote(raw string) (Remote, error) {
 	case strings.Contains(raw, "://"):
 		return Remote{}, fmt.Errorf("a scheme this Effector does not push to; %s", forms)
 	}
-	// scp-like: user@host:path, with no '/' before the ':'.
+	// scp-like: user@host:path, with no '/' before the ':'. An IPv6 host
+	// in brackets is refused here, not read: its ':' would be cut first.
+	if at := strings.IndexByte(raw, '@'); at >= 0 && strings.HasPrefix(raw[at+1:], "[") {
+		return Remote{}, fmt.Errorf("an IPv6 host in the scp-like form; write ssh://user@[address]/path")
+	}
 	userHost, path, ok := strings.Cut(raw, ":")
 	user, host, hasUser := strings.Cut(userHost, "@")
 	if !ok || !hasUser || strings.Contains(userHost, "/") || path == "" || strings.HasPrefix(path, "-") {
@@ -123,14 +127,14 @@ func ParseRemote(raw string) (Remote, error) {
 	return Remote{Transport: TransportSSH, Host: host}, nil
 }
 
+// checkRemoteHost holds a remote's host to the one grammar (package
+// contract), read as a target's host is: any case, an IP literal in any
+// spelling netip reads.
 func checkRemoteHost(h string) error {
 	if h == "" {
 		return fmt.Errorf("names no host")
 	}
-	if net.ParseIP(h) != nil {
-		return nil
-	}
-	if !reHostName.MatchString(h) {
+	if _, _, err := contract.SplitTarget(net.JoinHostPort(h, "443")); err != nil {
 		return fmt.Errorf("host %q is not a host name or an IP address", h)
 	}
 	return nil
