@@ -105,7 +105,7 @@ func (w *world) testTunnels(t *testing.T) {
 		{"0177.0.0.1:" + p4, "", "loopback"},
 		{"[::1]:" + p6, "", "loopback"},
 		{"[::ffff:127.0.0.1]:" + p4, "", "IPv4-mapped form of loopback"},
-		{"[::FFFF:7F00:1]:" + p4, "[::ffff:127.0.0.1]:" + p4, "IPv4-mapped form of loopback"},
+		{"[::FFFF:7F00:2]:" + p4, "[::ffff:127.0.0.2]:" + p4, "IPv4-mapped form of loopback"}, // respelled: an address has one spelling
 		{"[64:ff9b::7f00:1]:" + p4, "", "NAT64 (well-known prefix) form of loopback"},
 		{"[2002:7f00:1::]:" + p4, "", "6to4 form of loopback"},
 		{"localhost:" + p4, "", "a localhost name"},
