@@ -501,7 +501,9 @@ func TestDocsConfigRefusals(t *testing.T) {
 	c.add("filter", src)
 	p := readPage(t, "custodian-json.md")
 	var texts []want
-	src.only("config.go", "values.go").each(func(n ast.Node) bool {
+	vsrc := parseDir(t, "internal/valuedir")
+	c.add("valuedir", vsrc)
+	refusals := func(n ast.Node) bool {
 		x, ok := n.(*ast.CallExpr)
 		if !ok || len(x.Args) == 0 {
 			return true
@@ -514,7 +516,9 @@ func TestDocsConfigRefusals(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}
+	src.only("config.go", "values.go").each(refusals)
+	vsrc.only("values.go").each(refusals) // the value directory's rules, every holder's
 	check(t, p, "refusal", texts)
 	var fields []want
 	for _, v := range []any{filter.Config{}, filter.Listeners{}, filter.SecretConfig{}} {

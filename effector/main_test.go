@@ -274,8 +274,8 @@ func TestStartRefused(t *testing.T) {
 		word   string
 		reason string
 	}{
-		{"a short secret", func(s *site) { s.write("secrets/SHORT", "1234567\n") }, "config", "secret SHORT is 7 bytes"},
-		{"an empty secret", func(s *site) { s.write("secrets/EMPTY", "") }, "config", "secret EMPTY is 0 bytes"},
+		{"a short secret", func(s *site) { s.write("secrets/SHORT", "1234567\n") }, "config", "held secret SHORT: the value is shorter than 8 bytes"},
+		{"an empty secret", func(s *site) { s.write("secrets/EMPTY", "") }, "config", "held secret EMPTY: the value is empty"},
 		{"a key that is not hex", func(s *site) { s.write("key", sentinel) }, "config", "JR2_EFFECTOR_KEY"},
 		{"effector.json broken", func(s *site) {
 			v, _ := json.Marshal(sentinel)

@@ -13,6 +13,7 @@ import (
 	"jr2.dev/boundary/filter/wsframe"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/strictjson"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Config is custodian.json, the engine config. controlplane render writes
@@ -57,8 +58,9 @@ type Config struct {
 const MaxWebSocketMessage = 64 << 20
 
 // DefaultValueGrace is how long an old value stays scrubbed after a
-// rotation when custodian.json names no valueGraceSeconds.
-const DefaultValueGrace = 15 * time.Minute
+// rotation when custodian.json names no valueGraceSeconds: the value
+// directory's own default, the Effector's too.
+const DefaultValueGrace = valuedir.DefaultGrace
 
 // MaxValueGrace bounds valueGraceSeconds: a day.
 const MaxValueGrace = 24 * time.Hour

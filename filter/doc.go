@@ -6,8 +6,8 @@
 // The engine reads the engine config (custodian.json: the held table of
 // names, stand-ins, targets, headers and paths, and the value directory)
 // once into read-only structs, and the values at start; a Live then follows
-// the value directory (WatchDir) and swaps in a whole new engine when the
-// values rotate, so a request is decided wholly with one set (Engine.Latest
+// the value directory (internal/valuedir) and swaps in a whole new engine
+// when the values rotate, so a request is decided wholly with one set (Engine.Latest
 // is the engine a new request takes; see live.go). An engine decides plain
 // values that any host applies:
 //

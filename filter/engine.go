@@ -10,6 +10,7 @@ import (
 
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Engine decides requests and responses for one pod. It is read-only once
@@ -172,7 +173,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		if !ok {
 			return nil, fmt.Errorf("held secret %s: no value was loaded", s.Name)
 		}
-		if err := checkValue(s.Name, v); err != nil {
+		if err := valuedir.Check(s.Name, v, valuedir.Header); err != nil {
 			return nil, err
 		}
 		h := &held{

@@ -4,15 +4,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"jr2.dev/boundary/internal/effectorkey"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Live is the engine of one custodian.json whose values follow their files:
@@ -41,7 +37,7 @@ type Live struct {
 	cur atomic.Pointer[Engine]
 
 	mu          sync.Mutex
-	retired     Retired
+	retired     valuedir.Retired
 	refused     bool     // the last reload was refused
 	lastRefusal [32]byte // digest of what the last refused reload read, so one bad set logs once
 }
@@ -87,7 +83,7 @@ func (l *Live) Config() *Config { return l.cfg }
 func (l *Live) readSet() (map[string][]byte, [32]byte, error) {
 	h := sha256.New()
 	vals, err := loadValues(l.cfg, h)
-	var ve *ValueError
+	var ve *valuedir.ValueError
 	if errors.As(err, &ve) {
 		fmt.Fprintf(h, "\x00%s\x00%s", ve.Secret, ve.Word)
 	}
@@ -115,7 +111,7 @@ func (l *Live) apply(vals map[string][]byte, digest [32]byte, err error) {
 		}
 		l.refused, l.lastRefusal = true, digest
 		secret, word := "-", "engine"
-		var ve *ValueError
+		var ve *valuedir.ValueError
 		if errors.As(err, &ve) {
 			secret, word = ve.Secret, ve.Word
 		}
@@ -171,34 +167,30 @@ func (l *Live) Expire() time.Time {
 	return l.retired.Ends()
 }
 
-// loadValues is LoadValues, writing every byte it reads to h when h is not
-// nil.
-func loadValues(c *Config, h hash.Hash) (map[string][]byte, error) {
-	vals := make(map[string][]byte, len(c.Secrets))
-	fail := func(err error) (map[string][]byte, error) {
+// Watch follows l's value directory (valuedir.WatchDir) until stop is called.
+func (l *Live) Watch(o valuedir.WatchOptions) (stop func()) {
+	return valuedir.WatchDir(l.cfg.ValuesDir, liveFollower{l}, o)
+}
+
+// liveFollower is Live as a valuedir.Follower.
+type liveFollower struct{ l *Live }
+
+func (f liveFollower) Read() (any, [32]byte, error) {
+	vals, d, err := f.l.readSet()
+	return vals, d, err
+}
+
+func (f liveFollower) Discard(set any) {
+	if vals, ok := set.(map[string][]byte); ok {
 		for _, v := range vals {
 			clear(v)
 		}
-		return nil, err
 	}
-	for _, s := range c.Secrets {
-		b, err := os.ReadFile(filepath.Join(c.ValuesDir, s.Name))
-		if h != nil {
-			fmt.Fprintf(h, "%s\x00%d\x00", s.Name, len(b))
-			h.Write(b)
-		}
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fail(&ValueError{Secret: s.Name, Word: RuleMissing, err: fmt.Errorf("held secret %s: no value file %s in the value directory; mount the secret's value there", s.Name, s.Name)})
-			}
-			return fail(&ValueError{Secret: s.Name, Word: RuleUnreadable, err: fmt.Errorf("held secret %s: cannot read its value file: %w", s.Name, errors.Unwrap(err))})
-		}
-		v := effectorkey.TrimNewline(b)
-		if err := checkValue(s.Name, v); err != nil {
-			clear(b)
-			return fail(err)
-		}
-		vals[s.Name] = v
-	}
-	return vals, nil
 }
+
+func (f liveFollower) Take(set any, d [32]byte, err error) {
+	vals, _ := set.(map[string][]byte)
+	f.l.apply(vals, d, err)
+}
+
+func (f liveFollower) Expire() time.Time { return f.l.Expire() }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/kubelayout"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // randomValue is a fresh value well past the guess floor.
@@ -99,11 +100,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("never: %s", what)
 }
 
-func sources(t *testing.T, run func(t *testing.T, o WatchOptions)) {
+func sources(t *testing.T, run func(t *testing.T, o valuedir.WatchOptions)) {
 	for _, o := range []struct {
 		name string
-		o    WatchOptions
-	}{{"inotify", WatchOptions{}}, {"poll", WatchOptions{Poll: true}}} {
+		o    valuedir.WatchOptions
+	}{{"inotify", valuedir.WatchOptions{}}, {"poll", valuedir.WatchOptions{Poll: true}}} {
 		t.Run(o.name, func(t *testing.T) { run(t, o.o) })
 	}
 }
@@ -112,7 +113,7 @@ func sources(t *testing.T, run func(t *testing.T, o WatchOptions)) {
 // one file are both followed; the old value is scrubbed under its label,
 // never sent; the ok line names the count only.
 func TestLiveFollowsRotation(t *testing.T) {
-	sources(t, func(t *testing.T, o WatchOptions) {
+	sources(t, func(t *testing.T, o valuedir.WatchOptions) {
 		f := newLiveFixture(t)
 		stop := f.live.Watch(o)
 		defer stop()
@@ -172,15 +173,15 @@ func TestLiveRefusesBadSets(t *testing.T) {
 		name, word string
 		change     func(v map[string]string)
 	}{
-		{"guessable", RuleGuessable, func(v map[string]string) { v["GITHUB_TOKEN"] = "password1234" }},
-		{"empty", RuleEmpty, func(v map[string]string) { v["GITHUB_TOKEN"] = "" }},
-		{"short", RuleShort, func(v map[string]string) { v["GITHUB_TOKEN"] = "Xy7#q" }},
-		{"not printable", RuleNotPrintable, func(v map[string]string) { v["GITHUB_TOKEN"] = "Qm7rT2vK9x\x01Lp4WzN8cYh3JdF" }},
-		{"missing", RuleMissing, func(v map[string]string) { delete(v, "GITHUB_TOKEN") }},
+		{"guessable", valuedir.RuleGuessable, func(v map[string]string) { v["GITHUB_TOKEN"] = "password1234" }},
+		{"empty", valuedir.RuleEmpty, func(v map[string]string) { v["GITHUB_TOKEN"] = "" }},
+		{"short", valuedir.RuleShort, func(v map[string]string) { v["GITHUB_TOKEN"] = "Xy7#q" }},
+		{"not printable", valuedir.RuleNotPrintable, func(v map[string]string) { v["GITHUB_TOKEN"] = "Qm7rT2vK9x\x01Lp4WzN8cYh3JdF" }},
+		{"missing", valuedir.RuleMissing, func(v map[string]string) { delete(v, "GITHUB_TOKEN") }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sources(t, func(t *testing.T, o WatchOptions) {
+			sources(t, func(t *testing.T, o valuedir.WatchOptions) {
 				f := newLiveFixture(t)
 				stop := f.live.Watch(o)
 				defer stop()
@@ -278,7 +279,7 @@ func TestValueGraceConfig(t *testing.T) {
 // and decide with it see one whole set while reloads swap.
 func TestLiveConcurrentSwap(t *testing.T) {
 	f := newLiveFixture(t)
-	stop := f.live.Watch(WatchOptions{})
+	stop := f.live.Watch(valuedir.WatchOptions{})
 	defer stop()
 	rotate := func(suffix string) {
 		f.vals["GITHUB_TOKEN"] = randomValue(t) + suffix

@@ -13,6 +13,7 @@ import (
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/logline"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Config is what a stream runs with: an engine and the route's role (and
@@ -192,7 +193,7 @@ func (c *Engines) Engine(fc pluginconf.FilterConfig) (*filter.Engine, error) {
 		return nil, err
 	}
 	// The watcher runs for the life of the process, as the engine does.
-	live.Watch(filter.WatchOptions{})
+	live.Watch(valuedir.WatchOptions{})
 	e := live.Engine()
 	c.m[path] = e
 	if c.log != nil {

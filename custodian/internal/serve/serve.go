@@ -57,6 +57,7 @@ import (
 	"jr2.dev/boundary/internal/hostlimits"
 	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Options configure a Server. Empty addresses take the config's listeners.
@@ -217,7 +218,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	c, e, h := s.Addrs()
 	s.log.Event("ready", append(s.eng.ReadyFields(), "control", c, "egress", e, "health", h)...)
-	stopWatch := s.live.Watch(filter.WatchOptions{})
+	stopWatch := s.live.Watch(valuedir.WatchOptions{})
 
 	var err error
 	select {

@@ -121,12 +121,12 @@ func TestEnvRefusals(t *testing.T) {
 		{"key file missing", func(f *fixture) { f.env[EnvKey] += ".gone" }, "JR2_EFFECTOR_KEY: no such file"},
 		{"key not hex", func(f *fixture) { f.write("key", strings.Repeat("z", 64)) }, "64 lowercase hex"},
 		{"key upper case", func(f *fixture) { f.write("key", strings.Repeat("AB", 32)) }, "64 lowercase hex"},
-		{"short secret", func(f *fixture) { f.write("secrets/SHORT", "1234567\n") }, "secret SHORT is 7 bytes"},
-		{"empty secret", func(f *fixture) { f.write("secrets/EMPTY", "\n") }, "secret EMPTY is 0 bytes"},
-		{"8-digit secret", func(f *fixture) { f.write("secrets/PIN", "48213976\n") }, "secret PIN: the Effector does not start: the value is too easy to guess"},
-		{"repeated secret", func(f *fixture) { f.write("secrets/REP", strings.Repeat("ab12", 16)) }, "secret REP: the Effector does not start: the value is too easy to guess"},
-		{"12-hex secret", func(f *fixture) { f.write("secrets/HEX", "9f3ac2e8b1d4") }, "secret HEX: the Effector does not start: the value is too easy to guess"},
-		{"binary run secret", func(f *fixture) { f.write("secrets/RUN", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09") }, "secret RUN: the Effector does not start: the value is too easy to guess"},
+		{"short secret", func(f *fixture) { f.write("secrets/SHORT", "1234567\n") }, "held secret SHORT: the value is shorter than 8 bytes"},
+		{"empty secret", func(f *fixture) { f.write("secrets/EMPTY", "\n") }, "held secret EMPTY: the value is empty"},
+		{"8-digit secret", func(f *fixture) { f.write("secrets/PIN", "48213976\n") }, "the Effector does not start: held secret PIN: the value is too easy to guess"},
+		{"repeated secret", func(f *fixture) { f.write("secrets/REP", strings.Repeat("ab12", 16)) }, "the Effector does not start: held secret REP: the value is too easy to guess"},
+		{"12-hex secret", func(f *fixture) { f.write("secrets/HEX", "9f3ac2e8b1d4") }, "the Effector does not start: held secret HEX: the value is too easy to guess"},
+		{"binary run secret", func(f *fixture) { f.write("secrets/RUN", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09") }, "the Effector does not start: held secret RUN: the value is too easy to guess"},
 		{"secret name not a key", func(f *fixture) { f.write("secrets/a b", sentinel) }, "cannot name a secret"},
 		{"secret named as the key's label", func(f *fixture) { f.write("secrets/effector-key", sentinel) }, "cannot name a secret"},
 		{"secrets dir missing", func(f *fixture) { f.env[EnvSecrets] += ".gone" }, "JR2_EFFECTOR_SECRETS: no such file"},
@@ -159,6 +159,9 @@ func TestEnvRefusals(t *testing.T) {
 			}
 			if strings.Contains(msg, sentinel) || strings.Contains(msg, f.dir) {
 				t.Errorf("error carries a value or a path: %q", msg)
+			}
+			if strings.Contains(msg, " 7 bytes") || strings.Contains(msg, " 0 bytes") {
+				t.Errorf("error tells a value's length: %q", msg)
 			}
 			for _, weak := range []string{"48213976", "ab12ab12", "9f3ac2e8b1d4", "\x00\x01\x02"} {
 				if strings.Contains(msg, weak) {

@@ -10,9 +10,9 @@ import (
 
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
 	sj "jr2.dev/boundary/internal/strictjson"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // The files of a git.credentials entry (JR2_EFFECTOR_GIT/<entry>/).
@@ -121,11 +121,8 @@ func loadGitEntry(name, dir string) (GitEntry, error) {
 		e.Files[f] = b
 	}
 	for _, s := range e.Held() {
-		if len(s.Value) < 8 {
-			return e, fmt.Errorf("%s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", s.Name[strings.LastIndexByte(s.Name, ':')+1:], len(s.Value))
-		}
-		if err := strength.Check(s.Value); err != nil {
-			return e, fmt.Errorf("%s: the Effector does not start: %w", s.Name[strings.LastIndexByte(s.Name, ':')+1:], err)
+		if err := valuedir.Check(s.Name[strings.LastIndexByte(s.Name, ':')+1:], s.Value, valuedir.File); err != nil {
+			return e, fmt.Errorf("the Effector does not start: %w", err)
 		}
 	}
 	return e, nil

@@ -11,10 +11,9 @@ import (
 
 	"jr2.dev/boundary/effector/internal/oserr"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter"
-	"jr2.dev/boundary/filter/strength"
 	"jr2.dev/boundary/internal/effectorkey"
 	sj "jr2.dev/boundary/internal/strictjson"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Secret is one held value.
@@ -86,28 +85,24 @@ func readSecret(dir, name string) ([]byte, string, error) {
 	full := filepath.Join(dir, name)
 	st, err := os.Stat(full)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, filter.RuleMissing, fmt.Errorf("%s: secret %s: its file is gone; project it there again", EnvSecrets, name)
+		return nil, valuedir.RuleMissing, fmt.Errorf("%s: secret %s: its file is gone; project it there again", EnvSecrets, name)
 	}
 	if err != nil {
-		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
+		return nil, valuedir.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
 	}
 	if !st.Mode().IsRegular() {
-		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
+		return nil, valuedir.RuleUnreadable, fmt.Errorf("%s: secret %s is not a regular file", EnvSecrets, name)
 	}
 	b, err := os.ReadFile(full)
 	if err != nil {
-		return nil, filter.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
+		return nil, valuedir.RuleUnreadable, fmt.Errorf("%s: secret %s: %s", EnvSecrets, name, oserr.Why(err))
 	}
 	v := effectorkey.TrimNewline(b)
-	if len(v) < 8 {
-		word := filter.RuleShort
-		if len(v) == 0 {
-			word = filter.RuleEmpty
-		}
-		return nil, word, fmt.Errorf("%s: secret %s is %d bytes; a value shorter than 8 bytes would match ordinary text, so the Effector does not start: write the real value and roll the pod", EnvSecrets, name, len(v))
-	}
-	if err := strength.Check(v); err != nil {
-		return nil, filter.RuleGuessable, fmt.Errorf("%s: secret %s: the Effector does not start: %w", EnvSecrets, name, err)
+	if err := valuedir.Check(name, v, valuedir.File); err != nil {
+		clear(b)
+		var ve *valuedir.ValueError
+		errors.As(err, &ve)
+		return nil, ve.Word, fmt.Errorf("%s: the Effector does not start: %w", EnvSecrets, err)
 	}
 	return v, "", nil
 }
@@ -115,7 +110,7 @@ func readSecret(dir, name string) ([]byte, string, error) {
 // ReadSecrets reads the held names of dir again, each under the rules of
 // the start (at least 8 bytes, past the guess floor, a regular file): the
 // whole new set, or, at the first secret that breaks a rule, a
-// *filter.ValueError naming it and the rule's word. A name the directory
+// *valuedir.ValueError naming it and the rule's word. A name the directory
 // gained since the start is not read: the Effector holds what it started
 // with.
 func ReadSecrets(dir string, names []string) (map[string][]byte, error) {
@@ -126,7 +121,7 @@ func ReadSecrets(dir string, names []string) (map[string][]byte, error) {
 			for _, v := range out {
 				clear(v)
 			}
-			return nil, filter.NewValueError(name, word, err)
+			return nil, valuedir.NewValueError(name, word, err)
 		}
 		out[name] = v
 	}

@@ -3,7 +3,7 @@
 // timestamped directory and ..data swap, or a file renamed over another)
 // is read whole, held to the rules of the start, and swapped in, with no
 // restart. The directory is followed by the engine's watcher
-// (filter.WatchDir), the one every host of the kit shares.
+// (valuedir.WatchDir), the one every host of the kit shares.
 //
 // Invariants:
 //   - A reload reads every secret the Effector started with, and only
@@ -32,12 +32,12 @@ import (
 	"time"
 
 	"jr2.dev/boundary/effector/internal/config"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // DefaultGrace is how long a replaced value stays scrubbed.
-const DefaultGrace = filter.DefaultValueGrace
+const DefaultGrace = valuedir.DefaultGrace
 
 // Options configure Secrets.
 type Options struct {
@@ -66,7 +66,7 @@ type Secrets struct {
 	setHeld func(*scrub.Scrubber)
 
 	mu      sync.Mutex
-	retired filter.Retired
+	retired valuedir.Retired
 	refused bool
 	last    [32]byte
 }
@@ -123,14 +123,14 @@ func (s *Secrets) heldLocked(vals map[string][]byte, retired map[string][][]byte
 // Watch follows the directory until stop is called. setHeld receives each
 // new scrubber before the values it covers can be read
 // (server.Server.SetHeld).
-func (s *Secrets) Watch(setHeld func(*scrub.Scrubber), o filter.WatchOptions) (stop func()) {
+func (s *Secrets) Watch(setHeld func(*scrub.Scrubber), o valuedir.WatchOptions) (stop func()) {
 	s.mu.Lock()
 	s.setHeld = setHeld
 	s.mu.Unlock()
-	return filter.WatchDir(s.o.Dir, s, o)
+	return valuedir.WatchDir(s.o.Dir, s, o)
 }
 
-// Read reads the held names again (filter.Follower).
+// Read reads the held names again (valuedir.Follower).
 func (s *Secrets) Read() (any, [32]byte, error) {
 	vals, err := config.ReadSecrets(s.o.Dir, s.names)
 	h := sha256.New()
@@ -138,7 +138,7 @@ func (s *Secrets) Read() (any, [32]byte, error) {
 		fmt.Fprintf(h, "%s\x00%d\x00", n, len(vals[n]))
 		h.Write(vals[n])
 	}
-	var ve *filter.ValueError
+	var ve *valuedir.ValueError
 	if errors.As(err, &ve) {
 		fmt.Fprintf(h, "\x00%s\x00%s", ve.Secret, ve.Word)
 	}
@@ -147,7 +147,7 @@ func (s *Secrets) Read() (any, [32]byte, error) {
 	return vals, d, err
 }
 
-// Discard clears a set that was not taken (filter.Follower).
+// Discard clears a set that was not taken (valuedir.Follower).
 func (s *Secrets) Discard(set any) {
 	vals, _ := set.(map[string][]byte)
 	for _, v := range vals {
@@ -155,7 +155,7 @@ func (s *Secrets) Discard(set any) {
 	}
 }
 
-// Take swaps a good set in, or logs its refusal once (filter.Follower).
+// Take swaps a good set in, or logs its refusal once (valuedir.Follower).
 func (s *Secrets) Take(set any, digest [32]byte, err error) {
 	vals, _ := set.(map[string][]byte)
 	s.mu.Lock()
@@ -170,7 +170,7 @@ func (s *Secrets) Take(set any, digest [32]byte, err error) {
 		}
 		s.refused, s.last = true, digest
 		secret, word := "-", "scrubber"
-		var ve *filter.ValueError
+		var ve *valuedir.ValueError
 		if errors.As(err, &ve) {
 			secret, word = ve.Secret, ve.Word
 		}
@@ -206,7 +206,7 @@ func (s *Secrets) swapScrubber(sc *scrub.Scrubber) {
 	s.sc.Store(sc)
 }
 
-// Expire drops the replaced values whose window ended (filter.Follower).
+// Expire drops the replaced values whose window ended (valuedir.Follower).
 func (s *Secrets) Expire() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()

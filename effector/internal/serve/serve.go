@@ -46,13 +46,13 @@ import (
 	"jr2.dev/boundary/effector/internal/rotation"
 	"jr2.dev/boundary/effector/internal/server"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/landlock"
 	"jr2.dev/boundary/internal/listenerr"
 	"jr2.dev/boundary/internal/logline"
 	"jr2.dev/boundary/internal/mode"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Main serves until SIGTERM (or SIGINT) and a drain; it returns the exit
@@ -117,7 +117,7 @@ func Main(getenv func(string) string, stdout, stderr io.Writer) int {
 	}
 	defer srv.Close()
 	if cfg.SecretsDir != "" {
-		stopWatch := secrets.Watch(srv.SetHeld, filter.WatchOptions{})
+		stopWatch := secrets.Watch(srv.SetHeld, valuedir.WatchOptions{})
 		defer stopWatch()
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.Port)))

@@ -1,9 +1,14 @@
-package filter
+package valuedir
 
 import (
 	"bytes"
 	"time"
 )
+
+// DefaultGrace is how long an old value stays scrubbed after a rotation
+// unless its holder is told otherwise: long enough for an answer in flight
+// or a client's retry to carry the old value back, and then no longer.
+const DefaultGrace = 15 * time.Minute
 
 // Retired is the values rotations replaced that are still scrubbed: each
 // for Grace after it was replaced, under its secret's label, and never

@@ -1,4 +1,4 @@
-package filter
+package valuedir
 
 import (
 	"crypto/sha256"
@@ -100,34 +100,6 @@ func WatchDir(dir string, f Follower, o WatchOptions) (stop func()) {
 		<-ended
 	}
 }
-
-// Watch follows l's value directory (WatchDir) until stop is called.
-func (l *Live) Watch(o WatchOptions) (stop func()) {
-	return WatchDir(l.cfg.ValuesDir, liveFollower{l}, o)
-}
-
-// liveFollower is Live as a Follower.
-type liveFollower struct{ l *Live }
-
-func (f liveFollower) Read() (any, [32]byte, error) {
-	vals, d, err := f.l.readSet()
-	return vals, d, err
-}
-
-func (f liveFollower) Discard(set any) {
-	if vals, ok := set.(map[string][]byte); ok {
-		for _, v := range vals {
-			clear(v)
-		}
-	}
-}
-
-func (f liveFollower) Take(set any, d [32]byte, err error) {
-	vals, _ := set.(map[string][]byte)
-	f.l.apply(vals, d, err)
-}
-
-func (f liveFollower) Expire() time.Time { return f.l.Expire() }
 
 func run(src source, f Follower, done <-chan struct{}) {
 	f.Take(readConsistent(src, f))

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package filter
+package valuedir
 
 import (
 	"errors"

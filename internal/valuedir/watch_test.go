@@ -1,6 +1,7 @@
-package filter
+package valuedir
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // dirWorld is a value directory changed one atomic step at a time (a
@@ -18,7 +20,6 @@ import (
 type dirWorld struct {
 	t      testing.TB
 	dir    string
-	cfg    *Config
 	pool   []string
 	next   int
 	onDisk map[string]bool // every set that was on disk at some moment
@@ -28,10 +29,6 @@ var worldNames = []string{"A", "B"}
 
 func newDirWorld(t testing.TB) *dirWorld {
 	w := &dirWorld{t: t, dir: t.TempDir(), onDisk: map[string]bool{}}
-	w.cfg = &Config{ValuesDir: w.dir}
-	for _, n := range worldNames {
-		w.cfg.Secrets = append(w.cfg.Secrets, SecretConfig{Name: n})
-	}
 	for i := 0; i < 64; i++ {
 		w.pool = append(w.pool, randomValue(t))
 	}
@@ -57,7 +54,7 @@ func setKey(vals map[string][]byte) string {
 // record notes the set on disk now (the writer is the only one changing
 // the directory, so its read is exact).
 func (w *dirWorld) record() {
-	if vals, err := LoadValues(w.cfg); err == nil {
+	if vals, err := Read(w.dir, worldNames, Header, nil); err == nil {
 		w.onDisk[setKey(vals)] = true
 	}
 }
@@ -122,7 +119,7 @@ func checkWatcherView(t *testing.T, steps []byte) {
 		t.Skip("SKIP: " + why)
 	}
 	defer src.close()
-	f := liveFollower{&Live{cfg: w.cfg}}
+	f := dirFollower{w.dir}
 	var (
 		mu   sync.Mutex
 		took []string
@@ -187,4 +184,28 @@ func FuzzWatcherView(f *testing.F) {
 		}
 		checkWatcherView(t, steps)
 	})
+}
+
+// dirFollower reads the world's set as a host's follower does.
+type dirFollower struct{ dir string }
+
+func (f dirFollower) Read() (any, [32]byte, error) {
+	h := sha256.New()
+	vals, err := Read(f.dir, worldNames, Header, h)
+	var d [32]byte
+	h.Sum(d[:0])
+	return vals, d, err
+}
+func (dirFollower) Discard(any)               {}
+func (dirFollower) Take(any, [32]byte, error) {}
+func (dirFollower) Expire() time.Time         { return time.Time{} }
+
+// randomValue is a value past the guess floor.
+func randomValue(t testing.TB) string {
+	const alpha = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+	b := make([]byte, 28)
+	for i := range b {
+		b[i] = alpha[rand.IntN(len(alpha))]
+	}
+	return string(b)
 }
