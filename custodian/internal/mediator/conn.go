@@ -91,7 +91,7 @@ type trackedConn struct {
 }
 
 func (c *trackedConn) Close() error {
-	c.m.untrack(c)
+	c.m.conns.Forget(c)
 	return c.Conn.Close()
 }
 
@@ -100,10 +100,7 @@ func (c *trackedConn) Close() error {
 // the connection stands for.
 func (m *Mediator) serveConn(raw net.Conn, port uint16) {
 	c := &trackedConn{Conn: raw, m: m}
-	m.mu.Lock()
-	delete(m.conns, raw)
-	m.conns[c] = struct{}{}
-	m.mu.Unlock()
+	m.conns.Swap(raw, c)
 	dst, _ := netip.ParseAddrPort(c.LocalAddr().String())
 	if port == 0 {
 		port = dst.Port()
@@ -133,7 +130,7 @@ func (m *Mediator) serveConn(raw net.Conn, port uint16) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	m.feed.push(&infoConn{Conn: bc, info: &connInfo{port: dst.Port(), scheme: "http"}})
+	m.feed.Push(&infoConn{Conn: bc, info: &connInfo{port: dst.Port(), scheme: "http"}})
 }
 
 // serveTLS reads the ClientHello of c, dialled on port, and, when allowed
@@ -186,7 +183,7 @@ func (m *Mediator) serveTLS(c net.Conn, port uint16, info *connInfo) {
 	}
 	c.SetReadDeadline(time.Time{})
 	info.scheme = "https"
-	m.feed.push(&infoConn{Conn: tc, info: info})
+	m.feed.Push(&infoConn{Conn: tc, info: info})
 }
 
 // admit records an attempt to reach host:port, decides it by the policy
@@ -276,11 +273,11 @@ func deniedReply(host string, port uint16, rule string) *filter.Reply {
 
 // serveHTTP is every request the HTTP server reads.
 func (m *Mediator) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if !m.track(nil) {
+	if !m.conns.Begin(nil) {
 		relay.WriteReply(w, &filter.Reply{Status: http.StatusServiceUnavailable, Body: "jr2 custodian: the run is ending\n"})
 		return
 	}
-	defer m.active.Done()
+	defer m.conns.End()
 	info, _ := r.Context().Value(ctxKey{}).(*connInfo)
 	if info == nil {
 		return
@@ -360,7 +357,7 @@ func (m *Mediator) connect(w http.ResponseWriter, r *http.Request, info *connInf
 	}
 	conn.SetReadDeadline(time.Time{})
 	ci.scheme = "http"
-	m.feed.push(&infoConn{Conn: bc, info: ci})
+	m.feed.Push(&infoConn{Conn: bc, info: ci})
 }
 
 // Authority reads a host[:port] the child sent (a Host header, a CONNECT

@@ -35,7 +35,7 @@ func (m *Mediator) serveDNS(pc net.PacketConn) {
 // serveDNSConn answers DNS over TCP (RFC 7766: each message behind its
 // two-byte length) until the client stops asking.
 func (m *Mediator) serveDNSConn(c net.Conn) {
-	defer m.untrack(c)
+	defer m.conns.Forget(c)
 	defer c.Close()
 	var size [2]byte
 	for {

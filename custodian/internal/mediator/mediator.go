@@ -192,20 +192,18 @@ type Caught struct {
 
 // Mediator serves one run. Serve it once, then Close it.
 type Mediator struct {
-	o       Options
-	log     *logline.Writer
-	srv     *http.Server
-	feed    *feedListener
-	dialer  *net.Dialer
-	tmu     sync.Mutex
-	trans   map[string]*relay.Pool // scheme+" "+target
-	mu      sync.Mutex
-	closing bool
-	conns   map[net.Conn]struct{}
-	pcs     []io.Closer
-	active  sync.WaitGroup // requests and connections in flight
-	loops   sync.WaitGroup // accept and read loops
-	once    sync.Once
+	o      Options
+	log    *logline.Writer
+	srv    *http.Server
+	feed   *relay.ChanListener
+	dialer *net.Dialer
+	tmu    sync.Mutex
+	trans  map[string]*relay.Pool // scheme+" "+target
+	mu     sync.Mutex
+	pcs    []io.Closer
+	conns  relay.Tracker  // the connections accepted and the work in flight on them
+	loops  sync.WaitGroup // accept and read loops
+	once   sync.Once
 	// bodyBudget is what is left of Options.BodyBudget.
 	bodyBudget atomic.Int64
 }
@@ -229,10 +227,9 @@ func New(o Options) (*Mediator, error) {
 	}
 	m := &Mediator{
 		o:      o,
-		feed:   newFeedListener(net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.Addr, 0))),
+		feed:   relay.NewChanListener(net.TCPAddrFromAddrPort(netip.AddrPortFrom(o.Addr, 0))),
 		dialer: &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		trans:  map[string]*relay.Pool{},
-		conns:  map[net.Conn]struct{}{},
 	}
 	m.bodyBudget.Store(o.BodyBudget)
 	if o.Log != nil {
@@ -302,37 +299,16 @@ func (m *Mediator) accept(ln net.Listener, handle func(net.Conn)) {
 				}
 				return
 			}
-			if !m.track(c) {
+			if !m.conns.Begin(c) {
 				c.Close()
 				continue
 			}
 			go func() {
-				defer m.active.Done()
+				defer m.conns.End()
 				handle(c)
 			}()
 		}
 	}()
-}
-
-// track registers c, and one unit of work in flight; it reports false when
-// the mediator is closing.
-func (m *Mediator) track(c net.Conn) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closing {
-		return false
-	}
-	if c != nil {
-		m.conns[c] = struct{}{}
-	}
-	m.active.Add(1)
-	return true
-}
-
-func (m *Mediator) untrack(c net.Conn) {
-	m.mu.Lock()
-	delete(m.conns, c)
-	m.mu.Unlock()
 }
 
 // Close stops the listeners, waits up to the grace for requests in flight,
@@ -346,31 +322,18 @@ func (m *Mediator) Close() error {
 }
 
 func (m *Mediator) close() {
+	m.conns.Stopping()
 	m.mu.Lock()
-	m.closing = true
 	closers := m.pcs
 	m.mu.Unlock()
 	for _, c := range closers {
 		c.Close()
 	}
 	m.feed.Close()
-	done := make(chan struct{})
-	go func() { m.active.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(m.o.Grace):
-	}
+	m.conns.Wait(relay.After(m.o.Grace))
 	m.srv.Close()
-	m.mu.Lock()
-	open := make([]net.Conn, 0, len(m.conns))
-	for c := range m.conns {
-		open = append(open, c)
-	}
-	m.mu.Unlock()
-	for _, c := range open {
-		c.Close() // a trackedConn leaves the set itself
-	}
-	<-done
+	m.conns.CloseAll() // a trackedConn leaves the set itself
+	m.conns.Wait(nil)
 	m.loops.Wait()
 	m.tmu.Lock()
 	for _, t := range m.trans {
@@ -405,44 +368,6 @@ func (m *Mediator) recordDenial(kind string, fields any) {
 		m.o.Record.Sync()
 	}
 }
-
-// feedListener hands the connections the mediator has read into to its
-// HTTP server.
-type feedListener struct {
-	addr   net.Addr
-	ch     chan net.Conn
-	once   sync.Once
-	closed chan struct{}
-}
-
-func newFeedListener(addr net.Addr) *feedListener {
-	return &feedListener{addr: addr, ch: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-// push hands c to the server, or closes it when the listener is closed.
-func (l *feedListener) push(c net.Conn) {
-	select {
-	case l.ch <- c:
-	case <-l.closed:
-		c.Close()
-	}
-}
-
-func (l *feedListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *feedListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *feedListener) Addr() net.Addr { return l.addr }
 
 // discardLog drops the HTTP server's own error lines when there is no log:
 // they can quote what the child sent. With a log, each is one contract

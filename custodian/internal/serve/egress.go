@@ -69,7 +69,7 @@ func (s *Server) intercept(w http.ResponseWriter, target string) {
 		return
 	}
 	tc.SetDeadline(time.Time{})
-	ic.l.push(relay.Gate(tc, hostlimits.MaxHeaderBytes))
+	ic.l.Push(relay.Gate(tc, hostlimits.MaxHeaderBytes))
 }
 
 // looksLikeHTTP is net/http's test of a first record that is plain HTTP.
@@ -122,12 +122,12 @@ func (s *Server) tunnel(w http.ResponseWriter, ctx context.Context, d filter.Con
 		up.Close()
 		return
 	}
-	if !s.track(conn) {
+	if !s.conns.Begin(conn) {
 		conn.Close()
 		up.Close()
 		return
 	}
-	defer s.untrack(conn)
+	defer s.conns.Untrack(conn)
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\n\r\n"); err != nil {
 		conn.Close()
 		up.Close()
@@ -201,40 +201,3 @@ func (c *prefixConn) CloseWrite() error {
 	}
 	return c.Conn.Close()
 }
-
-// chanListener is a listener fed by push: the intercepted TLS connections
-// of one bound target, served by that target's http.Server.
-type chanListener struct {
-	ch     chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-	addr   net.Addr
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{ch: make(chan net.Conn), closed: make(chan struct{}), addr: addr}
-}
-
-func (l *chanListener) push(c net.Conn) {
-	select {
-	case l.ch <- c:
-	case <-l.closed:
-		c.Close()
-	}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return l.addr }

@@ -17,13 +17,13 @@ type interceptor struct {
 	target string // host:port, canonical
 	host   string // the Host header upstream: host, or host:port when the port is not 443
 	srv    *http.Server
-	l      *chanListener
+	l      *relay.ChanListener
 	pool   *relay.Pool
 }
 
 func (s *Server) newInterceptor(target string) *interceptor {
 	h, _, _ := contract.SplitTarget(target)
-	ic := &interceptor{s: s, target: target, host: contract.UpstreamHost(target), l: newChanListener(s.egress.Addr())}
+	ic := &interceptor{s: s, target: target, host: contract.UpstreamHost(target), l: relay.NewChanListener(s.egress.Addr())}
 	// A bound name that resolves to a guarded address is not dialled
 	// (unless the config allows local targets): the agent could be serving
 	// it.
@@ -83,7 +83,7 @@ func (ic *interceptor) webSocket(w http.ResponseWriter, r *http.Request, eng *fi
 		relay.WriteReply(w, rep)
 		return
 	}
-	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, s.track, s.untrack, nil)
+	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, s.conns.Begin, s.conns.Untrack, nil)
 	if failed != nil {
 		if r.Context().Err() != nil {
 			s.log.Log(d.LogFields(499)...)

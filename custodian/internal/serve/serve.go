@@ -94,10 +94,9 @@ type Server struct {
 	servers                 []*http.Server
 	intercepts              map[string]*interceptor
 
-	mu      sync.Mutex
-	tunnels map[net.Conn]struct{}
-	closing bool
-	wg      sync.WaitGroup
+	// conns are the tunnels and WebSockets, which http.Server does not
+	// track, for the graceful stop.
+	conns relay.Tracker
 }
 
 // New loads the rendered directory (config, values, leaves, upstream
@@ -130,7 +129,6 @@ func New(o Options) (*Server, error) {
 		log:        lw,
 		leaves:     map[string]*tls.Certificate{},
 		intercepts: map[string]*interceptor{},
-		tunnels:    map[net.Conn]struct{}{},
 		grace:      o.Grace,
 	}
 	if s.grace == 0 {
@@ -256,9 +254,7 @@ func (s *Server) newServer(listener string, h http.Handler) *http.Server {
 }
 
 func (s *Server) stop() {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
+	s.conns.Stopping()
 	ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -274,36 +270,5 @@ func (s *Server) stop() {
 	wg.Wait()
 	// Tunnels are hijacked connections http.Server does not track: give
 	// them what is left of the grace, then close them.
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.mu.Lock()
-		for c := range s.tunnels {
-			c.Close()
-		}
-		s.mu.Unlock()
-		<-done
-	}
-}
-
-// track registers a tunnel's connection for the graceful stop; it reports
-// false when the server is stopping (the caller closes c).
-func (s *Server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.tunnels[c] = struct{}{}
-	s.wg.Add(1)
-	return true
-}
-
-func (s *Server) untrack(c net.Conn) {
-	s.mu.Lock()
-	delete(s.tunnels, c)
-	s.mu.Unlock()
-	s.wg.Done()
+	s.conns.Stop(ctx.Done())
 }
