@@ -40,19 +40,66 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		relay.WriteReply(w, d.Reply)
 		return
 	}
-	if !d.WebSocket {
-		defer relay.FullDuplex(w, r)()
-	}
-	out, err := relay.Outbound(r, ci.scheme, target, ci.hostHeader(), &d)
-	if err != nil {
-		m.localReply(w, 0, eng.Unreachable(target, "the request could not be built: "+err.Error()))
-		return
-	}
+	var (
+		reqSeq uint64
+		v      mode.Verdict
+		next   = m.transport(ci.scheme, ci.host, ci.port)
+	)
+	relay.Forward(w, r, &relay.Exchange{
+		Engine: eng, Decision: &d, Scheme: ci.scheme, Target: target, Host: ci.hostHeader(),
+		// Recorded before it is sent, the run's mode applied; a WebSocket
+		// is carried from here.
+		Prepare: func(out *http.Request) (int, bool) {
+			var ok bool
+			if reqSeq, v, ok = m.prepare(w, r, ci, out, &d); !ok {
+				return 0, true
+			}
+			if d.WebSocket {
+				status := m.webSocket(w, r, next, target, out, reqSeq)
+				if m.log != nil {
+					m.log.Log(d.LogFields(status)...)
+				}
+				return status, true
+			}
+			return 0, false
+		},
+		Send: func(out *http.Request) (*http.Response, bool, error) {
+			return relay.RoundTrip(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				return v.RoundTrip(next, req)
+			}), out)
+		},
+		Fail: func(w http.ResponseWriter, rep *filter.Reply, _ bool, err error) {
+			if errors.Is(err, relay.ErrGuarded) {
+				m.refuseLog(target, filter.ReasonGuard)
+			}
+			m.localReply(w, reqSeq, rep)
+		},
+		Gone: func() {
+			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
+		},
+		Respond: func(w http.ResponseWriter, resp *http.Response) int {
+			status := m.relayResponse(w, r, target, reqSeq, resp)
+			if m.log != nil && len(d.Secrets) > 0 {
+				m.log.Log(d.LogFields(status)...)
+			}
+			return status
+		},
+	})
+}
+
+// prepare records out before it is sent and applies the run's mode: the
+// request's record (a form of a value the agent sent itself refuses it,
+// recorded with its label), the mode's verdict, and a record of each
+// secret the engine put in. It reports false when it answered the child
+// itself.
+func (m *Mediator) prepare(w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, d *filter.Decision) (uint64, mode.Verdict, bool) {
+	eng := m.o.Broker.Engine()
+	target := ci.target()
 	hr := httpRequest{
 		Attempt: ci.attempt,
 		Method:  out.Method,
 		URL:     ci.scheme + "://" + ci.hostHeader() + d.Path,
-		Headers: m.recordedHeaders(out, r, &d),
+		Headers: m.recordedHeaders(out, r, d),
 		Length:  out.ContentLength,
 	}
 	if hr.scrub(m) {
@@ -65,16 +112,16 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 			Rule: ruleValueInRequest, Method: safeMethod(r.Method), Status: rep.Status, Scrubbed: true})
 		m.refuseLog(target, ruleValueInRequest)
 		relay.WriteReply(w, rep)
-		return
+		return 0, mode.Verdict{}, false
 	}
 	reqSeq, err := m.record(bundle.KindHTTPRequest, hr)
 	if err != nil {
 		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
-		return
+		return reqSeq, mode.Verdict{}, false
 	}
-	v, ok := m.decideMode(w, r, ci, out, &hr, reqSeq, &d)
+	v, ok := m.decideMode(w, r, ci, out, &hr, reqSeq, d)
 	if !ok {
-		return
+		return reqSeq, v, false
 	}
 	for _, name := range d.Secrets {
 		if err != nil || !v.Sends() {
@@ -84,34 +131,9 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 	}
 	if err != nil {
 		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
-		return
+		return reqSeq, v, false
 	}
-	next := m.transport(ci.scheme, ci.host, ci.port)
-	if d.WebSocket {
-		status := m.webSocket(w, r, next, target, out, reqSeq)
-		if m.log != nil {
-			m.log.Log(d.LogFields(status)...)
-		}
-		return
-	}
-	resp, sent, err := relay.RoundTrip(roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		return v.RoundTrip(next, req)
-	}), out)
-	if err != nil {
-		if r.Context().Err() != nil {
-			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
-			return
-		}
-		if errors.Is(err, relay.ErrGuarded) {
-			m.refuseLog(target, filter.ReasonGuard)
-		}
-		m.localReply(w, reqSeq, relay.Failure(eng, target, sent, err))
-		return
-	}
-	status := m.relayResponse(w, r, target, reqSeq, resp)
-	if m.log != nil && len(d.Secrets) > 0 {
-		m.log.Log(d.LogFields(status)...)
-	}
+	return reqSeq, v, true
 }
 
 // relayResponse streams resp to w through the engine and records it: the

@@ -3,7 +3,11 @@
 // mediator alike: the outbound request exactly as the engine decided it (its
 // path, its headers less what it removes, what it sets, nothing Go would add),
 // the 502 when no answer came, and the answer streamed through the engine's
-// scrubber chunk by chunk.
+// scrubber chunk by chunk. Every Go host forwards through one function,
+// Forward, whose Exchange hooks are where the hosts differ (the contained
+// run's records and modes, the control listener's retries); it shares
+// ChanListener and Tracker, the connections a host reads itself and those
+// its stop must close.
 //
 // Invariant: a value reaches the wire only in a header the engine Set, on
 // the outbound request; everything written back to the client went through

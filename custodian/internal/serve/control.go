@@ -47,7 +47,6 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, d.Reply)
 		return
 	}
-	defer relay.FullDuplex(w, r)()
 	orch := eng.Config().Orchestrator
 	var body []byte
 	replayable := r.ContentLength == 0
@@ -64,43 +63,32 @@ func (h *controlHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
 		}
 	}
-	var status int
-	defer func() { s.log.Log(d.LogFields(status)...) }()
-	for attempt := 1; ; attempt++ {
-		if replayable {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-		}
-		out, err := relay.Outbound(r, "http", orch, orch, &d)
-		if err != nil {
-			rep := eng.Unreachable(orch, "the request could not be built: "+err.Error())
-			status = rep.Status
-			writeControlFailure(w, rep, false)
-			return
-		}
-		resp, sent, err := relay.RoundTrip(h.tr, out)
-		if err == nil {
-			relay.Response(eng, w, orch, r.Method, resp, &status, nil)
-			return
-		}
-		if r.Context().Err() != nil {
-			status = 499
-			return
-		}
-		retry := attempt < 3 && replayable && (d.Read || !sent)
-		if !retry {
-			rep := relay.Failure(eng, orch, sent, err)
-			status = rep.Status
-			writeControlFailure(w, rep, sent)
-			return
-		}
-		select {
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		case <-r.Context().Done():
-			status = 499
-			return
-		}
+	if replayable {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
 	}
+	relay.Forward(w, r, &relay.Exchange{
+		Engine: eng, Decision: &d, Scheme: "http", Target: orch, Host: orch,
+		// A read, or a request nothing of which was sent, is sent again,
+		// twice at most, its body replayed (the rule ServeHTTP's doc gives).
+		Send: func(out *http.Request) (*http.Response, bool, error) {
+			for attempt := 1; ; attempt++ {
+				resp, sent, err := relay.RoundTrip(h.tr, out)
+				if err == nil || r.Context().Err() != nil || attempt >= 3 || !replayable || !d.Read && sent {
+					return resp, sent, err
+				}
+				select {
+				case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+				case <-r.Context().Done():
+					return nil, sent, r.Context().Err()
+				}
+				out.Body = io.NopCloser(bytes.NewReader(body))
+				out.ContentLength = int64(len(body))
+			}
+		},
+		Fail: func(w http.ResponseWriter, rep *filter.Reply, sent bool, _ error) { writeControlFailure(w, rep, sent) },
+		Log:  func(status int) { s.log.Log(d.LogFields(status)...) },
+	})
 }
 
 // writeControlFailure answers a forward that got no answer. The Harness

@@ -44,53 +44,29 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		relay.WriteReply(w, d.Reply)
 		return
 	}
-	if d.WebSocket {
-		ic.webSocket(w, r, eng, &d)
-		return
-	}
-	defer relay.FullDuplex(w, r)()
-	out, err := relay.Outbound(r, "https", ic.target, ic.host, &d)
-	if err != nil {
-		rep := eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
-		s.log.Log(d.LogFields(rep.Status)...)
-		relay.WriteReply(w, rep)
-		return
-	}
-	resp, sent, err := relay.RoundTrip(ic.pool, out)
-	if err != nil {
-		if r.Context().Err() != nil {
-			s.log.Log(d.LogFields(499)...)
-			return // the client went away: its request was reset upstream too
-		}
-		rep := relay.Failure(eng, ic.target, sent, err)
-		s.log.Log(d.LogFields(rep.Status)...)
-		relay.WriteReply(w, rep)
-		return
-	}
-	var status int
-	defer func() { s.log.Log(d.LogFields(status)...) }()
-	relay.Response(eng, w, ic.target, r.Method, resp, &status, nil)
+	relay.Forward(w, r, &relay.Exchange{
+		Engine: eng, Decision: &d, Scheme: "https", Target: ic.target, Host: ic.host, Transport: ic.pool,
+		Prepare: func(out *http.Request) (int, bool) {
+			if !d.WebSocket {
+				return 0, false
+			}
+			return ic.webSocket(w, r, eng, out), true
+		},
+		Log: func(status int) { s.log.Log(d.LogFields(status)...) },
+	})
 }
 
 // webSocket carries a WebSocket upgrade the engine forwarded, on an
-// upstream connection of its own (relay.WebSocket).
-func (ic *interceptor) webSocket(w http.ResponseWriter, r *http.Request, eng *filter.Engine, d *filter.Decision) {
-	s := ic.s
-	out, err := relay.Outbound(r, "https", ic.target, ic.host, d)
-	if err != nil {
-		rep := eng.Unreachable(ic.target, "the request could not be built: "+err.Error())
-		s.log.Log(d.LogFields(rep.Status)...)
-		relay.WriteReply(w, rep)
-		return
-	}
-	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, s.conns.Begin, s.conns.Untrack, nil)
+// upstream connection of its own (relay.WebSocket), and returns the status
+// the client got.
+func (ic *interceptor) webSocket(w http.ResponseWriter, r *http.Request, eng *filter.Engine, out *http.Request) int {
+	status, failed := relay.WebSocket(eng, w, r, out, ic.pool.Dial, ic.target, ic.s.conns.Begin, ic.s.conns.Untrack, nil)
 	if failed != nil {
 		if r.Context().Err() != nil {
-			s.log.Log(d.LogFields(499)...)
-			return
+			return 499
 		}
-		status = failed.Status
 		relay.WriteReply(w, failed)
+		return failed.Status
 	}
-	s.log.Log(d.LogFields(status)...)
+	return status
 }
