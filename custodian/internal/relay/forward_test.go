@@ -33,7 +33,10 @@ func TestForwardSteps(t *testing.T) {
 		{name: "answered", wantStatus: 200, wantBody: "echo [secret:KEY]", wantSent: true,
 			send: func(*http.Request) (*http.Response, bool, error) { return answer("echo " + fuzzValue), true, nil }},
 		{name: "prepare answers", prepare: func(*http.Request) (int, bool) { return 299, true }, wantStatus: 299,
-			send: func(*http.Request) (*http.Response, bool, error) { t.Error("sent after Prepare answered"); return nil, false, errDown }},
+			send: func(*http.Request) (*http.Response, bool, error) {
+				t.Error("sent after Prepare answered")
+				return nil, false, errDown
+			}},
 		{name: "no answer", wantStatus: 502, wantFail: true, wantSent: true, wantBody: "jr2 custodian: " + fuzzTarget + " did not answer",
 			send: func(*http.Request) (*http.Response, bool, error) { return nil, true, errDown }},
 		{name: "client gone", cancel: true, wantStatus: 499, wantGone: true, wantSent: true,
