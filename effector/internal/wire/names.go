@@ -3,6 +3,8 @@ package wire
 import (
 	"regexp"
 	"sync"
+
+	"jr2.dev/boundary/internal/tchar"
 )
 
 // Names are checked by hand, not by regular expressions: every effector
@@ -28,8 +30,6 @@ const (
 
 var (
 	secretNameChars = chars(alnum + "._-")
-	// RFC 9110 tchar.
-	headerNameChars = chars(alnum + "!#$%&'*+-.^_`|~")
 	envFirst        = chars(alnum[:52] + "_")
 	envChars        = chars(alnum + "_")
 	shaChars        = chars(lowerHex)
@@ -49,7 +49,7 @@ func (c *charset) all(s string, max int) bool {
 }
 
 // validHeaderName: 1–256 tchar, a field name HTTP can carry.
-func validHeaderName(name string) bool { return headerNameChars.all(name, 256) }
+func validHeaderName(name string) bool { return len(name) <= 256 && tchar.Token(name) }
 
 // validEnvName: a letter or "_", then up to 255 letters, digits or "_".
 func validEnvName(name string) bool {
