@@ -135,6 +135,7 @@ import (
 	internallistenerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/bootstrap/internal_listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/filter"
@@ -445,8 +446,18 @@ func BoundTargets(c *filter.Config) []string {
 	return out
 }
 
+// listeners are the pod's: the three on sockets, each without
+// SO_REUSEPORT, then the internal intercept listeners. Envoy sets
+// SO_REUSEPORT on a listener by default, so a second Envoy of the same user
+// on the same address binds beside the first and the kernel spreads the
+// connections between them: an agent's request would reach another pod's
+// Custodian, with that pod's values. Without it the second Envoy fails to
+// bind, naming the address, as a second custodian serve does.
 func (b *builder) listeners() []*listenerv3.Listener {
 	ls := []*listenerv3.Listener{b.controlListener(), b.egressListener(), b.healthListener()}
+	for _, l := range ls {
+		l.EnableReusePort = wrapperspb.Bool(false)
+	}
 	for _, g := range b.interceptGroups() {
 		ls = append(ls, b.interceptListener(g))
 	}

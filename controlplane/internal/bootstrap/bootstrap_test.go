@@ -350,6 +350,26 @@ func TestNoAdminNoXDS(t *testing.T) {
 	}
 }
 
+// TestNoReusePort: every listener on a socket binds it alone
+// (enable_reuse_port false), so a second Envoy on the pod's addresses fails
+// to bind instead of sharing them; an internal listener has no socket.
+func TestNoReusePort(t *testing.T) {
+	bs := build(t, config("ws-7f3a"))
+	sockets := 0
+	for _, l := range bs.StaticResources.Listeners {
+		if l.GetAddress().GetSocketAddress() == nil {
+			continue
+		}
+		sockets++
+		if l.EnableReusePort == nil || l.EnableReusePort.Value {
+			t.Errorf("%s: enable_reuse_port %v, want false", l.Name, l.EnableReusePort)
+		}
+	}
+	if sockets != 3 {
+		t.Errorf("%d listeners on sockets, want control, egress and health", sockets)
+	}
+}
+
 // TestFilterOrder: the engine's filter, then the mark, then (per listener)
 // the rest, then the router — on every listener that runs the filter.
 func TestFilterOrder(t *testing.T) {
