@@ -20,7 +20,6 @@ import (
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
-	_ "jr2.dev/boundary/internal/benchstats" // only with -tags jr2bench: make bench reads allocations
 	"jr2.dev/boundary/internal/bundle"
 )
 
