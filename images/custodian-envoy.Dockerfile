@@ -3,11 +3,16 @@
 # envoy.json loads it from, run under `custodian envoy` (a static Go binary),
 # which drains Envoy on SIGTERM through its admin socket in /tmp (the pod
 # mounts an emptyDir there: the root filesystem is read-only). `controlplane render --sidecar envoy` (the
-# default) writes the Pod that runs this image; TestRecipesMatchObjects holds
-# this file to that Pod (binary, module path, user, port, config path).
+# default) writes the Pod that runs this image. images/images.json describes
+# the image ("custodian-envoy"); TestDockerfilesMatchDescription holds this
+# file to it, and TestRecipesMatchObjects holds the Pod to it (binary, module
+# path, user, port, config path).
 #
-# NOT BUILT HERE: this machine has no container engine. Pin both bases by
-# digest where it is deployed.
+# Docker builds this file; this repository does not. `make images` builds
+# the image the description gives — the same Envoy 1.39.3 binary, module,
+# custodian, user and config on a base of Debian 12 packages standing for
+# envoy-distroless — and the tests' Kubernetes node runs that
+# (images/README.md). Pin both bases by digest where it is deployed.
 #
 #   docker build -f images/custodian-envoy.Dockerfile -t jr2-custodian-envoy .
 

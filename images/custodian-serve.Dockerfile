@@ -1,10 +1,14 @@
 # The Custodian as `custodian serve`, the Go host of the same engine: one
 # static binary on distroless. `controlplane render --sidecar serve` writes
-# the Pod that runs this image; TestRecipesMatchObjects holds this file to
-# that Pod (binary, user, port, config path).
+# the Pod that runs this image. images/images.json describes the image
+# ("custodian-serve"); TestDockerfilesMatchDescription holds this file to it,
+# and TestRecipesMatchObjects holds the Pod to it (binary, user, port, config
+# path).
 #
-# NOT BUILT HERE: this machine has no container engine. Pin both bases by
-# digest where it is deployed.
+# Docker builds this file; this repository does not. `make images` builds
+# the image the description gives, on a base of Debian 12 packages standing
+# for distroless/static, and the tests' Kubernetes node runs that
+# (images/README.md). Pin both bases by digest where it is deployed.
 #
 #   docker build -f images/custodian-serve.Dockerfile -t jr2-custodian-serve .
 

@@ -1,12 +1,16 @@
 # The Effector: `effector` and, beside it, `effector-confine` (the Effector
 # runs the confiner that lies beside its own binary), both static, on
 # distroless. `controlplane effector` writes the Deployment that runs this
-# image; TestRecipesMatchObjects holds this file to it (binaries, user, port).
+# image. images/images.json describes the image ("effector");
+# TestDockerfilesMatchDescription holds this file to it, and the Effector's
+# objects test holds the Deployment to it (binaries, user, port).
 #
-# NOT BUILT HERE: this machine has no container engine. Pin both bases by
-# digest where it is deployed. An image for credentialed commands or pushes
-# needs the tools they run (git, the author's CLI): build FROM your own image
-# and copy these two binaries to the same paths.
+# Docker builds this file; this repository does not. `make images` builds
+# the image the description gives, on a base of Debian 12 packages standing
+# for distroless/static (images/README.md). Pin both bases by digest where it
+# is deployed. An image for credentialed commands or pushes needs the tools
+# they run (git, the author's CLI): build FROM your own image and copy these
+# two binaries to the same paths.
 #
 #   docker build -f images/effector.Dockerfile -t jr2-effector .
 

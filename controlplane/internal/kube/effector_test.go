@@ -92,10 +92,10 @@ func TestEffectorObjects(t *testing.T) {
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Ports[0].Port != kube.EffectorPort {
 		t.Errorf("service %+v; want headless, publishing replicas not ready, on %d", svc.Spec, kube.EffectorPort)
 	}
-	// The recipe.
-	r := parseRecipe(t, filepath.Join("..", "..", "..", "images", "effector.Dockerfile"))
-	checkContainer(t, r, c, []string{kube.EffectorBinary, kube.EffectorConfineBinary})
-	if c.Image != kube.DefaultEffectorImg {
+	// The image, as images.json describes it.
+	img := description(t).Image("effector")
+	checkContainer(t, img, c, []string{kube.EffectorBinary, kube.EffectorConfineBinary})
+	if c.Image != kube.DefaultEffectorImg || c.Image != "jr2-"+img.Name {
 		t.Errorf("image %q; the recipe's tag is %q", c.Image, kube.DefaultEffectorImg)
 	}
 	// Refusals: what the Effector itself refuses, and the kinds a

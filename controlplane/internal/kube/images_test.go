@@ -1,119 +1,66 @@
 package kube_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
-
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"jr2.dev/boundary/controlplane/internal/kube"
+	"jr2.dev/boundary/images"
 	"jr2.dev/boundary/internal/hostlimits"
 )
 
-// recipe is the last stage of a Dockerfile: what the image runs, as whom,
-// what it exposes and where it copies its files.
-type recipe struct {
-	from       string
-	user       string
-	expose     []int32
-	entrypoint []string
-	cmd        []string
-	copies     []string // destination paths
-}
-
-// parseRecipe reads a Dockerfile's instructions (comments dropped,
-// continuation lines joined) and keeps those of its final stage.
-// ENTRYPOINT and CMD must be in exec (JSON) form: a shell form would run
-// /bin/sh, which distroless has not.
-func parseRecipe(t *testing.T, file string) recipe {
+// description is images/images.json: every image the objects run, which
+// its Dockerfile is held to as well (images TestDockerfilesMatchDescription)
+// and which `make images` builds for the tests' node.
+func description(t *testing.T) *images.Description {
 	t.Helper()
-	b, err := os.ReadFile(file)
+	d, err := images.Load(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	cont := ""
-	for _, l := range strings.Split(string(b), "\n") {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "#") || l == "" && cont == "" {
-			continue
-		}
-		if strings.HasSuffix(l, "\\") {
-			cont += strings.TrimSuffix(l, "\\") + " "
-			continue
-		}
-		lines = append(lines, cont+l)
-		cont = ""
-	}
-	var r recipe
-	for _, l := range lines {
-		op, arg, _ := strings.Cut(l, " ")
-		arg = strings.TrimSpace(arg)
-		switch strings.ToUpper(op) {
-		case "FROM":
-			r = recipe{from: arg}
-		case "USER":
-			r.user = arg
-		case "EXPOSE":
-			for _, p := range strings.Fields(arg) {
-				n, err := strconv.Atoi(strings.TrimSuffix(p, "/tcp"))
-				if err != nil {
-					t.Fatalf("%s: EXPOSE %s", file, p)
-				}
-				r.expose = append(r.expose, int32(n))
-			}
-		case "ENTRYPOINT", "CMD":
-			var v []string
-			if err := json.Unmarshal([]byte(arg), &v); err != nil {
-				t.Fatalf("%s: %s %s is not in exec form (distroless has no shell): %v", file, op, arg, err)
-			}
-			if strings.ToUpper(op) == "CMD" {
-				r.cmd = v
-			} else {
-				r.entrypoint = v
-			}
-		case "COPY":
-			f := strings.Fields(arg)
-			r.copies = append(r.copies, f[len(f)-1])
-		}
-	}
-	return r
+	return d
 }
 
-// TestRecipesMatchObjects: each image recipe under images/ is what the
-// objects run — the command is its ENTRYPOINT, the default args its CMD,
-// the uid and gid its USER, the health port one it EXPOSEs, and every
-// binary or module the objects name is a file it COPYs.
+// TestRecipesMatchObjects: each image the Pod runs is, as images.json
+// describes it, what the objects run — the command is its entrypoint, the
+// default args its cmd, the uid and gid its user, the health port one it
+// exposes, every binary or module the objects name a file it holds, and
+// its name the tag the docker build line gives (render's default). The
+// agent image runs as the Pod's agent uid.
 func TestRecipesMatchObjects(t *testing.T) {
 	small, _ := os.ReadFile(filepath.Join(manifests, "small.json"))
+	d := description(t)
 	for _, tc := range []struct {
 		sidecar kube.Sidecar
-		file    string
+		image   string
 		files   []string
 	}{
-		{kube.SidecarEnvoy, "custodian-envoy.Dockerfile", []string{kube.ModulePath, kube.CustodianBinary}},
-		{kube.SidecarServe, "custodian-serve.Dockerfile", []string{kube.CustodianBinary}},
+		{kube.SidecarEnvoy, "custodian-envoy", []string{kube.ModulePath, kube.CustodianBinary, kube.EnvoyBinary}},
+		{kube.SidecarServe, "custodian-serve", []string{kube.CustodianBinary}},
 	} {
-		t.Run(tc.file, func(t *testing.T) {
-			r := parseRecipe(t, filepath.Join("..", "..", "..", "images", tc.file))
+		t.Run(tc.image, func(t *testing.T) {
+			img := d.Image(tc.image)
+			if img == nil {
+				t.Fatalf("images.json describes no %s", tc.image)
+			}
 			set, err := kube.Build(stubInput(t, small, kube.Options{Sidecar: tc.sidecar}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := pod(t, set).Spec.InitContainers[0]
-			checkContainer(t, r, c, tc.files)
-			if !slices.Equal(r.cmd, c.Args) {
-				t.Errorf("CMD %q; the Pod's args %q", r.cmd, c.Args)
+			p := pod(t, set)
+			c := p.Spec.InitContainers[0]
+			checkContainer(t, img, c, tc.files)
+			if !slices.Equal(img.Cmd, c.Args) {
+				t.Errorf("cmd %q; the Pod's args %q", img.Cmd, c.Args)
 			}
-			if set.Objects[0].GetName() == "" || c.Image != tc.sidecar.Image() {
-				t.Errorf("the Pod's image %q; the recipe's tag is %q", c.Image, tc.sidecar.Image())
+			if c.Image != tc.sidecar.Image() || c.Image != "jr2-"+img.Name {
+				t.Errorf("the Pod's image %q; the recipe's tag is jr2-%s", c.Image, img.Name)
 			}
 			// Envoy runs under custodian envoy, which drains it on
 			// SIGTERM through the admin socket in /tmp: the documented
@@ -122,11 +69,23 @@ func TestRecipesMatchObjects(t *testing.T) {
 				if want := []string{kube.CustodianBinary, "envoy", "--", kube.EnvoyBinary}; !slices.Equal(c.Command, want) {
 					t.Errorf("the Envoy sidecar's command %q; want %q", c.Command, want)
 				}
-				if !strings.HasPrefix(r.from, "envoyproxy/envoy") {
-					t.Errorf("FROM %s; %s comes from the Envoy image", r.from, kube.EnvoyBinary)
+				if src := d.Sources[img.File(kube.EnvoyBinary).Source]; src.Envoy != "1.39.3" || img.DockerFrom != "envoyproxy/envoy-distroless:v1.39.3" {
+					t.Errorf("%s is Envoy %q on %s; the proven Envoy is 1.39.3, and its Docker base envoyproxy/envoy-distroless:v1.39.3", kube.EnvoyBinary, src.Envoy, img.DockerFrom)
 				}
 			}
 		})
+	}
+	// The agent image's user is the uid render gives the agent container
+	// by default (--agent-uid).
+	agent := d.Image("agent")
+	set, err := kube.Build(stubInput(t, small, kube.Options{AgentUID: kube.DefaultAgentUID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pod(t, set).Spec.Containers {
+		if c.Name == kube.DefaultAgentContainer && (agent == nil || agent.User != strconv.Itoa(kube.DefaultAgentUID)+":"+strconv.Itoa(kube.DefaultAgentUID) || *c.SecurityContext.RunAsUser != kube.DefaultAgentUID) {
+			t.Errorf("the agent container runs as %d; want the agent image's user and render's default %d", *c.SecurityContext.RunAsUser, kube.DefaultAgentUID)
+		}
 	}
 }
 
@@ -182,33 +141,25 @@ func TestStopNeeds(t *testing.T) {
 	}
 }
 
-// checkContainer holds a container to a recipe: command, user, ports,
+// checkContainer holds a container to an image: command, user, ports,
 // and each file the container runs or loads.
-func checkContainer(t *testing.T, r recipe, c corev1.Container, files []string) {
+func checkContainer(t *testing.T, img *images.Image, c corev1.Container, files []string) {
 	t.Helper()
-	if !slices.Equal(r.entrypoint, c.Command) {
-		t.Errorf("ENTRYPOINT %q; the container's command %q", r.entrypoint, c.Command)
+	if !slices.Equal(img.Entrypoint, c.Command) {
+		t.Errorf("entrypoint %q; the container's command %q", img.Entrypoint, c.Command)
 	}
 	sc := c.SecurityContext
-	if want := strconv.FormatInt(*sc.RunAsUser, 10) + ":" + strconv.FormatInt(*sc.RunAsGroup, 10); r.user != want {
-		t.Errorf("USER %q; the container runs as %s", r.user, want)
+	if want := strconv.FormatInt(*sc.RunAsUser, 10) + ":" + strconv.FormatInt(*sc.RunAsGroup, 10); img.User != want {
+		t.Errorf("user %q; the container runs as %s", img.User, want)
 	}
 	for _, p := range c.Ports {
-		if !slices.Contains(r.expose, p.ContainerPort) {
-			t.Errorf("the container's port %d is not EXPOSEd (%v)", p.ContainerPort, r.expose)
+		if !slices.Contains(img.Expose, int(p.ContainerPort)) {
+			t.Errorf("the container's port %d is not exposed (%v)", p.ContainerPort, img.Expose)
 		}
 	}
 	for _, f := range append(files, c.Command[0]) {
-		if !slices.Contains(r.copies, f) && !strings.HasPrefix(r.from, "envoyproxy/envoy") {
-			t.Errorf("%s is not a file the recipe copies (%v)", f, r.copies)
-		}
-	}
-	if strings.HasPrefix(r.from, "envoyproxy/envoy") && !strings.HasSuffix(r.from, ":v1.39.3") {
-		t.Errorf("FROM %s; the proven Envoy is 1.39.3", r.from)
-	}
-	for _, f := range files {
-		if !slices.Contains(r.copies, f) {
-			t.Errorf("%s is not a file the recipe copies (%v)", f, r.copies)
+		if img.File(f) == nil {
+			t.Errorf("%s is not a file of image %s", f, img.Name)
 		}
 	}
 }
