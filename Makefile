@@ -4,15 +4,15 @@ GO      ?= go
 BIN     := bin
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
 
-.PHONY: all test tools envoy kube-tools vet fmt-check unit plugin module effector bench bench-serve fuzz demo clean
+.PHONY: all test tools envoy kube-tools images vet fmt-check unit plugin module effector bench bench-serve fuzz demo clean
 
 all: test
 
 # make test gets what a package manager does not give, each once, into
 # .cache/ (ignored), saying in one line what it fetches: core Envoy, the
-# e2e suite's Node clients and Python WebSocket library, and a real
-# Kubernetes API server.
-test: vet fmt-check tools module unit plugin
+# e2e suite's Node clients and Python WebSocket library, a real
+# Kubernetes API server and node, and the images the node runs.
+test: vet fmt-check tools module images unit plugin
 
 tools: envoy e2e/node/node_modules .cache/python-ws/venv kube-tools
 
@@ -32,8 +32,20 @@ envoy:
 kube-tools:
 	@./scripts/kube-tools.sh
 
+# The images the tests' Kubernetes node runs — core Envoy with the module,
+# custodian serve, the Effector, an agent with curl and the Node client, a
+# pause image — as images/images.json describes them, into .cache/images/
+# (scripts/images.sh, tools/images): Debian packages from apt-get download,
+# this repository's builds; no registry, no container engine. Nothing is
+# built once built from the same inputs.
+images:
+	@./scripts/images.sh
+
+# tools/images is a module of its own (go-containerregistry stays out of
+# the project's go.mod); vet it too.
 vet:
 	$(GO) vet ./...
+	cd tools/images && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
