@@ -243,7 +243,10 @@ func (n *Node) control() error {
 	if _, err := n.spawn("kube-controller-manager", n.Tools.ControllerManager,
 		"--kubeconfig", n.API.Kubeconfig, "--leader-elect=false", "--bind-address", "127.0.0.1",
 		"--service-account-private-key-file", n.API.ServiceAccountKey, "--use-service-account-credentials=false",
-		"--controllers", "*,-csrsigning,-csrapproving,-nodeipam,-service-lb-controller,-cloud-node-lifecycle,-persistentvolume-binder,-attachdetach",
+		// Off: what a node of this test has no use for (certificate
+		// signing, pod CIDRs, volumes). Names as 1.37 knows them: an
+		// unknown one ends the controller-manager at start.
+		"--controllers", "*,-certificatesigningrequest-signing-controller,-certificatesigningrequest-approving-controller,-node-ipam-controller,-persistentvolume-binder-controller,-persistentvolume-attach-detach-controller",
 		"--v", "0"); err != nil {
 		return err
 	}
@@ -290,6 +293,11 @@ func (n *Node) kubelet() error {
 	return err
 }
 
+// waitReady waits until the node is Ready and schedulable: the
+// controller-manager's node-lifecycle controller has lifted the not-ready
+// taint the node registers with, so a Pod without a nodeName is placed.
+// Every part must still run meanwhile: one that ended (a bad flag ends the
+// controller-manager at once) fails the start with its log.
 func (n *Node) waitReady() error {
 	var p *nodeProc
 	for _, q := range n.procs {
@@ -297,12 +305,26 @@ func (n *Node) waitReady() error {
 			p = q
 		}
 	}
-	return n.poll(p, "node "+NodeName+" Ready", func() bool {
+	var ended error
+	err := n.poll(p, "node "+NodeName+" Ready and schedulable", func() bool {
+		for _, q := range n.procs {
+			select {
+			case <-q.done:
+				ended = fmt.Errorf("%s exited while the node came up; the end of its log:\n%s", q.name, tail(q.log))
+				return true
+			default:
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		node, err := n.API.Client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == corev1.TaintNodeNotReady {
+				return false
+			}
 		}
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
@@ -311,6 +333,10 @@ func (n *Node) waitReady() error {
 		}
 		return false
 	})
+	if ended != nil {
+		return ended
+	}
+	return err
 }
 
 // startWait bounds a part's start on a shared 2-core machine: a deadline,
