@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +26,7 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/keyecho"
 	"jr2.dev/boundary/internal/kubelayout"
 	"jr2.dev/boundary/internal/kubetest"
 	"jr2.dev/boundary/internal/podrun"
@@ -68,29 +67,11 @@ func TestKubePod(t *testing.T) {
 }
 
 // kubeUpstream is a bound target in the pod's network namespace: HTTPS
-// under its own CA, echoing the x-api-key it got in three forms (a
-// careless API's error), and keeping what it got.
+// under its own CA, a keyecho.Echo.
 type kubeUpstream struct {
 	addr string
 	srv  *http.Server
-	mu   sync.Mutex
-	got  []string
-}
-
-func (u *kubeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	k := r.Header.Get("X-Api-Key")
-	u.mu.Lock()
-	u.got = append(u.got, k)
-	u.mu.Unlock()
-	fmt.Fprintf(w, "invalid key %s (base64 %s, hex %s)\n", k, base64.StdEncoding.EncodeToString([]byte(k)), hex.EncodeToString([]byte(k)))
-}
-
-func (u *kubeUpstream) take() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	got := u.got
-	u.got = nil
-	return got
+	keyecho.Echo
 }
 
 func startKubeUpstream(t *testing.T, p *podrun.Pod, ca *testpki.CA) *kubeUpstream {
@@ -280,7 +261,7 @@ func (w *kubeWorld) exercise(t *testing.T, host Host, pod *corev1.Pod, objs kube
 	})
 	run(t, "swap and scrub", func(t *testing.T) {
 		code, body := curl(t, kubeUpstreamA, upA.addr)
-		got := upA.take()
+		got := upA.Take()
 		if len(got) != 1 || got[0] != values[kubeUpstreamA] {
 			t.Fatalf("upstream A got %d requests, the first with the value: %v; want one, with the value from the API server", len(got), len(got) > 0 && got[0] == values[kubeUpstreamA])
 		}
@@ -294,14 +275,14 @@ func (w *kubeWorld) exercise(t *testing.T, host Host, pod *corev1.Pod, objs kube
 	})
 	run(t, "second value from the same Secret", func(t *testing.T) {
 		code, body := curl(t, kubeUpstreamB, upB.addr)
-		if got := upB.take(); len(got) != 1 || got[0] != values[kubeUpstreamB] || code != 200 {
+		if got := upB.Take(); len(got) != 1 || got[0] != values[kubeUpstreamB] || code != 200 {
 			t.Fatalf("upstream B got %d requests (the value: %v); the agent %d", len(got), len(got) == 1 && got[0] == values[kubeUpstreamB], code)
 		}
 		noValue(t, "the agent's answer", body)
 	})
 	run(t, "wrong host refused", func(t *testing.T) {
 		code, body := curl(t, kubeUpstreamA, upB.addr)
-		if n := len(upB.take()) + len(upA.take()); n != 0 || code != 403 {
+		if n := len(upB.Take()) + len(upA.Take()); n != 0 || code != 403 {
 			t.Errorf("KEY_A's stand-in toward B: %d %q, and %d requests reached an upstream; want 403 and none", code, body, n)
 		}
 		noValue(t, "the refusal", body)

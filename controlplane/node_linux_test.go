@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/imagestest"
+	"jr2.dev/boundary/internal/keyecho"
+	"jr2.dev/boundary/internal/nodetest"
+	"jr2.dev/boundary/internal/testpki"
+)
+
+// What the Pod on the node holds: one secret, bound to an upstream on the
+// node's address, its value in a Secret of the user's.
+const (
+	nodePod      = "agent-on-node"
+	nodeUserKeys = "agent-keys"
+	nodeHeld     = "KEY_A" // bound to the upstream, valueFrom agent-keys/a
+	nodeOther    = "KEY_B" // bound to another upstream, valueFrom agent-keys/b
+)
+
+// TestPodOnNode: what render writes runs on a real node. The images
+// `make images` built are imported into the node's containerd; the pod's
+// objects are rendered by this command (the Custodian as `custodian envoy`
+// with the module, in the custodian-envoy image; the agent image with curl)
+// and applied with the documented `kubectl apply --server-side`, the user's
+// value Secret created through the API server. The kubelet runs the Pod:
+// the Custodian's native sidecar starts first and is started and ready
+// before the agent starts; the agent container's own curl, with only the
+// env the Pod gives it, sends the stand-in, and the upstream on the node's
+// address gets the value from the API server while the agent gets the echo
+// scrubbed; a stand-in sent toward a host it is not bound to is refused.
+func TestPodOnNode(t *testing.T) {
+	imgs := imagestest.Find(t, "custodian-envoy", "agent", "pause")
+	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
+	if n == nil {
+		return // the node's namespaces ran the test
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	upCA := testpki.NewCA(t, "node-upstream")
+	up := startNodeUpstream(t, upCA)
+	other := startNodeUpstream(t, upCA) // KEY_B's: not KEY_A's host
+
+	ns := n.API.Namespace(t)
+	m := fmt.Sprintf(`{"pod":%q,"orchestrator":"127.0.0.1:9","secrets":[`+
+		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"a"}}},`+
+		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"b"}}}]}`,
+		nodePod, nodeHeld, up.addr, nodeUserKeys, nodeOther, other.addr, nodeUserKeys)
+	if err := os.WriteFile(filepath.Join(tmp, "held.json"), []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	roots := rootsPEM(t)
+	bundle := upCA.WriteFile(t, tmp, "upstream-ca.pem")
+	dir := filepath.Join(tmp, "pod")
+	for _, args := range [][]string{
+		{"ca", "init", "--dir", filepath.Join(tmp, "ca")},
+		{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"), "--out", dir,
+			"--ca-bundle", bundle, "--allow-local-targets", "--namespace", ns,
+			"--sidecar", "envoy", "--custodian-image", imgs["custodian-envoy"].Ref, "--agent-image", imgs["agent"].Ref,
+			"--data-plane", "module", "--module", "/opt/jr2/lib/custodian-module.so", "--module-in-pod"},
+	} {
+		if code, _, stderr := runCmd(t, roots, args...); code != 0 {
+			t.Fatalf("controlplane %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+	value, otherValue, token := nodeSentinel(t, nodeHeld), nodeSentinel(t, nodeOther), nodeSentinel(t, filter.TokenName)
+	for name, data := range map[string]map[string][]byte{
+		nodeUserKeys:                  {"a": []byte(value), "b": []byte(otherValue)},
+		"jr2-held-secrets-" + nodePod: {filter.TokenName: []byte(token)},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: data}
+		if _, err := n.API.Client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := n.API.Run(t, dir, "kubectl apply --server-side --field-manager=jr2 -f kubernetes/"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+
+	pod := waitRunning(ctx, t, n, ns, nodePod)
+	if len(pod.Spec.InitContainers) != 1 || len(pod.Spec.Containers) != 1 || len(pod.Status.InitContainerStatuses) != 1 || len(pod.Status.ContainerStatuses) != 1 {
+		t.Fatalf("the Pod has %d init containers and %d containers (%d, %d statuses); want the Custodian's sidecar and the agent",
+			len(pod.Spec.InitContainers), len(pod.Spec.Containers), len(pod.Status.InitContainerStatuses), len(pod.Status.ContainerStatuses))
+	}
+	side, agent := pod.Status.InitContainerStatuses[0], pod.Status.ContainerStatuses[0]
+	t.Run("the sidecar first", func(t *testing.T) {
+		sideSpec := pod.Spec.InitContainers[0]
+		if sideSpec.RestartPolicy == nil || *sideSpec.RestartPolicy != corev1.ContainerRestartPolicyAlways || sideSpec.StartupProbe == nil {
+			t.Fatalf("the init container %s is not a native sidecar with a startup probe", sideSpec.Name)
+		}
+		if side.Started == nil || !*side.Started || !side.Ready || side.State.Running == nil || side.RestartCount != 0 {
+			t.Fatalf("the sidecar %s: %+v; want started, ready and running, never restarted", side.Name, side)
+		}
+		if agent.State.Running == nil || agent.State.Running.StartedAt.Before(&side.State.Running.StartedAt) {
+			t.Errorf("the agent started at %v, the sidecar at %v; the sidecar starts first", agent.State.Running, side.State.Running.StartedAt)
+		}
+		// Started first, to the kernel's clock tick: the first process of
+		// the sidecar's container began before the agent's.
+		sideTicks, agentTicks := processStart(t, n, side.ContainerID), processStart(t, n, agent.ContainerID)
+		if sideTicks >= agentTicks {
+			t.Errorf("the sidecar's process started at tick %d since boot, the agent's at %d; the sidecar starts first", sideTicks, agentTicks)
+		}
+		t.Logf("the agent's process started %v after the sidecar's", time.Duration(agentTicks-sideTicks)*time.Second/ticksPerSecond)
+		if side.Image != imgs["custodian-envoy"].Ref || agent.Image != imgs["agent"].Ref {
+			t.Errorf("the sidecar ran %s and the agent %s; want the imported %s and %s", side.Image, agent.Image, imgs["custodian-envoy"].Ref, imgs["agent"].Ref)
+		}
+	})
+	curl := func(t *testing.T, target string) (int, string) {
+		t.Helper()
+		line := fmt.Sprintf(`kubectl exec -n %s %s -c %s -- /bin/sh -c 'exec curl -sS --max-time 20 -w "\n%%{http_code}" -H "x-api-key: $%s" https://%s/v1/echo'`,
+			ns, nodePod, agent.Name, nodeHeld, target)
+		out, err := n.API.Run(t, dir, line)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		out = strings.TrimRight(out, "\n")
+		i := strings.LastIndexByte(out, '\n')
+		var code int
+		fmt.Sscan(out[i+1:], &code)
+		return code, out[:max(i, 0)]
+	}
+	noValue := func(t *testing.T, where, s string) {
+		t.Helper()
+		for name, v := range map[string]string{nodeHeld: value, nodeOther: otherValue, filter.TokenName: token} {
+			for _, f := range scrub.Forms([]byte(v)) {
+				if strings.Contains(s, string(f)) {
+					t.Errorf("%s holds a form of %s's value", where, name)
+				}
+			}
+		}
+	}
+	t.Run("swap and scrub", func(t *testing.T) {
+		code, body := curl(t, up.addr)
+		got := up.Take()
+		if len(got) != 1 || got[0] != value {
+			t.Fatalf("the upstream got %d requests, the first with the value: %v; want one, with the value from the API server", len(got), len(got) > 0 && got[0] == value)
+		}
+		if code != 200 || !strings.HasPrefix(body, "invalid key ") {
+			t.Errorf("the agent got %d %q; want 200 and the echo", code, body)
+		}
+		noValue(t, "the agent's answer", body)
+	})
+	t.Run("another host refused", func(t *testing.T) {
+		code, body := curl(t, other.addr)
+		if got := len(other.Take()) + len(up.Take()); got != 0 || code != 403 {
+			t.Errorf("%s's stand-in toward %s's host: %d %q, and %d requests reached an upstream; want 403 and none", nodeHeld, nodeOther, code, body, got)
+		}
+		noValue(t, "the refusal", body)
+	})
+	logs, err := n.API.Client.CoreV1().Pods(ns).GetLogs(nodePod, &corev1.PodLogOptions{Container: side.Name}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("kubectl logs -c %s: %v", side.Name, err)
+	}
+	if !strings.Contains(string(logs), "jr2.custodian ready ") {
+		t.Errorf("the Custodian's log lacks its ready line:\n%s", lastLines(string(logs), 20))
+	}
+	noValue(t, "the Custodian's log", string(logs))
+}
+
+// ticksPerSecond is the unit of /proc/PID/stat's times (USER_HZ, 100 on
+// Linux).
+const ticksPerSecond = 100
+
+// processStart is when the first process of a container (containerd://ID,
+// as its status names it) started, in clock ticks since boot
+// (/proc/PID/stat's starttime): the node's PID namespace holds the
+// containers' processes.
+func processStart(t *testing.T, n *nodetest.Node, containerID string) int64 {
+	t.Helper()
+	id := strings.TrimPrefix(containerID, "containerd://")
+	out, err := n.Ctr("tasks", "ls")
+	if err != nil {
+		t.Fatalf("ctr tasks ls: %v\n%s", err, out)
+	}
+	pid := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			pid = f[1]
+		}
+	}
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if pid == "" || err != nil {
+		t.Fatalf("container %s: no process (pid %q, %v) in\n%s", id, pid, err, out)
+	}
+	// After the command's ")", the fields from 3 (state) on; starttime
+	// is field 22.
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	var ticks int64
+	if f := strings.Fields(rest); len(f) < 20 {
+		t.Fatalf("/proc/%s/stat: %q", pid, stat)
+	} else if _, err := fmt.Sscan(f[22-3], &ticks); err != nil {
+		t.Fatalf("/proc/%s/stat's starttime %q: %v", pid, f[22-3], err)
+	}
+	return ticks
+}
+
+// waitRunning polls the Pod until every container of it is ready, or
+// fails naming each container's state and the kubelet's last lines.
+func waitRunning(ctx context.Context, t *testing.T, n *nodetest.Node, ns, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	var err error
+	for {
+		pod, err = n.API.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && pod.Status.Phase == corev1.PodRunning && len(pod.Status.ContainerStatuses) > 0 {
+			ready := true
+			for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+				ready = ready && s.Ready
+			}
+			if ready {
+				return pod
+			}
+		}
+		if ctx.Err() != nil || pod != nil && pod.Status.Phase == corev1.PodFailed {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	var b strings.Builder
+	if pod != nil {
+		fmt.Fprintf(&b, "phase %s %s\n", pod.Status.Phase, pod.Status.Message)
+		for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+			fmt.Fprintf(&b, "  %s: ready %v, %+v\n", s.Name, s.Ready, s.State)
+		}
+	}
+	if node, err := n.API.Client.CoreV1().Nodes().Get(context.Background(), nodetest.NodeName, metav1.GetOptions{}); err == nil {
+		fmt.Fprintf(&b, "  node taints %+v\n", node.Spec.Taints)
+	}
+	if evs, err := n.API.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
+		for _, e := range evs.Items {
+			fmt.Fprintf(&b, "  event %s %s: %s\n", e.InvolvedObject.FieldPath, e.Reason, e.Message)
+		}
+	}
+	t.Fatalf("the Pod %s did not become ready: %v\n%s\nthe kubelet's log:\n%s", name, err, b.String(), lastLines(n.Log("kubelet"), 30)+"\nthe controller-manager's:\n"+lastLines(n.Log("kube-controller-manager"), 60))
+	return nil
+}
+
+// nodeUpstream is an HTTPS upstream on the node's address (which the Pod
+// reaches through the bridge), under its own CA: a keyecho.Echo.
+type nodeUpstream struct {
+	addr string
+	keyecho.Echo
+}
+
+func startNodeUpstream(t *testing.T, ca *testpki.CA) *nodeUpstream {
+	t.Helper()
+	l, err := nodetest.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &nodeUpstream{addr: l.Addr().String()}
+	srv := &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, nodetest.NodeIP).TLS}}))
+	t.Cleanup(func() { srv.Close() })
+	return u
+}
+
+// nodeSentinel is a value no test writes anywhere else, with the bytes a
+// careless encoder changes (/, +, &, <, >).
+func nodeSentinel(t *testing.T, name string) string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "sk-SENTINEL/" + name + "+" + hex.EncodeToString(b) + "&<v>"
+}
+
+// lastLines is s's last n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{"…"}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
