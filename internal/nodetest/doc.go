@@ -48,6 +48,15 @@
 //     killed before it can remove them leaves empty ones, which the next
 //     Start removes.
 //
+// # One node at a time
+//
+// Start's outer call holds an flock on .cache/kube/nodetest.lock from
+// before the host's first snapshot to after its last, so the nodes of
+// test binaries run side by side (go test ./... runs packages in
+// parallel) take turns: a second node's cgroupRoot would read as a change
+// of the host, and a starting node would remove another's not yet in use
+// as a killed run's.
+//
 // # Not covered
 //
 // One node, no registry (imagePullPolicy Never or IfNotPresent on

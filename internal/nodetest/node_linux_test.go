@@ -2,11 +2,16 @@ package nodetest
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"jr2.dev/boundary/internal/kubetest"
 )
 
 // TestNodeReady: the node registers with its address and the kubelet and
@@ -62,5 +67,27 @@ func TestHostCheckSeesACgroup(t *testing.T) {
 		if strings.Contains(d, name) {
 			t.Errorf("a stale cgroupRoot is left: %s", d)
 		}
+	}
+}
+
+// TestOneNodeAtATime: while one holder has the machine's node lock, a
+// second cannot take it; once released, it can.
+func TestOneNodeAtATime(t *testing.T) {
+	release, err := lockMachine(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := kubetest.CacheDir()
+	f, err := os.Open(filepath.Join(filepath.Dir(dir), lockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Errorf("a second lock while the first is held: %v; want EWOULDBLOCK", err)
+	}
+	release()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("the lock after release: %v", err)
 	}
 }

@@ -58,6 +58,11 @@ func runOuter(t *testing.T) {
 	if os.Geteuid() != 0 {
 		skipOrFail(t, missing("a node needs root (namespaces, mounts, cgroups, the bridge): run the tests as root"))
 	}
+	release, err := lockMachine(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	removeStaleCgroups(t)
 	before, err := snapshotHost()
 	if err != nil {
@@ -241,3 +246,34 @@ func removeStaleCgroups(t *testing.T) {
 		}
 	}
 }
+
+// lockMachine takes the machine's node lock, waiting while another test
+// binary holds it: one node at a time on a machine. Two at once would each
+// see the other's cgroupRoot come and go as a change of the host, and the
+// one starting would remove, as a killed run's, the cgroups of the other
+// not yet in use. The lock is an flock on a file beside the node's
+// binaries (.cache/kube/, shared by every checkout that shares .cache), so
+// the kernel releases it when its holder dies, however it ends.
+func lockMachine(t *testing.T) (release func(), err error) {
+	t.Helper()
+	dir, err := kubetest.CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("nodetest: the machine's node lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Logf("nodetest: waiting for another test binary's node to end (one node at a time on a machine)")
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("nodetest: flock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockFile is the node lock's name in .cache/kube/.
+const lockFile = "nodetest.lock"
