@@ -68,5 +68,7 @@
 //
 // The host's sysctls, top-level cgroups, mounts and network interfaces,
 // addresses and routes are the same after Start's test as before it; the
-// outer call fails the test when they are not.
+// outer call fails the test when they are not. The e2e suite's veths
+// (je<pid>x<n>h), which that suite makes and removes in its own run beside
+// a node's, are left out of the comparison with their sysctls and routes.
 package nodetest

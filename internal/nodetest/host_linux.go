@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -22,6 +23,21 @@ var (
 	volatile    = []string{"kernel/random/", "kernel/ns_last_pid", "kernel/pty/nr", "kernel/tainted", "net/netfilter/nf_conntrack_count", "vm/stat_refresh", "fs/inotify/", "kernel/perf_event_max_sample_rate"}
 )
 
+// otherTests matches the host interfaces other tests of this repository
+// make and remove in runs of their own, side by side with a node's (go
+// test ./... runs packages in parallel): the e2e suite's veths
+// (e2e/netns_test.go names them je<pid>x<n>h), which that suite checks it
+// removes. Their links, their per-interface sysctls and their routes are
+// not the node's: the node's parts run in its own network namespace.
+var otherTests = regexp.MustCompile(`^je[0-9]+x[0-9]+[hn]$`)
+
+// ofOtherTests: a sysctl of such an interface (net/ipv4/conf/IF/…,
+// net/ipv6/neigh/IF/…).
+func ofOtherTests(sysctl string) bool {
+	f := strings.Split(sysctl, "/")
+	return len(f) > 3 && f[0] == "net" && (f[2] == "conf" || f[2] == "neigh") && otherTests.MatchString(f[3])
+}
+
 func snapshotHost() (hostState, error) {
 	s := hostState{}
 	for _, tree := range sysctlTrees {
@@ -35,6 +51,9 @@ func snapshotHost() (hostState, error) {
 				if strings.HasPrefix(rel, v) && !strings.HasPrefix(rel, "fs/inotify/max_") {
 					return nil
 				}
+			}
+			if ofOtherTests(rel) {
+				return nil
 			}
 			if b, err := os.ReadFile(p); err == nil {
 				s["sysctl "+rel] = strings.TrimSpace(string(b))
@@ -71,6 +90,9 @@ func snapshotHost() (hostState, error) {
 		return nil, err
 	}
 	for _, i := range ifs {
+		if otherTests.MatchString(i.Name) {
+			continue
+		}
 		addrs, _ := i.Addrs()
 		var as []string
 		for _, a := range addrs {
@@ -81,7 +103,15 @@ func snapshotHost() (hostState, error) {
 	}
 	for _, f := range []string{"/proc/net/route", "/proc/net/ipv6_route"} {
 		b, _ := os.ReadFile(f)
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			// The device is the first field of /proc/net/route, the last
+			// of ipv6_route.
+			if f := strings.Fields(l); len(f) > 0 && (otherTests.MatchString(f[0]) || otherTests.MatchString(f[len(f)-1])) {
+				continue
+			}
+			lines = append(lines, l)
+		}
 		sort.Strings(lines)
 		s["routes "+f] = strings.Join(lines, "\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -45,9 +46,9 @@ func TestNodeReady(t *testing.T) {
 // made between two snapshots is named — and a cgroupRoot a killed run
 // left is removed by the next Start.
 func TestHostCheckSeesACgroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("NOT RUN: cgroups need root")
-	}
+	// A node of another test binary must not see this cgroup, nor lose
+	// its own to removeStaleCgroups.
+	defer rootAndLock(t, "making cgroups")()
 	before, err := snapshotHost()
 	if err != nil {
 		t.Fatal(err)
@@ -90,4 +91,54 @@ func TestOneNodeAtATime(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("the lock after release: %v", err)
 	}
+}
+
+// TestHostCheckSeesALink: a host interface made between two snapshots is
+// named, unless it is one of the e2e suite's veths, which that suite
+// makes and removes in its own run beside a node's.
+func TestHostCheckSeesALink(t *testing.T) {
+	// A node of another test binary must not see this link.
+	defer rootAndLock(t, "making a host interface")()
+	for _, tc := range []struct {
+		link string
+		seen bool
+	}{{"jr2chk0", true}, {"je1x1h", false}} {
+		before, err := snapshotHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := tc.link[:len(tc.link)-1] + "p"
+		exec.Command("ip", "link", "del", tc.link).Run() // a killed run's
+		if out, err := exec.Command("ip", "link", "add", tc.link, "type", "veth", "peer", "name", peer).CombinedOutput(); err != nil {
+			t.Fatalf("ip link add %s: %v\n%s", tc.link, err, out)
+		}
+		exec.Command("ip", "link", "set", tc.link, "up").Run()
+		after, err := snapshotHost()
+		exec.Command("ip", "link", "del", tc.link).Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := strings.Join(before.diff(after), "\n")
+		if seen := strings.Contains(d, tc.link); seen != tc.seen {
+			t.Errorf("a new link %s: the host check names it %v, want %v:\n%s", tc.link, seen, tc.seen, d)
+		}
+	}
+}
+
+// rootAndLock skips t loudly without root (fails it under
+// JR2_REQUIRE_ALL=1), then takes the machine's node lock, returning its
+// release: a test that changes the host does so while no node runs.
+func rootAndLock(t *testing.T, what string) (release func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv(kubetest.EnvRequireAll) == "1" {
+			t.Fatalf("NOT RUN: %s needs root, and JR2_REQUIRE_ALL=1", what)
+		}
+		t.Skipf("NOT RUN: %s needs root", what)
+	}
+	release, err := lockMachine(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return release
 }
