@@ -34,10 +34,11 @@ const (
 )
 
 // TestPodOnNode: what render writes runs on a real node. The images
-// `make images` built are imported into the node's containerd; the pod's
-// objects are rendered by this command (the Custodian as `custodian envoy`
-// with the module, in the custodian-envoy image; the agent image with curl)
-// and applied with the documented `kubectl apply --server-side`, the user's
+// `make images` built are imported into the node's containerd; for each
+// sidecar the pod's objects are rendered by this command (the Custodian as
+// `custodian envoy` with the module in the custodian-envoy image, then as
+// `custodian serve` in the custodian-serve image; the agent image with
+// curl) and applied with the documented `kubectl apply --server-side`, the user's
 // value Secret created through the API server. The kubelet runs the Pod:
 // the Custodian's native sidecar starts first and is started and ready
 // before the agent starts; the agent container's own curl, with only the
@@ -45,17 +46,26 @@ const (
 // address gets the value from the API server while the agent gets the echo
 // scrubbed; a stand-in sent toward a host it is not bound to is refused.
 func TestPodOnNode(t *testing.T) {
-	imgs := imagestest.Find(t, "custodian-envoy", "agent", "pause")
+	imgs := imagestest.Find(t, "custodian-envoy", "custodian-serve", "agent", "pause")
 	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
 	if n == nil {
 		return // the node's namespaces ran the test
 	}
+	for _, sidecar := range []string{"envoy", "serve"} {
+		t.Run(sidecar, func(t *testing.T) { podOnNode(t, n, imgs, sidecar) })
+	}
+}
+
+// podOnNode renders, applies and exercises one Pod whose Custodian is
+// sidecar (render's --sidecar), in a namespace of its own.
+func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image, sidecar string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
 	upCA := testpki.NewCA(t, "node-upstream")
 	up := startNodeUpstream(t, upCA)
 	other := startNodeUpstream(t, upCA) // KEY_B's: not KEY_A's host
+	image := imgs["custodian-"+sidecar].Ref
 
 	ns := n.API.Namespace(t)
 	m := fmt.Sprintf(`{"pod":%q,"orchestrator":"127.0.0.1:9","secrets":[`+
@@ -72,7 +82,7 @@ func TestPodOnNode(t *testing.T) {
 		{"ca", "init", "--dir", filepath.Join(tmp, "ca")},
 		{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"), "--out", dir,
 			"--ca-bundle", bundle, "--allow-local-targets", "--namespace", ns,
-			"--sidecar", "envoy", "--custodian-image", imgs["custodian-envoy"].Ref, "--agent-image", imgs["agent"].Ref,
+			"--sidecar", sidecar, "--custodian-image", image, "--agent-image", imgs["agent"].Ref,
 			"--data-plane", "module", "--module", "/opt/jr2/lib/custodian-module.so", "--module-in-pod"},
 	} {
 		if code, _, stderr := runCmd(t, roots, args...); code != 0 {
@@ -117,8 +127,8 @@ func TestPodOnNode(t *testing.T) {
 			t.Errorf("the sidecar's process started at tick %d since boot, the agent's at %d; the sidecar starts first", sideTicks, agentTicks)
 		}
 		t.Logf("the agent's process started %v after the sidecar's", time.Duration(agentTicks-sideTicks)*time.Second/ticksPerSecond)
-		if side.Image != imgs["custodian-envoy"].Ref || agent.Image != imgs["agent"].Ref {
-			t.Errorf("the sidecar ran %s and the agent %s; want the imported %s and %s", side.Image, agent.Image, imgs["custodian-envoy"].Ref, imgs["agent"].Ref)
+		if side.Image != image || agent.Image != imgs["agent"].Ref {
+			t.Errorf("the sidecar ran %s and the agent %s; want the imported %s and %s", side.Image, agent.Image, image, imgs["agent"].Ref)
 		}
 	})
 	curl := func(t *testing.T, target string) (int, string) {
