@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -38,13 +39,14 @@ const (
 // sidecar the pod's objects are rendered by this command (the Custodian as
 // `custodian envoy` with the module in the custodian-envoy image, then as
 // `custodian serve` in the custodian-serve image; the agent image with
-// curl) and applied with the documented `kubectl apply --server-side`, the user's
-// value Secret created through the API server. The kubelet runs the Pod:
-// the Custodian's native sidecar starts first and is started and ready
-// before the agent starts; the agent container's own curl, with only the
-// env the Pod gives it, sends the stand-in, and the upstream on the node's
-// address gets the value from the API server while the agent gets the echo
-// scrubbed; a stand-in sent toward a host it is not bound to is refused.
+// curl and Node) and applied with the documented `kubectl apply
+// --server-side`, the user's value Secret created through the API server.
+// The kubelet runs the Pod: the Custodian's native sidecar is started and
+// ready, and began before the agent; the agent container's own curl and
+// the e2e suite's Node client, with only the env the Pod gives them, send
+// the stand-in, and the upstream on the node's address gets the value from
+// the API server while the agent gets the echo scrubbed; the stand-in
+// sent toward the host of another secret is refused.
 func TestPodOnNode(t *testing.T) {
 	imgs := imagestest.Find(t, "custodian-envoy", "custodian-serve", "agent", "pause")
 	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
@@ -131,14 +133,22 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 			t.Errorf("the sidecar ran %s and the agent %s; want the imported %s and %s", side.Image, agent.Image, image, imgs["agent"].Ref)
 		}
 	})
-	curl := func(t *testing.T, target string) (int, string) {
+	// exec runs script with the agent container's own shell, env and
+	// clients (kubectl exec), and returns what it printed.
+	exec := func(t *testing.T, script string) string {
 		t.Helper()
-		line := fmt.Sprintf(`kubectl exec -n %s %s -c %s -- /bin/sh -c 'exec curl -sS --max-time 20 -w "\n%%{http_code}" -H "x-api-key: $%s" https://%s/v1/echo'`,
-			ns, nodePod, agent.Name, nodeHeld, target)
+		line := fmt.Sprintf(`kubectl exec -n %s %s -c %s -- /bin/sh -c '%s'`, ns, nodePod, agent.Name, script)
 		out, err := n.API.Run(t, dir, line)
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
+		return out
+	}
+	// curl sends KEY_A's stand-in, from the agent's env, toward target
+	// with the agent's curl; the status is printed last.
+	curl := func(t *testing.T, target string) (int, string) {
+		t.Helper()
+		out := exec(t, fmt.Sprintf(`exec curl -sS --max-time 20 -w "\n%%{http_code}" -H "x-api-key: $%s" https://%s/v1/echo`, nodeHeld, target))
 		out = strings.TrimRight(out, "\n")
 		i := strings.LastIndexByte(out, '\n')
 		var code int
@@ -166,6 +176,28 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 		}
 		noValue(t, "the agent's answer", body)
 	})
+	// The e2e suite's Node client (Node 24 in the agent image), once with
+	// https-proxy-agent and once with Node's own proxy support
+	// (NODE_USE_ENV_PROXY, which harness.env sets): the same swap.
+	for _, mode := range []struct{ name, flag string }{{"https-proxy-agent", ""}, {"NODE_USE_ENV_PROXY", "--env-proxy"}} {
+		t.Run("node client, "+mode.name, func(t *testing.T) {
+			out := exec(t, fmt.Sprintf(`exec node /opt/jr2/e2e/node/client.js %s "{\"method\":\"GET\",\"url\":\"https://%s/v1/echo\",\"headers\":[[\"x-api-key\",\"$%s\"]]}"`, mode.flag, up.addr, nodeHeld))
+			var res struct {
+				Status int    `json:"status"`
+				Body   string `json:"body"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("the Node client printed %q: %v", out, err)
+			}
+			if got := up.Take(); len(got) != 1 || got[0] != value {
+				t.Fatalf("the upstream got %d requests, the first with the value: %v; want one, with the value from the API server", len(got), len(got) > 0 && got[0] == value)
+			}
+			if res.Status != 200 || !strings.HasPrefix(res.Body, "invalid key ") {
+				t.Errorf("the Node client got %d %q; want 200 and the echo", res.Status, res.Body)
+			}
+			noValue(t, "the Node client's answer", out)
+		})
+	}
 	t.Run("another host refused", func(t *testing.T) {
 		code, body := curl(t, other.addr)
 		if got := len(other.Take()) + len(up.Take()); got != 0 || code != 403 {
