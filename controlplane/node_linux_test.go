@@ -46,7 +46,10 @@ const (
 // the e2e suite's Node client, with only the env the Pod gives them, send
 // the stand-in, and the upstream on the node's address gets the value from
 // the API server while the agent gets the echo scrubbed; the stand-in
-// sent toward the host of another secret is refused.
+// sent toward the host of another secret is refused. The kernel shows
+// what the kubelet applied to the Custodian's processes (uid 65532, no
+// capability, seccomp, no_new_privs, a read-only root), and the agent
+// reads no value and holds no service-account token.
 func TestPodOnNode(t *testing.T) {
 	imgs := imagestest.Find(t, "custodian-envoy", "custodian-serve", "agent", "pause")
 	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
@@ -133,6 +136,28 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 			t.Errorf("the sidecar ran %s and the agent %s; want the imported %s and %s", side.Image, agent.Image, image, imgs["agent"].Ref)
 		}
 	})
+	t.Run("what the kubelet applied", func(t *testing.T) {
+		// Every process of the Custodian's container, as the kernel
+		// sees it: uid and gid 65532, no effective capability, the
+		// runtime's seccomp filter (mode 2), no_new_privs, a read-only
+		// root.
+		pids := containerPIDs(t, n, side.ContainerID)
+		if sidecar == "envoy" && len(pids) < 2 {
+			t.Errorf("the Envoy sidecar's processes %v; want custodian envoy and Envoy under it", pids)
+		}
+		for _, pid := range pids {
+			st, ro := confinement(t, pid)
+			want := map[string]string{"Uid": "65532 65532 65532 65532", "Gid": "65532 65532 65532 65532", "CapEff": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"}
+			for k, v := range want {
+				if st[k] != v {
+					t.Errorf("the Custodian's process %s (%s): %s %q; want %q", pid, st["Name"], k, st[k], v)
+				}
+			}
+			if !ro {
+				t.Errorf("the Custodian's process %s (%s): its root is not mounted read-only", pid, st["Name"])
+			}
+		}
+	})
 	// exec runs script with the agent container's own shell, env and
 	// clients (kubectl exec), and returns what it printed.
 	exec := func(t *testing.T, script string) string {
@@ -198,6 +223,28 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 			noValue(t, "the Node client's answer", out)
 		})
 	}
+	t.Run("the agent holds no value", func(t *testing.T) {
+		// Its env, its processes' environments, its own mounts and every
+		// place the Custodian's container mounts a volume (the Pod's
+		// paths, tried in the agent's), and no service-account token.
+		script := "env; cat /proc/[0-9]*/environ"
+		for _, c := range []corev1.Container{pod.Spec.Containers[0], pod.Spec.InitContainers[0]} {
+			for _, vm := range c.VolumeMounts {
+				script += fmt.Sprintf("; ls -la %[1]s; cat %[1]s/* %[1]s/*/* %[1]s/*/*/*", vm.MountPath)
+			}
+		}
+		out := exec(t, script+" 2>&1; test -e /var/run/secrets/kubernetes.io/serviceaccount && echo SA-TOKEN-MOUNTED; true")
+		noValue(t, "the agent container's env and files", out)
+		if !strings.Contains(out, "bundle.crt") || !strings.Contains(out, "HTTPS_PROXY=") {
+			t.Errorf("the agent sees neither its trust files nor its proxy env:\n%s", out)
+		}
+		if strings.Contains(out, "SA-TOKEN-MOUNTED") {
+			t.Errorf("the agent container has a service-account token mounted")
+		}
+		if st, _ := confinement(t, containerPIDs(t, n, agent.ContainerID)[0]); st["Uid"] != "1000 1000 1000 1000" {
+			t.Errorf("the agent's process runs as uid %q; want render's --agent-uid 1000", st["Uid"])
+		}
+	})
 	t.Run("another host refused", func(t *testing.T) {
 		code, body := curl(t, other.addr)
 		if got := len(other.Take()) + len(up.Take()); got != 0 || code != 403 {
@@ -219,26 +266,48 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 // Linux).
 const ticksPerSecond = 100
 
-// processStart is when the first process of a container (containerd://ID,
-// as its status names it) started, in clock ticks since boot
-// (/proc/PID/stat's starttime): the node's PID namespace holds the
-// containers' processes.
-func processStart(t *testing.T, n *nodetest.Node, containerID string) int64 {
+// containerPIDs are the processes of a container (containerd://ID, as
+// its status names it), its first process first, as the node's PID
+// namespace numbers them (it holds the containers' namespaces).
+func containerPIDs(t *testing.T, n *nodetest.Node, containerID string) []string {
 	t.Helper()
 	id := strings.TrimPrefix(containerID, "containerd://")
 	out, err := n.Ctr("tasks", "ls")
 	if err != nil {
 		t.Fatalf("ctr tasks ls: %v\n%s", err, out)
 	}
-	pid := ""
+	var pids []string
 	for _, line := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
-			pid = f[1]
+			pids = append(pids, f[1])
 		}
 	}
+	if len(pids) != 1 {
+		t.Fatalf("container %s: no one task in\n%s", id, out)
+	}
+	ps, err := n.Ctr("tasks", "ps", id)
+	if err != nil {
+		t.Fatalf("ctr tasks ps %s: %v\n%s", id, err, ps)
+	}
+	for _, line := range strings.Split(string(ps), "\n") {
+		// PID INFO, then a line a process.
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == pids[0] || strings.Trim(f[0], "0123456789") != "" {
+			continue
+		}
+		pids = append(pids, f[0])
+	}
+	return pids
+}
+
+// processStart is when a container's first process started, in clock
+// ticks since boot (/proc/PID/stat's starttime).
+func processStart(t *testing.T, n *nodetest.Node, containerID string) int64 {
+	t.Helper()
+	pid := containerPIDs(t, n, containerID)[0]
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if pid == "" || err != nil {
-		t.Fatalf("container %s: no process (pid %q, %v) in\n%s", id, pid, err, out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	// After the command's ")", the fields from 3 (state) on; starttime
 	// is field 22.
@@ -250,6 +319,35 @@ func processStart(t *testing.T, n *nodetest.Node, containerID string) int64 {
 		t.Fatalf("/proc/%s/stat's starttime %q: %v", pid, f[22-3], err)
 	}
 	return ticks
+}
+
+// confinement is what the kernel says of a process: its uid and gid
+// lines, effective capabilities, no_new_privs, seccomp mode
+// (/proc/PID/status) and whether its root is mounted read-only
+// (/proc/PID/mountinfo).
+func confinement(t *testing.T, pid string) (status map[string]string, rootRO bool) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status = map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			status[k] = strings.Join(strings.Fields(v), " ")
+		}
+	}
+	mi, err := os.ReadFile("/proc/" + pid + "/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS …
+		if f := strings.Fields(line); len(f) > 5 && f[4] == "/" {
+			rootRO = strings.HasPrefix(f[5], "ro,") || f[5] == "ro"
+		}
+	}
+	return status, rootRO
 }
 
 // waitRunning polls the Pod until every container of it is ready, or
