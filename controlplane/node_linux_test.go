@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
+	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/imagestest"
 	"jr2.dev/boundary/internal/keyecho"
 	"jr2.dev/boundary/internal/nodetest"
@@ -94,10 +94,10 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 			t.Fatalf("controlplane %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
 		}
 	}
-	value, otherValue, token := nodeSentinel(t, nodeHeld), nodeSentinel(t, nodeOther), nodeSentinel(t, filter.TokenName)
+	value, otherValue, token := nodeSentinel(t, nodeHeld), nodeSentinel(t, nodeOther), nodeSentinel(t, contract.TokenName)
 	for name, data := range map[string]map[string][]byte{
 		nodeUserKeys:                  {"a": []byte(value), "b": []byte(otherValue)},
-		"jr2-held-secrets-" + nodePod: {filter.TokenName: []byte(token)},
+		"jr2-held-secrets-" + nodePod: {contract.TokenName: []byte(token)},
 	} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: data}
 		if _, err := n.API.Client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -182,7 +182,7 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 	}
 	noValue := func(t *testing.T, where, s string) {
 		t.Helper()
-		for name, v := range map[string]string{nodeHeld: value, nodeOther: otherValue, filter.TokenName: token} {
+		for name, v := range map[string]string{nodeHeld: value, nodeOther: otherValue, contract.TokenName: token} {
 			for _, f := range scrub.Forms([]byte(v)) {
 				if strings.Contains(s, string(f)) {
 					t.Errorf("%s holds a form of %s's value", where, name)
