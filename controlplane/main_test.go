@@ -214,7 +214,7 @@ func BenchmarkRenderCold(b *testing.B) {
 // writeLike writes every file of src again into a new directory dst
 // (same tree, bytes and modes; read first, untimed) and returns how many
 // files and how long the writing took: what DIR's disk costs a render,
-// with nothing rendered (issue 12's stated limit for its on-disk row).
+// with nothing rendered: the limit the cold render's on-disk row states.
 func writeLike(b *testing.B, src, dst string) (int, time.Duration) {
 	type file struct {
 		rel  string

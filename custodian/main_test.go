@@ -14,7 +14,7 @@ import (
 
 // TestUsageListsEveryFlag: each line of custodian's usage, and each
 // subcommand's own usage, names exactly the flags the subcommand parses
-// (issue 13, item 4).
+// (a flag the README named was once missing from --help).
 func TestUsageListsEveryFlag(t *testing.T) {
 	serveFlags, _ := serve.Flags()
 	runFlags, _ := run.Flags()
@@ -57,7 +57,7 @@ func TestHelp(t *testing.T) {
 		{nil, 2, usage},
 		{[]string{"sevre"}, 2, `custodian: unknown command "sevre"`},
 		{[]string{"serve", "--cofig", "x"}, 2, "flag provided but not defined: -cofig"},
-		// issue 21 item 8: a usage error says what is missing.
+		// A usage error says what is missing, not only the usage.
 		{[]string{"serve"}, 2, "custodian serve: --config is required: the custodian.json of a directory controlplane render wrote (render --out DIR writes DIR/custodian.json)\n" + serve.Usage},
 		{[]string{"serve", "--config", "x", "extra"}, 2, `custodian serve: unexpected argument "extra"; every input is a flag`},
 		{[]string{"run", "--bundle", "b", "--", "true"}, 2, "custodian run: --policy is required: the policy file (TOML), such as examples/policy.toml\n" + run.Usage},

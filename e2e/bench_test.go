@@ -29,7 +29,7 @@ import (
 
 // BenchmarkServe measures the Custodian's hosts — `custodian serve` and
 // core Envoy with the dynamic module — against the same upstream reached
-// directly, and prints one table of ratios with the goals of issue 12:
+// directly, and prints one table of ratios beside their goals:
 //
 //   - requests/s with keep-alive for a POST of 1 KiB and of 1 MiB answered
 //     with the same bytes (the answer streamed through the scrubber), with 1
@@ -43,7 +43,7 @@ import (
 //     jr2bench build answers SIGUSR1 with its runtime counters).
 //
 // Beside Envoy + module run Envoy alone (the same envoy.json without the
-// module, internal/benchenvoy; issue 25), so the module's share of Envoy's
+// module, internal/benchenvoy), so the module's share of Envoy's
 // cost is a ratio of one run, and Envoy + module on two workers
 // (--concurrency 2) at c=32 only. A host's CPU time, syscalls and profile
 // include its descendants (Envoy under custodian envoy).
@@ -128,7 +128,8 @@ func BenchmarkServe(b *testing.B) {
 			res[h+"/strace/"+cellName(size, 1)] = p.syscalls(b, h, loadSpec{Mode: "post", Size: size, Conc: 1, Warmup: 20, Count: n})
 		}
 	}
-	// The render's parts (issue 25 item 2): each left out of Envoy alone
+	// The render's parts, so that each costly one is kept only for what it
+	// buys: each left out of Envoy alone
 	// (the mark, the log path: of Envoy + module), measured beside its
 	// base, the two alternating partReps times, cell by cell, so a part's
 	// cost is the median of differences taken moments apart.
@@ -616,7 +617,7 @@ func (p *benchPod) allocStats(h string) (alloc, mallocs float64, ok bool) {
 	return 0, 0, false
 }
 
-// goal is one of issue 12's rows: a figure, its value, what it must be.
+// goal is one row of the table: a figure, its value, what it must be.
 // table prints the figures as ratios beside their goals.
 func (p *benchPod) table(w io.Writer, hosts []string, res map[string]benchResult) {
 	fmt.Fprintln(w)
@@ -895,7 +896,7 @@ func extraCalls(a, b benchResult) string {
 	return strings.Join(out, ", ")
 }
 
-// envoyGoals are issue 25's rows: core Envoy with the module against
+// envoyGoals are the data plane's rows: core Envoy with the module against
 // direct, against Envoy alone (the same envoy.json without the module,
 // benchenvoy_test.go) and on two workers; a short row names, from this
 // run, what Envoy alone costs, which the module cannot remove.

@@ -23,8 +23,8 @@ import (
 
 // Envoy without the module, Envoy with it on two workers, and on one
 // worker with GOMAXPROCS at the machine's CPUs (the Go runtime's default
-// the module overrode before issue 25), for
-// BenchmarkServe (issue 25). Both are the module render's envoy.json
+// the module once overrode), for
+// BenchmarkServe. Both are the module render's envoy.json
 // transformed here, in the bench, not a render option: the render's
 // default output stays the one thing the e2e suite and the red team
 // test, and what is left out is stated in one place (internal/benchenvoy) that
@@ -87,7 +87,8 @@ type envoyPart struct {
 	base, host string
 }
 
-// envoyParts are the parts measured per request (issue 25 item 2). The
+// envoyParts are the parts measured per request, so that each costly one
+// is kept only for what it buys. The
 // egress listener's filters (the dynamic forward proxy and its DNS cache,
 // jr2.rbac.guard, set_filter_state) and its access logs run once per
 // CONNECT, not per request, so with keep-alive they are inside the

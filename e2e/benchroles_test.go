@@ -23,7 +23,7 @@ import (
 // The benchmark's other processes. The upstream, the load and the host
 // under test each run in a process of their own, so a direct run measures
 // the upstream as the Custodian reaches it, not a client sharing its
-// scheduler and heap with the server (issue 12).
+// scheduler and heap with the server (which inflated direct).
 func init() {
 	roles["benchupstream"] = benchUpstreamMain
 	roles["benchload"] = benchLoadMain

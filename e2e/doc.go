@@ -23,7 +23,7 @@
 // reaches an upstream (stand-ins), a client (values), or the Custodian's
 // stdout and stderr (both).
 //
-// TestKubePod (issue 23 item 4) takes the same Custodian through Kubernetes:
+// TestKubePod takes the same Custodian through Kubernetes:
 // it applies the pod's rendered objects to a real API server
 // (internal/kubetest) with the documented kubectl line, reads back the Pod
 // and the objects its volumes name, lays the volumes out as the kubelet

@@ -38,12 +38,12 @@ const hopName = "HOP_KEY"
 // real Envoy and real custodian serve.
 const placesName = "PLACES"
 
-// TestHopByHop runs issue 10's transport items against each host, on a
-// pod of its own: an answer whose Content-Encoding its Connection header
-// names (item 1, on an intercepted target and on the control listener),
-// refusals of requests with a body on a keep-alive connection (item 7),
+// TestHopByHop runs the transport's holes an adversarial pass found
+// against each host, on a pod of its own: an answer whose Content-Encoding
+// its Connection header names (on an intercepted target and on the control
+// listener), refusals of requests with a body on a keep-alive connection,
 // handshakes whose ALPN quotes a stand-in, a path and a forged contract
-// line (item 8), and "OPTIONS *" on an intercepted connection (item 9).
+// line, and "OPTIONS *" on an intercepted connection.
 // Then it stops the host and checks all it printed: contract lines only,
 // and no value, stand-in or word the peer chose.
 func TestHopByHop(t *testing.T) {
@@ -235,7 +235,7 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusFound)
 		return
 	case "/v1/members":
-		// Issue 22 row 8: gzip of two members, the key echoed in the
+		// Gzip of two members, the key echoed in the
 		// second (a server that gzips each flush anew writes this).
 		w.Header().Set("Content-Encoding", "gzip")
 		writeEncoded(w, "gzip", "first member, ")
@@ -243,7 +243,7 @@ func (p *hopPod) upstream(w http.ResponseWriter, r *http.Request) {
 		writeEncoded(w, "gzip", "second member: you sent "+r.Header.Get("X-Api-Key"))
 		return
 	case "/v1/gzipgzip":
-		// Issue 22 row 9: gzip applied twice.
+		// Gzip applied twice.
 		w.Header().Set("Content-Encoding", "gzip, gzip")
 		var inner strings.Builder
 		writeEncoded(&inner, "gzip", "you sent "+r.Header.Get("X-Api-Key"))
@@ -368,7 +368,7 @@ func (p *hopPod) testEncoding(t *testing.T) {
 	}
 }
 
-// testGzipForms: issue 22 rows 8 and 9 — a gzip body of two members
+// testGzipForms: a gzip body of two members
 // reaches the agent whole and scrubbed (never only its first member, ended
 // as if complete), and "gzip, gzip" is the 502 naming both, decided on the
 // headers before any byte of the answer went out.

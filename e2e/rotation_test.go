@@ -28,7 +28,7 @@ import (
 // rotName is the rotated secret of the rotation pod.
 const rotName = "ROT_KEY"
 
-// TestRotation (issue 24): each host follows a kubelet-style rotation of
+// TestRotation: each host follows a kubelet-style rotation of
 // its value directory with no restart. 32 clients send swapped requests
 // on their own keep-alive connections without pause while the directory
 // is rotated ten times (a new timestamped directory, ..data swapped, by
@@ -192,8 +192,8 @@ func (p *rotPod) probe(t *testing.T, c *http.Client, id int64, path string) (str
 	return "", ""
 }
 
-// waitValue polls with fresh probes until the upstream gets want; the
-// issue's bound is 2 s from the rotation.
+// waitValue polls with fresh probes until the upstream gets want; a
+// rotation reaches new requests within 2 s (docs/custodian-json.md).
 func (p *rotPod) waitValue(t *testing.T, c *http.Client, ids *atomic.Int64, want string) {
 	t.Helper()
 	for end := time.Now().Add(2 * time.Second); ; {

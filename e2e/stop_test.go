@@ -24,8 +24,9 @@ import (
 )
 
 // TestStopAndLimits holds both hosts to one documented stop and one set
-// of connection limits (issue 22 rows 11 and 12; docs/custodian.md
-// "Limits and stop"), each on a pod of its own:
+// of connection limits (docs/custodian.md "Limits and stop"; Envoy once
+// cut every request in flight on SIGTERM and let a client hold a
+// connection an hour), each on a pod of its own:
 //
 //   - connection limits: the egress listener holds EgressConnections and
 //     closes the next one as it comes, the control listener its own

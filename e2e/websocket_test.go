@@ -27,7 +27,7 @@ import (
 
 const wsName = "WS_KEY"
 
-// TestWebSocket is issue 26 against each host: a WebSocket client holding
+// TestWebSocket runs against each host: a WebSocket client holding
 // only the stand-in talks to a real WebSocket upstream on loopback through
 // the Custodian. The upstream gets the value; the agent reads the label in
 // a text frame, a binary frame, three fragments around a ping, a frame cut

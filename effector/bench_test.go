@@ -96,7 +96,7 @@ func direct(b *testing.B, br *benchRig, n int, fresh bool) float64 {
 // TLS connection per call, as the Effector does (keep-alive off: no
 // request is ever sent twice on a stale connection). p50-ms is the median
 // effect, one at a time; the bearer row (an effect that names a held
-// secret, issue 12) carries its goal as goal-p50-ms.
+// secret) carries its goal as goal-p50-ms.
 func BenchmarkEffect(b *testing.B) {
 	for _, row := range []struct {
 		name   string
@@ -169,7 +169,7 @@ func directPerSecond(b *testing.B, br *benchRig, callers, each int) float64 {
 
 // BenchmarkEffectsPerSecond runs signed 1 KiB effects that name a held
 // secret as a bearer token from 32 callers at once and reports how many
-// settle per second, beside issue 12's goal and beside direct-fresh/s, the
+// settle per second, beside its goal and beside direct-fresh/s, the
 // rate of the same callers calling the upstream directly on a new
 // connection each (x-direct-fresh: the ratio of the two).
 func BenchmarkEffectsPerSecond(b *testing.B) {

@@ -17,7 +17,7 @@ import (
 // verified state (the echo scrubbed to its marker, exit 0); a start the
 // wire refuses is refused before anything is sent, naming the field; a
 // wrong key gets no signed answer and says which flags to check; a
-// missing flag names it (issue 21 item 9).
+// missing flag names it (effector call is the README's one signed effect by hand).
 func TestCall(t *testing.T) {
 	r := newRig(t, efftest.EchoHandler().ServeHTTP)
 	p := r.site.run(t, nil)

@@ -313,8 +313,8 @@ func TestStartRefused(t *testing.T) {
 }
 
 // TestPortInUse: a port another process listens on stops the start with
-// the listener, the variable that moves it and what may hold it (issue 21
-// item 8), and no path.
+// the listener, the variable that moves it and what may hold it (net/http's
+// "address already in use" names none of them), and no path.
 func TestPortInUse(t *testing.T) {
 	held, err := net.Listen("tcp", ":0")
 	if err != nil {

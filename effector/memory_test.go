@@ -34,8 +34,8 @@ func rss(t testing.TB, pid int) int {
 // name the held secret (bearer; one in five Basic or escaped into the url
 // path, which build an automaton of their own), outcomes kept for the
 // default 10 minutes, and its resident memory stays under 100 MiB and
-// within 32 MiB of where it was after the first 100 (issue 12: it was
-// 7.4 MB more per effect).
+// within 32 MiB of where it was after the first 100 (it once grew 7.4 MB
+// per effect, each effect's scrubber kept ten minutes).
 func TestSecretEffectsRSSFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED under -short: the memory test runs 1,000 effects")

@@ -47,7 +47,7 @@ func init() {
 	os.Exit(0)
 }
 
-// TestCommandHoldsNoPrivilege (issue 10): a command of a root Effector
+// TestCommandHoldsNoPrivilege: a command of a root Effector
 // makes no device node in its TMPDIR (kmsg 1,11, loop0 7,0), makes the
 // fifo and socket its scratch allows, loads no BPF program, and a
 // setuid-root copy of a binary in its scratch runs with every capability

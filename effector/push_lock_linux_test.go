@@ -104,7 +104,7 @@ func (s *sampler) end() *sampler { s.stop.Store(true); <-s.done; return s }
 
 func (s *sampler) agentSeen() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.agents > 0 }
 
-// TestClassLockThroughTheBinary (ADR-0068 rule 2, issue 14): a GPG push
+// TestClassLockThroughTheBinary (ADR-0068 rule 2): a GPG push
 // and a credentialed command through the real effector. A command started
 // while a GPG push holds the class (the push held at the remote, before
 // its agent) runs only after the push's gpg-agent is gone; a GPG push

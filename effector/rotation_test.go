@@ -17,7 +17,7 @@ import (
 // rotated is SENTINEL's value after TestRotation's rotation.
 const rotated = `R0tated/v4lue+Xq9&Lm2Zp7-sec~ond`
 
-// TestRotation (issue 24): the Effector follows a kubelet-style rotation
+// TestRotation: the Effector follows a kubelet-style rotation
 // of JR2_EFFECTOR_SECRETS with no restart. An effect started before the
 // rotation completes with the value it started with; the next sends the
 // new one; the old value, echoed after the rotation, is still scrubbed;

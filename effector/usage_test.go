@@ -52,7 +52,8 @@ func literals(t *testing.T, dir string, re *regexp.Regexp) []string {
 
 // TestUsageListsEveryFlag: the usage's confine and keep sections name
 // exactly the flags their parsers compare arguments against, and its
-// serve section every variable package config reads (issue 13, item 4).
+// serve section every variable package config reads (a flag the README
+// named was once missing from --help).
 // The parsers are written by hand, so their flags are read from their
 // source.
 func TestUsageListsEveryFlag(t *testing.T) {

@@ -31,8 +31,8 @@ func TestDecideConnect(t *testing.T) {
 		{"CONNECT", "a b:443", false, "-", 400, "jr2 custodian: a CONNECT target is host:port: not a host name or an IP address", "action refuse target - reason target"},
 		{"GET", "http://example.com/", false, "-", 405, "jr2 custodian: this listener takes CONNECT only; use it as HTTPS_PROXY", "action refuse target - reason not-connect"},
 		{"CONNECT", "jr2-held-paths.evil.example:443", false, "jr2-held-paths.evil.example:443", 0, "", "action tunnel target [stand-in]"},
-		// issue 22 row 10: Envoy's codec refuses '_' in a CONNECT target
-		// before any filter; the engine refuses it the same way
+		// Envoy's codec refuses '_' in a CONNECT target before any
+		// filter; the engine refuses it the same way, so every host does
 		{"CONNECT", "jr2-held-rt_key_a.example:443", false, "-", 400, "jr2 custodian: a CONNECT target is host:port: not a host name or an IP address", "action refuse target - reason target"},
 		{"CONNECT", "a_b.example:443", false, "-", 400, "jr2 custodian: a CONNECT target is host:port: not a host name or an IP address", "action refuse target - reason target"},
 	}

@@ -30,7 +30,7 @@ type Engine struct {
 	upstreams map[string]bool
 
 	// Built once in New from the config alone, so that a request's pass
-	// path allocates nothing (issue 12): see request.go.
+	// path allocates nothing (it runs on every request): see request.go.
 	bound      map[string]*boundTarget // canonical host:port -> its table
 	credIdx    map[string]int          // credential header name -> index in credList
 	credFirst  [256]uint64             // first byte -> bit min(len, 63) of each credential name

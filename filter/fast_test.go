@@ -12,7 +12,7 @@ import (
 	"jr2.dev/boundary/internal/contract"
 )
 
-// The allocation-free request decision (issue 12) must decide exactly as
+// The allocation-free request decision must decide exactly as
 // the engine did before it (ref_test.go): same reply, path, Set, Remove
 // and Secrets for every request. wideEngine's gateway has more than
 // manySlots (secret, header) pairs, so its swaps are found by header name.

@@ -1,8 +1,8 @@
 package filter
 
-// The engine's request decision as it was before it was made allocation-free
-// (issue 12): the reference FuzzDecideRequestSame and TestDecideRequestSame
-// hold the fast engine to. Test code only.
+// The engine's request decision as it was before it was made
+// allocation-free: the reference FuzzDecideRequestSame and
+// TestDecideRequestSame hold the fast engine to. Test code only.
 
 import (
 	"encoding/base64"

@@ -76,7 +76,7 @@ func TestDecideRequestRefusals(t *testing.T) {
 			`jr2 custodian: the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`, ReasonEncoded, ""},
 		{"not a path", anth, Request{"OPTIONS", "api.anthropic.com", "*", hs("x-api-key", anthSI)}, 400,
 			"jr2 custodian: the request target must be a path that starts with /", ReasonPath, ""},
-		// issue 22 row 7: IIS reads %u002e as '.', net/http refuses the
+		// IIS reads %u002e as '.', net/http refuses the
 		// request line; every '%' that begins no %XX escape is refused
 		{"rule4 %u escape", anth, Request{"GET", "api.anthropic.com", "/v1/%u002e%u002e/admin", hs("x-api-key", anthSI)}, 400,
 			`jr2 custodian: the path holds a "%" that does not begin a %XX escape (such as IIS's %u002e); send "%" as %25`, ReasonEncoded, ""},
@@ -84,10 +84,11 @@ func TestDecideRequestRefusals(t *testing.T) {
 			`jr2 custodian: the path holds a "%" that does not begin a %XX escape (such as IIS's %u002e); send "%" as %25`, ReasonEncoded, ""},
 		{"rule4 an encoded separator first", anth, Request{"GET", "api.anthropic.com", "/v1/%u002e%2e", hs("x-api-key", anthSI)}, 400,
 			`jr2 custodian: the path holds an encoded "/", "." or "\" (%2f, %2e or %5c); send it unencoded`, ReasonEncoded, ""},
-		// issue 22 row 5: an absolute URI (userinfo and all) is not a path
+		// an absolute URI (userinfo and all) is not a path; Envoy's parser
+		// would drop the userinfo, stand-in and all, before the engine saw it
 		{"absolute URI with userinfo", anth, Request{"GET", "api.anthropic.com", "https://user:" + anthSI + "@api.anthropic.com/v1/x", hs("x-api-key", anthSI)}, 400,
 			"jr2 custodian: the request target must be a path that starts with /", ReasonPath, ""},
-		// issue 22 row 6: a fragment is never sent; cut, it would hide the
+		// a fragment is never sent; cut, it would hide the
 		// dot segments the path check reads
 		{"fragment", anth, Request{"GET", "api.anthropic.com", "/v1/x#/../../admin", hs("x-api-key", anthSI)}, 400,
 			`jr2 custodian: the request target holds "#"; a fragment is never sent, send the path and query only`, ReasonPath, ""},
@@ -111,7 +112,7 @@ func TestDecideRequestRefusals(t *testing.T) {
 			"jr2 custodian: header authorization was sent more than once; send it once", ReasonDuplicate, ""},
 		{"rule6 other credential twice", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "api-key", "a", "api-key", "b")}, 400,
 			"jr2 custodian: header api-key was sent more than once; send it once", ReasonDuplicate, ""},
-		// issue 22 row 2: Envoy joins a repeated authorization into "a,b"
+		// Envoy joins a repeated authorization into "a,b"
 		// before any filter sees it; a ',' is a list of two in every host
 		{"rule6 joined by a proxy", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "authorization", "a,b")}, 400,
 			"jr2 custodian: header authorization was sent more than once; send it once", ReasonDuplicate, ""},

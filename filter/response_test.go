@@ -149,7 +149,8 @@ func TestGzipBodyStreams(t *testing.T) {
 
 // A gzip body of several members (RFC 1952 §2.2) is read to its end, in
 // any chunking, and every member is scrubbed; bytes after a member that do
-// not start another are a broken body (issue 22 row 8).
+// not start another are a broken body (never only the first member, ended
+// as if complete).
 func TestGzipMembers(t *testing.T) {
 	e := testEngine(t)
 	member := func(s string) []byte {

@@ -1,4 +1,4 @@
-// The suite's Node WebSocket client (issue 26): the ws package from npm,
+// The suite's Node WebSocket client: the ws package from npm,
 // through HTTPS_PROXY with a proxy agent (https-proxy-agent, as client.js),
 // trusting NODE_EXTRA_CA_CERTS, which Node reads at start. (Node 24.11's
 // built-in WebSocket ignores NODE_USE_ENV_PROXY and goes direct.)

@@ -1,4 +1,4 @@
-"""The suite's Python WebSocket client (issue 26): websockets 15.0.1, which
+"""The suite's Python WebSocket client: websockets 15.0.1, which
 make test installs into a venv of Debian's python3 in .cache/python-ws.
 
 It reads one request (JSON, argv[1]: url, headers, send) and connects the

@@ -27,7 +27,8 @@ func TestUsage(t *testing.T) {
 }
 
 // TestAddressInUse: a --listen address another process holds is refused
-// with the flag that moves it and what may hold it (issue 21 item 8).
+// with the flag that moves it and what may hold it (net/http's "address
+// already in use" names neither).
 func TestAddressInUse(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 }
 
 // TestRotation: the values' reload through the golang filter's adapter,
-// over its fakes (issue 24, streamtest.Rotation).
+// over its fakes (streamtest.Rotation).
 func TestRotation(t *testing.T) {
 	streamtest.Rotation(t, sdkDriver{})
 }

@@ -13,8 +13,9 @@ import (
 	"testing"
 )
 
-// Weak values: each is refused. The first rows are the oracle (an
-// 8-digit number) and the shapes a human or a test fixture picks.
+// Weak values: each is refused. The first rows are the oracle an
+// adversarial pass used (an 8-digit number: the scrubber showed which
+// guess was the value) and the shapes a human or a test fixture picks.
 func TestCheckRefusesWeakValues(t *testing.T) {
 	for _, c := range []struct{ name, v string }{
 		{"8-digit number", "48213976"},

@@ -1,4 +1,4 @@
-// Package benchenvoy makes, for `make bench` (issue 25), Envoy without the
+// Package benchenvoy makes, for `make bench`, Envoy without the
 // module from the module render's envoy.json: the same listeners, internal
 // hop, TLS interception, forward proxy, guard, access logs and upstream
 // clusters, with the dynamic-module filter and only what exists for it
@@ -6,7 +6,8 @@
 // is a transform in the bench, not a render option: the render has one
 // output, the one the e2e suite and the red team test.
 //
-// Beside it, the parts of the render one at a time (issue 25 item 2): each
+// Beside it, the parts of the render one at a time, so that each costly
+// part is kept only for what it buys: each
 // transform below leaves out one part of Envoy alone, so the bench reads
 // that part's cost per request as the difference.
 //

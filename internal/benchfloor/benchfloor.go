@@ -6,7 +6,7 @@
 // that does the Custodian's work (custodian serve, Envoy with the module,
 // the contained run's mediator) costs at least this much on the same
 // machine and load, so the floor's ratio to direct is the ceiling of
-// theirs: issue 12's stated limit for a proxy's row.
+// theirs: the limit a proxy's goal row states when it falls short.
 //
 // It is a benchmark's instrument, never part of a product path: it
 // trusts whatever CONNECT names. Invariant: it carries each byte as it

@@ -1,5 +1,5 @@
-// Package benchgoal prints the goal rows of `make bench`: each figure an
-// issue set a goal for, what this run measured, the goal, a pass or short
+// Package benchgoal prints the goal rows of `make bench`: each figure the
+// project set a goal for, what this run measured, the goal, a pass or short
 // mark and, for a short row, the limit that stops it — measured in the
 // same run where it can be (a floor beside the figure), with where its
 // profile comes from. With JR2_BENCH_GOALS naming a file, each row is also
@@ -44,7 +44,7 @@ func (r Row) Mark() string {
 // Print writes rows as a table to w and appends them to JR2_BENCH_GOALS.
 func Print(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "goal (issues 12, 25)\tnow\tgoal\t\tlimit\t")
+	fmt.Fprintln(tw, "figure\tnow\tgoal\t\tlimit\t")
 	var lines []string
 	for _, r := range rows {
 		now := fmt.Sprintf(r.Format, r.Value)

@@ -1,4 +1,4 @@
-// Command benchnoop is a dynamic module for make bench only (issue 25): a
+// Command benchnoop is a dynamic module for make bench only: a
 // Go c-shared object that exports every hook the Custodian's module
 // exports and does nothing in any of them (no ABI call, no engine, no
 // mark), so Envoy running it shows what a Go dynamic module costs in

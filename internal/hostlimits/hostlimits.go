@@ -2,7 +2,8 @@
 // agent's connections, and its stop, once: controlplane render writes them
 // into envoy.json, and custodian serve and custodian envoy (the wrapper
 // Envoy runs under) read them here, so the two hosts cannot differ
-// (issue 22 rows 11 and 12; docs/custodian.md "Limits and stop").
+// (docs/custodian.md "Limits and stop"; Envoy once cut every request in
+// flight on SIGTERM and let a client hold a connection an hour).
 //
 // Invariant: a number here is the one both hosts use; no host has a limit
 // of its own on the control, egress or intercept listeners beside these.
@@ -49,8 +50,8 @@ const (
 	// The health listener is counted in it, not exempt: Envoy 1.39.3 gives
 	// back a place in the global count when a connection of a listener
 	// with ignore_global_conn_limit closes, one it never took, so every
-	// kubelet probe would have raised the limit by one (found here, issue
-	// 22 row 12; envoy/README.md).
+	// kubelet probe would have raised the limit by one (found while giving
+	// both hosts the same limits; envoy/README.md).
 	MaxConnections = EgressConnections + ControlConnections + HealthConnections
 
 	// MaxHeaderBytes bounds a request's header block. Envoy:

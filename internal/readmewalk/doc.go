@@ -1,5 +1,6 @@
 // Package readmewalk is a test: it follows the README's by-hand section
-// and its `custodian run` section literally (issue 13). Each shell block
+// and its `custodian run` section literally, so that a user who has only
+// this repository can run them as pasted. Each shell block
 // the README marks with a "<!-- readme-walk: NAME" line just before it
 // is run as written, by bash with -e, from a copy of examples/, with the
 // built controlplane, custodian and example-upstream first on PATH, in a

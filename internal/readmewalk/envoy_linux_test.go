@@ -13,14 +13,15 @@ import (
 )
 
 // TestReadmeEnvoy: the by-hand block and then, in the same shell, the
-// README's core-Envoy block, as written (issue 21 item 2): Envoy found as
+// README's core-Envoy block, as written (pasted, it must work): Envoy found as
 // the e2e suite finds it (internal/envoybin) is on PATH as envoy, and the
 // module is built where `make module` puts it (bin/, beside examples/).
 // The re-render works (the by-hand block left the upstream running), Envoy
 // takes the same curl with the same outcome — the upstream got the value
 // (its fingerprint, once per host), the agent saw the echo scrubbed —, its
 // health listener is on loopback, its log holds no warning of the RBAC's
-// missing filter state (issue 21 item 3) and no error, no output holds a
+// missing filter state (a warning per request reads as a fault) and no
+// error, no output holds a
 // form of the value, and both stop cleanly. Then two tunnels through the
 // same envoy.json log no such warning either.
 func TestReadmeEnvoy(t *testing.T) {

@@ -209,7 +209,8 @@ func noValue(t *testing.T, what, text, value string) {
 
 // require skips the walk where this machine cannot run it, loudly; with
 // JR2_REQUIRE_ALL=1 (.ci/run sets it) it fails instead: in CI the walk is
-// issue 13's proof, and a skip would pass make test with nothing proven.
+// the proof that the README works as pasted, and a skip would pass make
+// test with nothing proven.
 func require(t *testing.T, tools ...string) {
 	t.Helper()
 	notRun := t.Skipf
@@ -314,7 +315,7 @@ func TestReadmeRun(t *testing.T) {
 		regexp.MustCompile(`egress-decision attempt=\d+ decision="allow" host="example\.com" port=443 rule="allow_hosts\[0\]"`),
 		regexp.MustCompile(`secret-injected host="example\.com:443" name="EXAMPLE_TOKEN"`),
 		regexp.MustCompile(`egress-decision attempt=\d+ decision="deny" host="example\.org" port=443 rule="default-deny"`),
-		// Stock git (issue 27 item 3): the mediator's 401 challenge, then
+		// Stock git: the mediator's 401 challenge, then
 		// git's helper answers it with the stand-in and the value goes in.
 		regexp.MustCompile(`(?m)^git clone: the stand-in answered the 401 \(git exit \d+\)$`),
 		regexp.MustCompile(`egress-decision attempt=\d+ decision="deny" host="example\.com" method="GET" port=443 reason="no-stand-in" rule="engine" status=401`),
@@ -385,7 +386,7 @@ func TestExampleEffector(t *testing.T) {
 // the target it read, answers its health route, runs the one signed http
 // effect effector call sends (the upstream got the value, the signed answer
 // holds the echo scrubbed), drains and exits 0 on SIGTERM, and no output
-// holds the value or a key (issue 21 item 9).
+// holds the value or a key: one signed effect a user can send by hand.
 func TestReadmeEffector(t *testing.T) {
 	dir, out := walkBlock(t, "effector")
 	raw, err := os.ReadFile(filepath.Join(dir, "examples", "effector-secrets", "EXAMPLE_API_KEY"))
@@ -421,8 +422,8 @@ func TestReadmeEffector(t *testing.T) {
 // of a recorded run prints the same bytes with nothing sent, faults draws,
 // and preflight's plan lists both effects. Then, with a policy whose path
 // does not exist, every run is refused: the block fails, says FAILED, and
-// never claims the replay matched (issue 21 item 5: two refused runs
-// printed two empty files, and cmp called them equal).
+// never claims the replay matched (two refused runs once printed two empty
+// files, and cmp called them equal).
 func TestReadmeModes(t *testing.T) {
 	require(t, "ip", "curl", "openssl", "go")
 	landlocktest.Require(t, 2)

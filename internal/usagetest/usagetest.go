@@ -1,5 +1,6 @@
 // Package usagetest holds every command's usage text to the flags the
-// command defines (issue 13, item 4): each flag a flag set defines is
+// command defines (a flag the README named was once missing from --help):
+// each flag a flag set defines is
 // named in the usage as --NAME, and the usage names no flag the command
 // does not define. controlplane, custodian and effector test each command
 // and subcommand with it.

@@ -6,7 +6,7 @@
 //
 //	go test ./filter/scrub -run '^$' -bench . | go run ./scripts/benchtable -title scrub -vs 'Baseline/bytes.Index' -unit MB/s
 //
-// Each -goal (repeatable) is one of the issues' goal rows, checked against
+// Each -goal (repeatable) is one of the project's goal rows, checked against
 // a row of the table and printed below it with a pass or short mark:
 //
 //	-goal 'FIGURE|ROW|UNIT|OP|VALUE[|LIMIT]'

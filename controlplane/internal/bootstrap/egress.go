@@ -92,7 +92,8 @@ func (b *builder) egressListener() *listenerv3.Listener {
 // guard is disabled: the dynamic forward proxy saves an address only for
 // its own cluster, so the guard's upstream_ip_port matchers would find no
 // envoy.stream.upstream_address there and warn once per range per request
-// (issue 21 item 3). The guard has nothing to judge on that route: its
+// (a warning per request, which a user reads as a fault). The guard has
+// nothing to judge on that route: its
 // destination is the intercept listener, and the engine dials the target.
 func (b *builder) connectRoute(name, cluster string) *routev3.Route {
 	perRoute := b.perRoute(pluginconf.RoleEgress, "")

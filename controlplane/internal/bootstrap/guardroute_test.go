@@ -12,8 +12,9 @@ import (
 // where the dynamic forward proxy saved the address it judges, and is
 // disabled on every bound target's CONNECT, where nothing saves one, so
 // Envoy never warns "Did not find filter state with key:
-// envoy.stream.upstream_address" (issue 21 item 3; the real Envoy's log is
-// checked by internal/readmewalk's TestReadmeEnvoy).
+// envoy.stream.upstream_address" once per request, which a user reads as
+// a fault (the real Envoy's log is checked by internal/readmewalk's
+// TestReadmeEnvoy).
 func TestGuardOnlyOnTheTunnel(t *testing.T) {
 	m := hcm(t, listener(t, build(t, config("ws-7f3a")), bootstrap.ListenerEgress))
 	for _, vh := range m.GetRouteConfig().VirtualHosts {

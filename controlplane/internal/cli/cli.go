@@ -330,7 +330,8 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 // operator must still do: the value files the Custodian reads at start —
 // one per held secret and the Sandbox token's, which every pod's control
 // listener holds — and, with --allow-local-targets, which clients reach
-// each loopback target around the Custodian (issue 13, item 8). Names,
+// each loopback target around the Custodian (NO_PROXY and Go's own rule
+// send them direct, with no error a user would see). Names,
 // targets and a directory only: render never sees a value.
 func renderNotes(w io.Writer, m *manifest.Manifest, valuesDir string, local bool, noProxy []string) {
 	names := make([]string, 0, len(m.Secrets)+1)

@@ -162,7 +162,8 @@ func TestRender(t *testing.T) {
 // relative --values-dir is (harness.env would name a path that holds only
 // where render ran); --health moves the health listener in custodian.json
 // and envoy.json, and a --health that is not IP:port is refused; a
-// --ca-bundle that is gone names the fix (issue 21 items 2, 4, 7).
+// --ca-bundle that is gone names the fix (the by-hand block's stop
+// removes upstream-ca.pem, and a re-render must say what to do).
 func TestRenderPathsAndHealth(t *testing.T) {
 	roots(t)
 	dir := t.TempDir()

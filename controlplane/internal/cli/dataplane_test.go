@@ -19,7 +19,8 @@ import (
 // object flag, is a usage error that names the fix and writes nothing; a
 // --module that is not a readable file here is refused, naming the flag
 // and the fix, unless --module-in-pod says the path is the container's
-// (issue 21 item 2).
+// (otherwise Envoy, not render, is the first to fail, on a path it
+// cannot load).
 func TestRenderDataPlane(t *testing.T) {
 	roots(t)
 	dir := t.TempDir()

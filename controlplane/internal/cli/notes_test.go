@@ -8,10 +8,10 @@ import (
 )
 
 // TestRenderNotes: after a render, stderr names every value file the
-// Custodian needs at start, the Sandbox token's included (issue 13, item
-// 3), and with --allow-local-targets which clients go around the
-// Custodian to each loopback target (item 8); stdout stays the one
-// summary line.
+// Custodian needs at start, the Sandbox token's included (a user who
+// supplied only the held secrets' values met it first as serve's stop),
+// and with --allow-local-targets which clients go around the Custodian to
+// each loopback target; stdout stays the one summary line.
 func TestRenderNotes(t *testing.T) {
 	dir, ca := newCA(t)
 	for i, tc := range []struct {

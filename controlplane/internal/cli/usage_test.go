@@ -9,7 +9,8 @@ import (
 )
 
 // TestUsageListsEveryFlag: each command's section of Usage names exactly
-// the flags the command defines (issue 13, item 4).
+// the flags the command defines (a flag the README named was missing from
+// --help).
 func TestUsageListsEveryFlag(t *testing.T) {
 	sets := cli.FlagSets()
 	for _, tc := range []struct{ command, next string }{

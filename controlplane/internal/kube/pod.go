@@ -412,7 +412,8 @@ func sidecarCommand(o Options) []string {
 // LogFlushMillis bounds how long a line waits in Envoy's log buffer: with
 // --log-path Envoy writes its log (the module's jr2.custodian lines among
 // it) through its buffered file writer, one write per flush rather than
-// one per line (issue 25: 5 to 17 µs per intercepted request measured);
+// one per line (a write per line measured 5 to 17 µs per intercepted
+// request);
 // Envoy's own default flush interval is 10 s.
 const LogFlushMillis = 1000
 

@@ -262,8 +262,8 @@ var configError = regexp.MustCompile(`error initializing configuration '[^']*': 
 // customMethodsWIP is the one warning a module render is allowed: Envoy
 // 1.39 marks Http1ProtocolOptions.allow_custom_methods work in progress,
 // and the render sets it so that a method Envoy's parser does not know
-// reaches the engine (rule 1's 405) instead of Envoy's own 400 (issue 22
-// row 1; envoy/README.md).
+// reaches the engine (rule 1's 405) instead of Envoy's own 400, as in
+// custodian serve (envoy/README.md).
 const customMethodsWIP = "field 'envoy.config.core.v3.Http1ProtocolOptions.allow_custom_methods' is marked as work-in-progress."
 
 // withoutWIP drops the lines of log that are customMethodsWIP's warning.

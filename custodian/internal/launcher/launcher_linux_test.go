@@ -593,8 +593,8 @@ func TestSweepKillsLeftovers(t *testing.T) {
 // TestConcurrentSweeps: sweeps in several processes at once (every
 // custodian run sweeps at start, and go test runs packages in parallel)
 // find the same killed runner's namespaces; none of them fails because
-// another removed a namespace first. Issue 27 item 4: this race, not a
-// runner that ended early, is what failed TestSweepKillsLeftovers under
+// another removed a namespace first. This race, not a runner that ended
+// early, is what failed TestSweepKillsLeftovers now and then under
 // a parallel make test ("ip netns delete …: No such file or directory").
 func TestConcurrentSweeps(t *testing.T) {
 	requireRoot(t)

@@ -140,7 +140,8 @@ func printTable(w io.Writer, r map[string]stats) {
 // The benchmark's processes: the upstream, the load and the mediator each
 // run in a process of their own (this test binary, re-executed with
 // benchRoleEnv), so direct measures a client and an upstream that share
-// no scheduler or heap, as the mediator's and mitmdump's do (issue 12).
+// no scheduler or heap, as the mediator's and mitmdump's do (a direct
+// client sharing the upstream's process measured direct too fast).
 const benchRoleEnv = "JR2_MEDIATOR_BENCH_ROLE"
 
 func TestMain(m *testing.M) {

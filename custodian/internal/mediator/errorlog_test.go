@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 10, item 8: the mediator's HTTP server writes what net/http would
+// The mediator's HTTP server writes what net/http would
 // have logged as the contract's error line, with a fixed word: a line that
 // quotes the child (its ALPN, its bytes, a forged contract line) keeps
 // nothing of it.

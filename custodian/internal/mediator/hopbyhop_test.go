@@ -11,7 +11,8 @@ import (
 )
 
 // hopAnswer answers /hop-<encoding> as an upstream that names its
-// Content-Encoding in Connection (issue 10, item 1), with the credential
+// Content-Encoding in Connection (which once hid the encoding from the
+// engine, so a gzipped echo passed unscrubbed), with the credential
 // it got inside, gzipped truly or, under any other name, not encoded at
 // all (a server that lies). It reports whether it answered.
 func hopAnswer(w http.ResponseWriter, r *http.Request) bool {

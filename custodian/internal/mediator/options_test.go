@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 10, item 9, in the mediator: "OPTIONS *" is decided like every
+// In the mediator, "OPTIONS *" is decided like every
 // request (net/http would answer it 200 itself): on a bound host the
 // engine's 400, on an allowed unbound one the mediator's own 400, and
 // nothing goes upstream.

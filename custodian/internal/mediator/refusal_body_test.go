@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Issue 10, item 7, in the mediator: the engine's refusal of a request
+// In the mediator, the engine's refusal of a request
 // with a body (on a connection already allowed) leaves the child's
 // keep-alive connection usable; it used to panic the handler (full duplex
 // with an unread body) and drop it.

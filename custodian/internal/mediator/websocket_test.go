@@ -15,7 +15,7 @@ import (
 	"jr2.dev/boundary/internal/wstest"
 )
 
-// Issue 26 item 4: the contained run carries a WebSocket to a bound target
+// The contained run carries a WebSocket to a bound target
 // as the Custodian's hosts do — the stand-in swapped on the upgrade, every
 // frame from the upstream scrubbed, the child's frames unchanged — and
 // records it: the upgrade, the 101, each chunk of frames the child got,

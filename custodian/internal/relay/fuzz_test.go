@@ -96,7 +96,8 @@ func readings(b []byte, depth int) [][]byte {
 	return out
 }
 
-// FuzzResponse is the response path's property (issue 10): whatever
+// FuzzResponse is the response path's property (an encoding named in
+// Connection once hid a gzipped echo from the scrubber): whatever
 // headers an upstream sends (Connection naming anything, encodings in any
 // case, several of them, a value in a name, a value or a trailer), and a
 // body that echoes the value encoded as those headers declare, no form of

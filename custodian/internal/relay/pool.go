@@ -21,7 +21,7 @@ import (
 // caller's goroutine. net/http's Transport hands each request to a writer
 // goroutine and each answer back from a reader goroutine: two wake-ups of
 // another thread per request, which on a small machine cost the Custodian
-// more CPU than the TLS of both its hops (issue 12's profiles). A Pool
+// more CPU than the TLS of both its hops (measured in CPU profiles). A Pool
 // writes the request, reads the answer and streams its body on the
 // goroutine that asked, and keeps the connection for the next request
 // once the body was read to its end.

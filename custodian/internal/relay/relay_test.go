@@ -57,8 +57,8 @@ func answer(parts ...string) *http.Response {
 
 // TestResponseFlushes: every chunk but the last is flushed as it comes (an
 // event stream keeps its timing); the last is not, so it leaves with the
-// end of the answer in one write (issue 12: the last chunk and the chunk
-// terminator were two TLS records, two syscalls), and the scrubber's tail
+// end of the answer in one write (the last chunk and the chunk terminator
+// were once two TLS records, two syscalls), and the scrubber's tail
 // joins it: one chunk, one record of the mediator's, for an answer read
 // in one.
 func TestResponseFlushes(t *testing.T) {
@@ -95,8 +95,8 @@ func TestResponseFlushes(t *testing.T) {
 }
 
 // TestResponseAllocatesNoBuffer: relaying an answer allocates neither its
-// read buffer nor the scrubber's output (issue 12: a 32 KiB buffer per
-// response was three quarters of the bytes serve allocated).
+// read buffer nor the scrubber's output (a 32 KiB buffer per response was
+// once three quarters of the bytes serve allocated).
 func TestResponseAllocatesNoBuffer(t *testing.T) {
 	eng := fuzzEngine(t)
 	body := strings.Repeat("x", 1024)

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestMainCapturesTheStandardLogger (issue 27 item 2): custodian run's own
+// TestMainCapturesTheStandardLogger: custodian run's own
 // logger, where net/http's Transport of the mediator's upstreams writes
 // (quoting what an upstream sent), writes the contract's error line with a
 // fixed word, as custodian serve's does, and nothing of the line itself.

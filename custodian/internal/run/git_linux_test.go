@@ -17,7 +17,7 @@ import (
 	"jr2.dev/boundary/internal/testpki"
 )
 
-// TestGitCloneOverHTTPS (issue 27 item 3): stock git in a contained run
+// TestGitCloneOverHTTPS: stock git in a contained run
 // clones over https through the mediator with no flag: the mediator
 // answers git's first request 401 with its challenge, git's credential
 // helper — the one harness.env sets (gitcred) — answers it with the

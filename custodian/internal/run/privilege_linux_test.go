@@ -15,7 +15,7 @@ import (
 // TestPrivilegeError: the check a run makes before its bundle and key —
 // root with both capabilities passes; another uid is told the run needs
 // root and how to keep the secrets' variables; a root without a
-// capability is told which (issue 21 item 6).
+// capability is told which (ip netns add's own failure said neither).
 func TestPrivilegeError(t *testing.T) {
 	all := func(int) (bool, error) { return true, nil }
 	noNet := func(c int) (bool, error) { return c != capNetAdmin, nil }
@@ -49,7 +49,7 @@ func TestPrivilegeError(t *testing.T) {
 
 // TestNonRootRunIsRefused: custodian run as an unprivileged uid (65534)
 // exits 1 saying it needs root and that no bundle was written, announces
-// no key, and leaves no bundle (issue 21 item 6). Before the fix it
+// no key, and leaves no bundle. Before the fix it
 // printed the bundle's key and then failed in ip netns add.
 func TestNonRootRunIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {

@@ -16,7 +16,7 @@ import (
 // are made, before its command started (the contained child's setup
 // fails: the program does not exist), writes no bundle and says so; the
 // same command line with a command that exists then runs, and its bundle
-// verifies (issue 13, item 6). Before the fix the refusal left a sealed
+// verifies. Before the fix the refusal left a sealed
 // bundle and the second run failed on "file exists".
 func TestRefusedBeforeStartWritesNoBundle(t *testing.T) {
 	requireRun(t)

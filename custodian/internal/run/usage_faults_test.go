@@ -11,8 +11,7 @@ import (
 
 // TestFaultsUsageMatchesTheReadme: every --faults SPEC the README passes
 // is one of the examples `custodian run --help` shows, and every example
-// there parses (issue 21 item 8: the usage showed a syntax the README did
-// not use).
+// there parses (the usage once showed a syntax the README did not use).
 func TestFaultsUsageMatchesTheReadme(t *testing.T) {
 	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Issue 10, item 8: what net/http prints itself quoted the peer. A
+// What net/http prints itself quoted the peer. A
 // ClientHello offering ALPN ["jr2-held-KEY", "/v1/secret-path"] put both
 // on stderr ("http: TLS handshake error … unsupported application
 // protocols"); an ALPN shaped like a contract line put one in the output.

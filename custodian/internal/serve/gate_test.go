@@ -12,7 +12,7 @@ import (
 	"jr2.dev/boundary/internal/contract"
 )
 
-// Issue 22, row 7: net/http refuses a request line whose target holds a
+// net/http refuses a request line whose target holds a
 // '%' that begins no escape (IIS's %u002e) with its own 400 and no line;
 // every listener reads its connections through relay.Gate, so the engine
 // answers it, as in Envoy with the module: rule 4 on an intercepted

@@ -30,7 +30,7 @@ func readable(b []byte) []string {
 	return out
 }
 
-// Issue 10, item 1: an upstream that names Content-Encoding in Connection
+// An upstream that names Content-Encoding in Connection
 // must not get its compressed echo past the scrubber. The engine decides
 // on the answer as the upstream sent it: gzip is read and scrubbed, an
 // encoding it cannot read is the 502 naming it, and Connection never takes

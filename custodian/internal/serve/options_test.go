@@ -27,7 +27,7 @@ func rawPlain(t *testing.T, addr, req string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// Issue 10, item 9: net/http answers "OPTIONS *" 200 itself unless told
+// net/http answers "OPTIONS *" 200 itself unless told
 // not to. Every request on every listener is decided by the engine (or,
 // on the health listener, by its one route): on an intercepted connection
 // "*" is not a path (400, rule 4's sibling), and it never goes upstream.
@@ -69,7 +69,8 @@ func TestOptionsStarIsDecided(t *testing.T) {
 
 // TestAddressInUseNamesTheFix: a second Custodian on a running one's
 // addresses is refused, per listener, with the listener, the flag that
-// moves it and that another Custodian may be running (issue 21 item 8).
+// moves it and that another Custodian may be running (net/http's "address
+// already in use" names no flag).
 func TestAddressInUseNamesTheFix(t *testing.T) {
 	f := newFixture(t, nil)
 	const holder = "; something else listens there (another custodian serve, or an Envoy run from a rendered envoy.json, may be running): stop it, or move this listener with "
@@ -97,8 +98,9 @@ func TestAddressInUseNamesTheFix(t *testing.T) {
 }
 
 // TestMissingValueNamesTheDirectory: a start without a held secret's value
-// file names the secret and the directory it was looked for in (issue 21
-// item 7), made absolute against custodian.json's directory.
+// file names the secret and the directory it was looked for in, made
+// absolute against custodian.json's directory (a relative one names
+// nothing a reader can find).
 func TestMissingValueNamesTheDirectory(t *testing.T) {
 	f := newFixture(t, nil)
 	dir := t.TempDir()

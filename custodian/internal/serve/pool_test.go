@@ -17,8 +17,8 @@ import (
 // connections exist), the same 64 clients sending request after request
 // reuse them: the upstream accepts no new TLS connection. With the pool
 // keeping 16 idle connections, 48 were closed after the warm-up and the
-// steady phase handshook again (issue 12: a fifth of the requests at 32
-// concurrent clients).
+// steady phase handshook again (a fifth of the requests at 32 concurrent
+// clients opened a new upstream TLS connection).
 func TestSteadyLoadOpensNoUpstreamConnection(t *testing.T) {
 	const clients, rounds = 64, 20
 	f := newFixture(t, nil)

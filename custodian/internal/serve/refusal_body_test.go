@@ -57,7 +57,7 @@ func send(t *testing.T, c *http.Client, r plainReq, body io.Reader) (int, string
 	return resp.StatusCode, string(b), reused
 }
 
-// Issue 10, item 7: a refusal of a request that carries a body must leave
+// A refusal of a request that carries a body must leave
 // the connection usable. The Go host used to log "http: panic serving …:
 // invalid concurrent Body.Read call" (full duplex with an unread body,
 // golang/go#68560) and drop the connection. Each refusal, with each body,

@@ -126,7 +126,7 @@ func newUpstream(t *testing.T, uca *testpki.CA) *upstream {
 			io.WriteString(w, "body")
 			return
 		case "/v1/hop-gzip", "/v1/hop-x-gzip", "/v1/hop-deflate", "/v1/hop-br":
-			// The encoding named hop-by-hop (issue 10, item 1): a relay that
+			// The encoding named hop-by-hop: a relay that
 			// drops what Connection names before the engine decides passes
 			// the compressed echo on without the header that says so.
 			enc := strings.TrimPrefix(r.URL.Path, "/v1/hop-")

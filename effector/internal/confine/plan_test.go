@@ -110,7 +110,8 @@ func TestPlanGolden(t *testing.T) {
 }
 
 // No rule of the plan grants making a device node: not the scratch, not a
-// device, not the system tree (issue 10: kmsg and loop0 made in TMPDIR).
+// device, not the system tree (a confined child once made kmsg and loop0
+// in its TMPDIR and opened them).
 // Fifos and sockets only in the scratch.
 func TestPlanMakesNoDevice(t *testing.T) {
 	r := fakeImage(t)

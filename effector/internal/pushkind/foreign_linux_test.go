@@ -16,7 +16,7 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 )
 
-// The rule of issue 27 (item 1): a push sends only objects that are the
+// The rule: a push sends only objects that are the
 // worktree's own or that the cache of the push's own remote holds. On a
 // node whose caches serve several tenants, another repository's cache
 // holds objects the agent may know the names of; a commit it writes over
@@ -158,8 +158,8 @@ func TestForeignObjectsRefused(t *testing.T) {
 	var cases []tcase
 	for _, kind := range []string{"blob", "tree", "commit", "tag"} {
 		cases = append(cases,
-			// The issue's own trial: the other cache appended to the
-			// worktree's alternates.
+			// The trial that found the hole: the other cache appended to
+			// the worktree's alternates.
 			tcase{name: "alternates names the other cache/" + kind, kind: kind, attack: func(t *testing.T, s setup) {
 				appendAlternate(t, s.r.f.Work, s.fo.objects)
 			}, stage: StageStart, want: "line 2 " + atStart},

@@ -1,4 +1,4 @@
-// Package pushkind is the Effector's `push` kind (ADR-0068, issue 14): the
+// Package pushkind is the Effector's `push` kind (ADR-0068): the
 // agent's pinned commit leaves the sandbox for its Repo Slot's remote, sent
 // with the slot's git.credentials entry and, when the slot signs, rewritten
 // as signed commits — with keys the agent's container never holds.
@@ -173,7 +173,8 @@ type prepared struct {
 }
 
 // Prepare checks a push start. A start that cannot run is not a 400: it
-// settles rejected at stage start, with the reason (the issue's rule).
+// settles rejected at stage start, with the reason (docs/effector-push.md:
+// a start that cannot run is an outcome the caller reads, not a refusal).
 func (k *Kind) Prepare(id string, s *wire.Start) (*effect.Plan, error) {
 	if s.Push == nil {
 		return nil, fmt.Errorf("push: required with kind %q", wire.KindPush)

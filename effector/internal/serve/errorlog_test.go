@@ -14,7 +14,7 @@ import (
 	"jr2.dev/boundary/internal/testpki"
 )
 
-// TestHTTPServerErrorLog (issue 27 item 2): what net/http prints itself
+// TestHTTPServerErrorLog: what net/http prints itself
 // on the Effector's server — a bad TLS handshake whose bytes the peer
 // chose, a handler's panic whose value holds the peer's text — is one
 // contract line each with a fixed word, and nothing the peer sent.

@@ -523,7 +523,7 @@ func (s suite) answers(t *testing.T) {
 			logs:    []string{anthropicLine("POST", 200)},
 		},
 		{
-			// Issue 22 row 8: a gzip body of two members (RFC 1952 §2.2, what
+			// A gzip body of two members (RFC 1952 §2.2, what
 			// a server writes by gzipping each flush anew) is read to its end.
 			name:    "a gzip body of two members is decoded whole and scrubbed",
 			a:       Answer{Status: "200", Headers: H("content-encoding", "gzip"), Chunks: Split(gz+Gzipped(t, "second: "+AnthropicValue+"\n"), 5)},
@@ -533,7 +533,7 @@ func (s suite) answers(t *testing.T) {
 			logs:    []string{anthropicLine("POST", 200)},
 		},
 		{
-			// Issue 22 row 9: gzip applied twice is an encoding the
+			// Gzip applied twice is an encoding the
 			// Custodian does not read; decided on the headers, before any
 			// byte goes out.
 			name:    "gzip twice is refused 502 naming both, before any header went out",

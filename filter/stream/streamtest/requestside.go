@@ -7,7 +7,8 @@ import (
 	"jr2.dev/boundary/filter/pluginconf"
 )
 
-// requestSide: issue 22's request rows as the filter sees them once the
+// requestSide: the requests Envoy's codec once changed before the engine
+// saw them (so Envoy answered unlike serve), as the filter sees them once the
 // render keeps Envoy's codec from changing them — a method that is the
 // stand-in, a repeated authorization as Envoy's header map joins it (one
 // value with ','), a CONNECT inside the intercepted TLS (its own route,

@@ -14,7 +14,7 @@ import (
 // RotatedValue is the GitHub token's value after Rotation's rotation.
 const RotatedValue = "ghp_STREAMTEST_rotated_Xk3Lq9Vb7Mw2"
 
-// Rotation is the values' reload through an adapter (issue 24): a stream
+// Rotation is the values' reload through an adapter: a stream
 // that began before a rotation completes with the engine it began with —
 // the old value sent, its answer scrubbed by its own scrubber — while the
 // streams that begin after carry the new value, and an answer that still

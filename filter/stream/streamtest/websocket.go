@@ -29,7 +29,7 @@ func wsClose(code uint16, reason string) string {
 	return string(binary.BigEndian.AppendUint16(nil, code)) + reason
 }
 
-// webSocket: issue 26 through the adapter. An upgrade toward a bound
+// webSocket: a WebSocket through the adapter. An upgrade toward a bound
 // target is judged by rules 1-11 and forwarded without
 // sec-websocket-extensions; the 101's headers are scrubbed; the
 // upgraded bytes (body data to the filter) pass through the frame

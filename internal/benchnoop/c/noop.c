@@ -1,4 +1,4 @@
-// A dynamic module for make bench only (issue 25), beside the Go one in
+// A dynamic module for make bench only, beside the Go one in
 // internal/benchnoop: the same 24 hooks, doing nothing in any of them, in
 // C — no runtime, no scheduler, no garbage collector. Envoy running it
 // shows what the hooks' crossings cost by themselves, so the Go module
