@@ -17,7 +17,9 @@ import (
 )
 
 // Config is custodian.json, the engine config. controlplane render writes
-// it; both hosts read it (Envoy as the Go filter's plugin config). It holds
+// it; custodian serve reads it by --config, and the filter inside Envoy
+// (the dynamic module or the Go filter) from the path its plugin config
+// names; the contained run's broker builds one from its policy. It holds
 // no value.
 type Config struct {
 	// Pod names the pod, for logs and errors.

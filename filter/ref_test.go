@@ -203,7 +203,7 @@ func (e *Engine) refStandInElsewhere(path, query string, hs []Header, swapped ma
 	}
 	for _, h := range hs {
 		ln := strings.ToLower(h.Name)
-		// Both hosts fold a name's case (Go canonicalises it, Envoy
+		// Every host folds a name's case (Go canonicalises it, Envoy
 		// lowercases it), so a name is searched without regard to case.
 		if n := e.refFindStandInCase(h.Name, true); n != "" {
 			return n, "a header name"

@@ -1,5 +1,5 @@
 // Package effect is the seam between the Effector's server and its kinds
-// (http and command today; push later). The server owns the state machine —
+// (http, command and push). The server owns the state machine —
 // running and settled, attach, kept stops, outcome expiry, read-tracking for
 // the drain — once, for every kind; a kind only checks a start and runs it.
 //
