@@ -97,7 +97,25 @@ func (c *trackedConn) Close() error {
 
 // serveConn reads the first byte of a connection on a caught port and
 // sends it down the TLS or the HTTP path. port, when not 0, is the port
-// the connection stands for.
+// the connection stands for. Every caught port is served alike:
+//
+//   - 0x16 (a TLS handshake): the SNI names the host, the dialled port is
+//     the port. Denied: a fatal access_denied alert, nothing else. Allowed:
+//     TLS ends with the run CA's leaf for the host, and each request on it
+//     goes upstream over TLS.
+//   - anything else is HTTP/1.1: a CONNECT host:port (the explicit proxy,
+//     "via proxy") is decided, answered 200 and then read again like a new
+//     connection to that target; an absolute URL (proxy) or an origin-form
+//     request (its Host, "via host") is decided per request and goes
+//     upstream in the scheme it came in. Denied: 403, a jr2 custodian body.
+//   - a connection to any address but the mediator's own is a literal-IP
+//     dial (the child's DNS only ever answers the mediator's address): it
+//     is recorded with an empty host and the address dialled, and denied.
+//     So is a ClientHello without SNI, and a Host or CONNECT naming an IP.
+//
+// Every request the HTTP server reads is decided by the policy (which
+// host) and then by the engine (the request): net/http answers nothing
+// itself ("OPTIONS *" is a 400, not its 200).
 func (m *Mediator) serveConn(raw net.Conn, port uint16) {
 	c := &trackedConn{Conn: raw, m: m}
 	m.conns.Swap(raw, c)

@@ -3,117 +3,28 @@
 // port, reads where it means to go (the ClientHello's SNI, the Host header,
 // the proxy's CONNECT or absolute URL, or the address dialled), decides by
 // the policy, records the attempt and the decision, and carries what the
-// policy allows to its upstream through the same engine as the Custodian:
-// stand-ins swapped toward bound hosts, other credentials stripped,
-// answers scrubbed and streamed.
+// policy allows to its upstream through the same engine as the Custodian.
 //
 // Invariant: every decision on a request is the engine's. Each request on
 // an allowed connection, bound host or not, is one call,
 // filter.Engine.DecideAllowed, and each dial is filter.Engine.DialAllowed;
-// this package records, applies the run's mode and moves bytes, and holds
-// no request rule of its own (no stand-in finder, no Host check).
+// this package records, applies the run's mode and moves bytes.
 //
 // Invariant: nothing reaches an upstream unless the attempt and the
-// decision that allowed it are in the record first (egress-attempt before
-// egress-decision, http-request and secret-injected before the request is
-// sent); a record that cannot be written denies what it would have
-// recorded. Every attempt is on the record: a DNS question, a TLS server
-// name, a Host, a CONNECT or a proxy URL whose name holds a form of a held
-// value (in any letter case: names are lowercased on their way) is
-// recorded with each form replaced by its label, by the engine's scrubber
-// folded for case, marked "scrubbed": true, and denied (DNS REFUSED, rule
-// value-in-name), whatever the policy says; the refuse line names it the
-// same way. So is a request whose url or headers, as they would go
-// upstream, hold a form the agent wrote itself: its http-request record
-// shows the label, "scrubbed", and it is denied (403, rule
-// value-in-request) and never sent. A value reaches the wire only in a header the engine Set, over
-// TLS, toward a host the policy binds it to; the record shows the stand-in
-// the agent sent, and the bundle writer's guard refuses any line holding a
-// value: the last line of defence, which scrubbing first keeps from ever
-// being why an attempt is missing. Log lines (written together at most
-// every 100 ms, all of them by Close) are the Custodian's refuse, intercept and error lines: a
-// target (or a listener) and a word, never a value, a stand-in, a path, a
-// query, a header value, a body or anything else the child chose.
+// decision that allowed it are in the record first, and a record that
+// cannot be written denies what it would have recorded. Every attempt is
+// on the record; a name or a request holding a form of a held value is
+// recorded with its label in the form's place and denied. A value reaches
+// the wire only in a header the engine Set, over TLS, toward a host the
+// policy binds it to. Log lines carry a target and a word, never anything
+// the child chose.
 //
-// A WebSocket to a bound target, in live mode, is carried as custodian
-// serve carries it (relay.WebSocket: the upgrade decided by the engine,
-// every upstream frame scrubbed) and recorded as a request whose answer's
-// body is the frames the child got and whose body is the child's own;
-// toward an unbound host, or in another mode, an upgrade is refused.
-//
-// # What each connection is
-//
-// Every caught port is served alike; the first byte decides:
-//
-//   - 0x16 (a TLS handshake): the SNI names the host, the dialled port is
-//     the port. Denied: a fatal access_denied alert, nothing else. Allowed:
-//     TLS ends with the run CA's leaf for the host, and each request on it
-//     goes upstream over TLS.
-//   - anything else is HTTP/1.1: a CONNECT host:port (the explicit proxy,
-//     "via proxy") is decided, answered 200 and then read again like a new
-//     connection to that target; an absolute URL (proxy) or an origin-form
-//     request (its Host, "via host") is decided per request and goes
-//     upstream in the scheme it came in. Denied: 403, a jr2 custodian body.
-//   - a connection to any address but the mediator's own is a literal-IP
-//     dial (the child's DNS only ever answers the mediator's address): it
-//     is recorded with an empty host and the address dialled, and denied.
-//     So is a ClientHello without SNI, and a Host or CONNECT naming an IP.
-//
-// Every request the HTTP server reads is decided by the policy (which
-// host) and then by the engine (the request): net/http answers nothing
-// itself ("OPTIONS *" is a 400, not its 200).
-//
-// Toward a host the policy allows with no secret bound to it, the engine
-// (DecideAllowed) holds the request to the rules that guard a stand-in and
-// the answer — the Host names the target, a stand-in anywhere in it is
-// rule 10's 403, an upgrade is refused, identity encoding and no range —
-// and its answer is scrubbed like any other: the run's values are scrubbed
-// from every answer. Toward a bound host, plain HTTP is refused and the
-// rest is rules 1–11. The mediator dials allowed hosts itself, from the
-// runner's namespace, with the Custodian's dial guard on the address
-// dialled: an allowed name that resolves to loopback, link-local or
-// another guarded address is answered 502 and not dialled.
-//
-// # Records (bundle kinds, spec run.md)
-//
-// dns-query and dns-decision for each question; egress-attempt (host, port,
-// via sni|host|proxy|ip, and the address when it was a literal-IP dial)
-// then egress-decision (allow or deny, the rule: allow_hosts[i],
-// default-deny, value-in-name, value-in-request, or "engine" with the
-// engine's reason for a request the engine refused on an allowed
-// connection); each of them, and http-request, with "scrubbed": true when
-// a name or a request held a form of a value; http-request as sent upstream
-// (swapped headers shown with the agent's stand-in); secret-injected (name
-// and target) for each value the request carries; http-response: one
-// record with the status and headers, one per body chunk as framed (the
-// scrubbed bytes the child got: "body" when UTF-8, else "body_base64"),
-// and one closing record with the count, or with "error" when the body was
-// cut. A reply the mediator made itself is one http-response record with
-// "local": true. The bundle is synced after every denial.
-//
-// A request body is recorded as it is read (http-request-body: one record
-// per read, then a closing record with the count, the bytes, the bytes
-// read and the sha-256 of the recorded bytes), through the engine's
-// streaming scrubber, so a form of a held value is its label even split
-// across reads; each read is recorded before the transport gets its
-// bytes. A run records at most Options.BodyBudget bytes of bodies; past
-// it a body is hashed, not recorded, and its closing record says "cut".
-// A mode other than live (Options.Mode) reads the body whole first, at
-// most 16 MiB (a 413 beyond), since its hash is part of the effect's
-// canonical form; the mode then decides, and answers through its verdict
-// (internal/mode): in replay and preflight nothing is dialled, and no
-// secret-injected record is written for a verdict that sends nothing (a
-// recorded or planned answer, a fault that replaces the answer).
-//
-// NOT covered: a request body is not checked for a value's form (the
-// engine's request rules apply; the record shows the label), nor for a
-// stand-in (rule 10 reads the target and the headers, in every host); a denial by value-in-name tells the child that its name held a
-// form (an oracle only for a value weak enough to guess); a form the scrubber does not know (scrub's NOT
-// covered) is recorded as it came; HTTP/2 and
-// HTTP/3 are not spoken (ALPN offers http/1.1; QUIC is UDP and goes
-// nowhere); a client that pins its certificates fails closed against the
-// run CA; a TCP port the launcher did not catch is unreachable and not
-// recorded (the child's kernel answers ENETUNREACH).
+// docs/run.md is the reference: what each connection is ("The mediator's
+// answers"), every record ("The bundle") and what is NOT covered ("What the
+// mediator does not cover": HTTP/2 and QUIC, pinned clients, request
+// bodies, uncaught ports). serveConn reads a connection's first byte,
+// admit records an attempt, forward.go carries a request, reqbody.go
+// records its body.
 package mediator
 
 import (
@@ -346,7 +257,10 @@ func (m *Mediator) close() {
 }
 
 // logEvery is how long a log line may wait to be written with others;
-// Close writes what waits, and each line after it at once.
+// Close writes what waits, and each line after it at once. The lines are
+// the Custodian's refuse, intercept and error lines: a target (or a
+// listener) and a word, never a value, a stand-in, a path, a query, a
+// header value, a body or anything else the child chose.
 const logEvery = 100 * time.Millisecond
 
 // refuseLog writes the refuse line for target.
