@@ -6,6 +6,17 @@ type pattern struct {
 	owner int32
 }
 
+// Scanning is one table lookup per byte while no pattern ends, whatever
+// the number of secrets (bench_test.go measures it). A long stretch without
+// a pending match is cut into four parts walked together (advanceWide, each
+// part starting Longest()-1 bytes early), so four independent lookups are
+// in flight instead of one; the answer is the single walk's, byte for byte
+// (wide_test.go and FuzzWide hold it to that). Where matches come closer
+// than nearWindow bytes, the single walk is used. Memory grows with the
+// total length of the forms: about 19 bytes per automaton state plus at most
+// 4 MiB of rows; 64 token-sized secrets with what an Effector builds from
+// them take about 7 MiB.
+//
 // automaton is an Aho–Corasick automaton over every pattern, read-only once
 // built.
 //

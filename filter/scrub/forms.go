@@ -6,10 +6,43 @@ import (
 	"unicode/utf8"
 )
 
-// Forms returns every form of v that a Scrubber replaces (see the package
-// doc, "Forms"), deduplicated, in a fixed order: v itself first. Empty
-// strings are never forms. The result is the caller's to keep; v is not
-// retained or modified.
+// Forms returns every form of v that a Scrubber replaces, deduplicated, in
+// a fixed order: v itself first. Empty strings are never forms. The result
+// is the caller's to keep; v is not retained or modified.
+//
+// A Secret's Value and each of its Built strings of at least MinLen bytes
+// are expanded by Forms into patterns. A string V is read as its bytes and,
+// when it is not valid UTF-8, also as the text a decoder makes of it
+// (U+FFFD for each invalid byte, as Go does, and for each maximal invalid
+// subpart, as WHATWG TextDecoder and Python do). The forms of each reading:
+//
+//   - V itself;
+//   - base64 in the standard and URL alphabets, padded and not, of V alone,
+//     and the three shifted forms in each alphabet: the characters that
+//     carry only V's bits when a server encodes a longer string with V at
+//     byte offset 0, 1 or 2 of a 3-byte group (base64Forms has the
+//     arithmetic; a character that mixes in a neighbour's bits is left out);
+//   - percent-encoding in each set of the form table percentSpellings
+//     (RFC 3986 unreserved only, Python quote, encodeURIComponent,
+//     encodeURI, an RFC 3986 path segment, Go's PathEscape and
+//     EscapedPath, the WHATWG and Java form encoding, PHP urlencode, .NET
+//     UrlEncode), each with a space written "%20" and written "+" (Go's
+//     QueryEscape, Python quote_plus with either safe set, jQuery's $.param
+//     and every form encoder), each with upper- and lower-case hex, and the
+//     same spellings of each base64 form (a base64 token carried in a url).
+//     docs/scrub.md lists the table, and a test keeps it equal to the code;
+//   - hex, lower and upper case;
+//   - the JSON string spellings of each of the above: "/" as "\/" or not,
+//     "<" ">" "&" as "\u003c" "\u003e" "\u0026" or not, non-ASCII as "\uXXXX"
+//     (UTF-16, surrogate pairs beyond the BMP) or raw, DEL as "\u007f" or
+//     raw, "\b" "\f" or "\u0008" "\u000c", "\n" "\r" "\t" or "\u000a"
+//     "\u000d" "\u0009", U+2028 and U+2029 escaped or raw, "\u" hex in
+//     either case; a byte that is not UTF-8 as "\ufffd", as Go writes it.
+//
+// Not covered: a hash, a truncation or a partial echo of a value; one
+// percent string mixing upper- and lower-case hex, or mixing spellings;
+// base64 with line breaks (MIME); any encoding, or nesting of encodings,
+// not listed above; and a Built string shorter than MinLen.
 func Forms(v []byte) [][]byte {
 	var fs formSet
 	fs.addValue(v)

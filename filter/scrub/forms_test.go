@@ -166,7 +166,7 @@ func TestFormsDoNotCoverNestedBase64OfJSON(t *testing.T) {
 	s := mustNew(t, []Secret{{Name: "x", Value: valASCII}})
 	in := base64.StdEncoding.EncodeToString([]byte(goJSON(valASCII)))
 	if got := s.String(in); got != in {
-		t.Fatalf("String(%q) = %q: a form the package doc does not list was matched", in, got)
+		t.Fatalf("String(%q) = %q: a form Forms' doc does not list was matched", in, got)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 // fuzzSecrets reads up to four secrets from b: a count byte, then for each a
 // length byte (8 to 40 bytes) and that many bytes, filled from a fixed
 // pattern when b runs out. "[" and "]" become "(" and ")": a form holding a
-// bracket can be completed by a label beside it, which the package doc
+// bracket can be completed by a label beside it, which New's doc
 // states is outside the claim.
 func fuzzSecrets(b []byte) []Secret {
 	take := func() byte {

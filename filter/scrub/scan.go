@@ -21,6 +21,20 @@ const nearWindow = 4096
 // end of input, keep is the text's length). head has already been scanned
 // into c (it is what the last call kept); tail is new.
 //
+// The patterns of all secrets are compiled into one Aho–Corasick automaton
+// (see automaton for its layout: byte classes, full rows for the shallow
+// states and for prefixes several secrets share, sorted edges and failure
+// links for the rest). The scan replaces, left to right and without
+// overlap, the longest match at the leftmost position, with the label of the secret whose form it is (the first
+// secret in New's order when two share a form). There is no cap on the
+// number of matches.
+//
+// When two forms overlap in the input, the one with the leftmost start
+// (the longest there) is replaced, and the scan resumes after it: the rest
+// of the other is left as it is, no longer a whole form. Forms of distinct
+// values do not overlap in a real body; the residual is stated here rather
+// than hidden (TestOverlapsResolveLongestLeftmost pins it).
+//
 // Leftmost-longest, non-overlapping: at each byte the longest pattern
 // ending there is the match with the earliest start among those ending
 // there; it becomes the candidate when it starts before the candidate, or

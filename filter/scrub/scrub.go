@@ -2,141 +2,21 @@
 // "[secret:<name>]", in whole strings and in streams cut at any byte.
 //
 // Invariant: in any chunking of the input, the output holds no form of a
-// held value (see Forms, and docs/scrub.md) whole — a value
-// holding a bracket excepted, see "Labels and idempotence" — no byte of a
-// form that is replaced is emitted, and text that holds no form comes out
-// byte-identical. Nothing here logs, and no error holds a byte of a value.
+// held value (see Forms, and docs/scrub.md) whole — a value holding a
+// bracket excepted, see New — no byte of a form that is replaced is
+// emitted, and text that holds no form comes out byte-identical. Nothing
+// here logs, and no error holds a byte of a value.
 //
-// # Forms
-//
-// A Secret's Value and each of its Built strings of at least MinLen bytes
-// are expanded by Forms into patterns. A string V is read as its bytes and,
-// when it is not valid UTF-8, also as the text a decoder makes of it
-// (U+FFFD for each invalid byte, as Go does, and for each maximal invalid
-// subpart, as WHATWG TextDecoder and Python do). The forms of each reading:
-//
-//   - V itself;
-//   - base64 in the standard and URL alphabets, padded and not, of V alone,
-//     and the three shifted forms in each alphabet: the characters that
-//     carry only V's bits when a server encodes a longer string with V at
-//     byte offset 0, 1 or 2 of a 3-byte group (base64Forms has the
-//     arithmetic; a character that mixes in a neighbour's bits is left out);
-//   - percent-encoding in each set of the form table percentSpellings
-//     (RFC 3986 unreserved only, Python quote, encodeURIComponent,
-//     encodeURI, an RFC 3986 path segment, Go's PathEscape and
-//     EscapedPath, the WHATWG and Java form encoding, PHP urlencode, .NET
-//     UrlEncode), each with a space written "%20" and written "+" (Go's
-//     QueryEscape, Python quote_plus with either safe set, jQuery's $.param
-//     and every form encoder), each with upper- and lower-case hex, and the
-//     same spellings of each base64 form (a base64 token carried in a url).
-//     docs/scrub.md lists the table, and a test keeps it equal to the code;
-//   - hex, lower and upper case;
-//   - the JSON string spellings of each of the above: "/" as "\/" or not,
-//     "<" ">" "&" as "\u003c" "\u003e" "\u0026" or not, non-ASCII as "\uXXXX"
-//     (UTF-16, surrogate pairs beyond the BMP) or raw, DEL as "\u007f" or
-//     raw, "\b" "\f" or "\u0008" "\u000c", "\n" "\r" "\t" or "\u000a"
-//     "\u000d" "\u0009", U+2028 and U+2029 escaped or raw, "\u" hex in
-//     either case; a byte that is not UTF-8 as "\ufffd", as Go writes it.
+// Each part is documented where it is built: the forms (Forms), the
+// leftmost-longest match over one automaton (scan), the hold of a stream
+// and its oracle (Stream, NewUniformStream), scrub-then-cut (Bound), labels
+// (New), any letter case (Folded) and the cost (automaton). docs/scrub.md
+// is the reference, and a test keeps its form table equal to the code.
 //
 // Not covered: a hash, a truncation or a partial echo of a value; one
 // percent string mixing upper- and lower-case hex, or mixing spellings;
 // base64 with line breaks (MIME); any encoding, or nesting of encodings,
-// not listed above; and a Built string shorter than MinLen.
-//
-// # Matching
-//
-// The patterns of all secrets are compiled into one Aho–Corasick automaton
-// (see automaton for its layout: byte classes, full rows for the shallow
-// states and for prefixes several secrets share, sorted edges and failure
-// links for the rest). The scan replaces,
-// left to right and without overlap, the longest match at the leftmost
-// position, with the label of the secret whose form it is (the first
-// secret in New's order when two share a form). There is no cap on the
-// number of matches.
-//
-// The scan keeps a candidate: the best complete match so far. At each byte
-// the longest pattern ending there is, of the patterns ending there, the
-// one that starts earliest; it takes the candidate's place when it starts
-// before it, or at the same place (it is then longer). Every match that is
-// not yet complete starts within the last hold[s] bytes, the longest
-// suffix of the text read that is a proper prefix of a pattern; so once
-// that suffix starts after the candidate's start, nothing can start at or
-// before it any more, and the candidate is replaced. The scan then starts
-// again from the root right after the replaced bytes.
-//
-// When two forms overlap in the input, the one with the leftmost start
-// (the longest there) is replaced, and the scan resumes after it: the rest
-// of the other is left as it is, no longer a whole form. Forms of distinct
-// values do not overlap in a real body; the residual is stated here rather
-// than hidden (TestOverlapsResolveLongestLeftmost pins it).
-//
-// # Streaming
-//
-// A Stream keeps the automaton state and the candidate between writes.
-// After each Write it has emitted every byte that no continuation of the
-// input can make part of a match, and holds exactly the rest: the longest
-// tail, after the last replacement, that is a proper prefix of some form.
-// A complete match inside that tail is held as well, while a longer form
-// at the same start, or one starting earlier, could still complete. The
-// held tail is never longer than Longest()-1 bytes and is never a fixed
-// window: a server-sent event whose tail cannot begin a form comes out of
-// the Write that brought it. Concatenated, the output of any chunking
-// equals Bytes of the whole input.
-//
-// The minimal hold is an oracle: how much a Write emits tells whether the
-// tail of the input begins a form, so a client that can make a streaming
-// upstream echo bytes of its choosing, and watch where the answer pauses,
-// could learn a value a byte at a time. A Stream from NewUniformStream
-// closes that: besides what it must hold, it delays already-scrubbed output
-// so that what it holds in all is the input's trailing run of printable
-// bytes (0x20–0x7E), capped at Longest()-1 — a length that depends on the
-// input's bytes only, never on the values. A newline, or any other byte
-// outside that range, releases everything before it, so a server-sent event
-// still leaves in the Write that brought it. The claim covers values whose
-// forms are all printable (every Custodian value is); a form holding a
-// control byte (an Effector secret file with a newline) can still be
-// probed this way, and the Effector never streams an answer.
-//
-// # Bounds
-//
-// Scrub first, then cut. Bound scrubs a whole buffer, then cuts the result
-// (never inside a label or a UTF-8 sequence), so a form that straddles the
-// cut was replaced whole before it. A body whose producer was stopped early
-// (a read limit) ends with Stream.Discard rather than Flush: the held tail
-// may be the first bytes of a form the stop split, and is dropped. What a
-// cut cannot make whole is a form that was already partial in the input:
-// that is a partial echo, not covered.
-//
-// # Labels and idempotence
-//
-// A label is "[secret:" + name + "]". New refuses a name whose label holds
-// a form of a held value (in any letter case), since each replacement
-// would write it again. A form that overlaps a label in the output must
-// hold the label's "[" or "]", so when no form holds a bracket (no value
-// holds one: only V itself and its JSON spellings keep brackets) the
-// output holds no form at all and Bytes(Bytes(x)) == Bytes(x). A value
-// that holds a bracket can be completed by a label beside a partial echo
-// of it: "pass[" next to another secret's replaced form gives "pass" +
-// "[secret:…]". That output holds the form, assembled; not claimed.
-//
-// # Case
-//
-// Matching is exact. Folded gives a twin Scrubber that matches ASCII
-// letters in any case, for text whose case was rewritten on its way (an
-// HTTP header name).
-//
-// # Cost
-//
-// Scanning is one table lookup per byte while no pattern ends, whatever
-// the number of secrets (bench_test.go measures it). A long stretch without
-// a pending match is cut into four parts walked together (advanceWide, each
-// part starting Longest()-1 bytes early), so four independent lookups are
-// in flight instead of one; the answer is the single walk's, byte for byte
-// (wide_test.go and FuzzWide hold it to that). Where matches come closer
-// than nearWindow bytes, the single walk is used. Memory grows with the
-// total length of the forms: about 19 bytes per automaton state plus at most
-// 4 MiB of rows; 64 token-sized secrets with what an Effector builds from
-// them take about 7 MiB.
+// not listed in Forms; and a Built string shorter than MinLen.
 package scrub
 
 import (
@@ -185,6 +65,16 @@ type folded struct {
 // bytes of printable ASCII without "[", "]" or a space, and its label must
 // hold no form of any value. Errors name the secret, never a value byte.
 // New(nil) is a Scrubber that replaces nothing.
+//
+// A label is "[secret:" + name + "]". New refuses a name whose label holds
+// a form of a held value (in any letter case), since each replacement
+// would write it again. A form that overlaps a label in the output must
+// hold the label's "[" or "]", so when no form holds a bracket (no value
+// holds one: only V itself and its JSON spellings keep brackets) the
+// output holds no form at all and Bytes(Bytes(x)) == Bytes(x). A value
+// that holds a bracket can be completed by a label beside a partial echo
+// of it: "pass[" next to another secret's replaced form gives "pass" +
+// "[secret:…]". That output holds the form, assembled; not claimed.
 func New(secrets []Secret) (*Scrubber, error) {
 	s := &Scrubber{}
 	var pats []pattern
@@ -341,6 +231,14 @@ func (s *Scrubber) String(v string) string {
 // anything was cut. Scrubbing comes first, so a form that straddles the cut
 // is replaced whole before it. The cut never splits a label (it goes before
 // one that would not fit) or a UTF-8 sequence. n < 0 counts as 0.
+//
+// Scrub first, then cut. Bound scrubs a whole buffer, then cuts the result
+// (never inside a label or a UTF-8 sequence), so a form that straddles the
+// cut was replaced whole before it. A body whose producer was stopped early
+// (a read limit) ends with Stream.Discard rather than Flush: the held tail
+// may be the first bytes of a form the stop split, and is dropped. What a
+// cut cannot make whole is a form that was already partial in the input:
+// that is a partial echo, not covered.
 func (s *Scrubber) Bound(p []byte, n int) ([]byte, bool) {
 	var out []byte
 	var spans []int
@@ -392,6 +290,31 @@ func labelLen(p []byte) int {
 
 // Stream scrubs one body that arrives in chunks. It is not safe for
 // concurrent use.
+//
+// A Stream keeps the automaton state and the candidate between writes.
+// After each Write it has emitted every byte that no continuation of the
+// input can make part of a match, and holds exactly the rest: the longest
+// tail, after the last replacement, that is a proper prefix of some form.
+// A complete match inside that tail is held as well, while a longer form
+// at the same start, or one starting earlier, could still complete. The
+// held tail is never longer than Longest()-1 bytes and is never a fixed
+// window: a server-sent event whose tail cannot begin a form comes out of
+// the Write that brought it. Concatenated, the output of any chunking
+// equals Bytes of the whole input.
+//
+// The minimal hold is an oracle: how much a Write emits tells whether the
+// tail of the input begins a form, so a client that can make a streaming
+// upstream echo bytes of its choosing, and watch where the answer pauses,
+// could learn a value a byte at a time. A Stream from NewUniformStream
+// closes that: besides what it must hold, it delays already-scrubbed output
+// so that what it holds in all is the input's trailing run of printable
+// bytes (0x20–0x7E), capped at Longest()-1 — a length that depends on the
+// input's bytes only, never on the values. A newline, or any other byte
+// outside that range, releases everything before it, so a server-sent event
+// still leaves in the Write that brought it. The claim covers values whose
+// forms are all printable (every Custodian value is); a form holding a
+// control byte (an Effector secret file with a newline) can still be
+// probed this way, and the Effector never streams an answer.
 type Stream struct {
 	s       *Scrubber
 	held    []byte // input not yet decided
@@ -401,12 +324,12 @@ type Stream struct {
 }
 
 // NewStream starts a stream that holds back exactly what it must (the
-// minimal hold; see the package doc's Streaming section).
+// minimal hold; see Stream).
 func (s *Scrubber) NewStream() *Stream { return &Stream{s: s, c: newCursor()} }
 
 // NewUniformStream starts a stream whose hold depends only on the input's
 // bytes: for a stream an untrusted party watches chunk by chunk (the
-// Custodian's responses). See the package doc.
+// Custodian's responses). See Stream.
 func (s *Scrubber) NewUniformStream() *Stream {
 	st := &Stream{}
 	s.ResetUniformStream(st)

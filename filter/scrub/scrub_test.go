@@ -357,7 +357,7 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-// TestBracketValueCanMeetALabel pins the one case the package doc leaves
+// TestBracketValueCanMeetALabel pins the one case New's doc leaves
 // outside the claim: a value that holds a bracket, echoed in part right
 // before another secret's form, is completed by that form's label.
 func TestBracketValueCanMeetALabel(t *testing.T) {
