@@ -67,6 +67,28 @@ func report(step string, err error) {
 
 // contain runs the steps in order and executes the command; it returns only
 // on failure, naming the step.
+//
+//  1. setns into the child's network namespace;
+//  2. unshare a mount namespace, bind the resolv.conf;
+//  3. chdir;
+//  4. Landlock: refuse below ABI 2; read_paths read+execute, write_paths
+//     read+write, /etc/resolv.conf read, nothing else; signals and abstract
+//     Unix sockets scoped to the domain where the kernel offers it (ABI 6).
+//     Before the capabilities go, because opening a rule's path may need
+//     CAP_DAC_READ_SEARCH;
+//  5. capabilities: ambient cleared, bounding set dropped one by one, then
+//     permitted/effective/inheritable set to zero. Dropping the bounding set
+//     needs CAP_SETPCAP, so it must come before the permitted set empties;
+//  6. NO_NEW_PRIVS (already set by Landlock; checked);
+//  7. seccomp: the filter of seccomp_linux.go, last, so the steps above may
+//     use what it denies; it also holds socket(2) to the families the
+//     namespace fences (Families): no pathname Unix socket of a host daemon,
+//     no vsock, unless Landlock checks Unix connects (ABI 9);
+//  8. execve.
+//
+// The child runs in a session of its own: a terminal it is given (the
+// runner's stdin) is not its controlling terminal, so it cannot push input
+// into it (TIOCSTI) for the runner's shell to run after the run.
 func contain() (string, error) {
 	unix.CloseOnExec(fdStatus)
 	var cfg childConfig

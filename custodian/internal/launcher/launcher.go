@@ -8,72 +8,13 @@
 // if any step fails, that copy writes the step and the reason to the parent
 // and exits with the step's code (Steps) instead of executing anything.
 //
-// # Network: two namespaces, nothing forwarded
+// Invariant: nothing of a run outlives it. Run kills what the command left
+// in its namespace, and Sweep, at the next start, removes what a runner
+// killed outright left behind.
 //
-// NewNetwork makes two named network namespaces joined by a veth pair on a
-// /30 from 10.231.0.0/16: the child's (".2") and the mediator's (".1").
-// The mediator's namespace holds nothing but the sockets the mediator opens
-// there through Network.ListenTCP, ListenUDP and CatchTCP, so "only the
-// mediator is reachable" holds by construction: no host service listening
-// on a wildcard address is in that namespace, and no firewall rule is
-// needed or left behind. The child's main routing table is the /30 link
-// route and nothing else: a dial to any other address fails at once with
-// ENETUNREACH, whatever the child's proxy variables say — except on a port
-// the mediator catches (CatchTCP): TCP to that port, at any address, is
-// routed to the mediator, which takes it in as its own, so a literal-IP
-// dial reaches the mediator's record instead of dying in the child's
-// kernel. (hark's W2 used a default route and FORWARD DROP rules on the
-// host; here nothing leaves the mediator's namespace but what the mediator
-// itself dials from the runner's, and no rule outlives the namespaces.)
-// IPv6 is disabled in both namespaces (a link-local peer address would be
-// a second way out), and forwarding is written off in both, whatever the
-// host's defaults.
-//
-// The namespaces are configured with iproute2 (`ip netns`, `ip link`, `ip
-// addr`): it is installed wherever this runs (CI installs it), it makes
-// named namespaces the way `ip netns exec` users expect, and each command is
-// one of hark's verified mechanics. Sysctls are written from a thread that
-// has entered the namespace.
-//
-// /etc/netns/<ns>/resolv.conf names the mediator. The child does what `ip
-// netns exec` does: it enters a private mount namespace (slave to the
-// host's) and bind-mounts that file over /etc/resolv.conf, which the
-// launcher also adds to the Landlock rules (read only).
-//
-// # The child, in order, on one locked thread
-//
-//  1. setns into the child's network namespace;
-//  2. unshare a mount namespace, bind the resolv.conf;
-//  3. chdir;
-//  4. Landlock: refuse below ABI 2; read_paths read+execute, write_paths
-//     read+write, /etc/resolv.conf read, nothing else; signals and abstract
-//     Unix sockets scoped to the domain where the kernel offers it (ABI 6).
-//     Before the capabilities go, because opening a rule's path may need
-//     CAP_DAC_READ_SEARCH;
-//  5. capabilities: ambient cleared, bounding set dropped one by one, then
-//     permitted/effective/inheritable set to zero. Dropping the bounding set
-//     needs CAP_SETPCAP, so it must come before the permitted set empties;
-//  6. NO_NEW_PRIVS (already set by Landlock; checked);
-//  7. seccomp: the filter of seccomp_linux.go, last, so the steps above may
-//     use what it denies; it also holds socket(2) to the families the
-//     namespace fences (Families): no pathname Unix socket of a host daemon,
-//     no vsock, unless Landlock checks Unix connects (ABI 9);
-//  8. execve.
-//
-// The child runs in a session of its own: a terminal it is given (the
-// runner's stdin) is not its controlling terminal, so it cannot push input
-// into it (TIOCSTI) for the runner's shell to run after the run.
-//
-// Run forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and returns
-// when it has exited, so the caller's deferred Network.Close runs on a
-// signal as on a normal exit and a panic in the caller's goroutine. Before
-// it returns, every process the command left (a background job, a setsid
-// daemon) is killed: all of them are in the child's network namespace,
-// which the filter does not let them leave (KillLeft). A runner killed
-// outright (SIGKILL, a panic in another goroutine) leaves its namespaces
-// behind: Sweep, called at start, kills what runs in those whose runner is
-// gone and removes them. The child is started with a parent-death signal
-// (SIGKILL).
+// NewNetwork says how the namespaces are built and why nothing is
+// forwarded; contain (child_linux.go) lists the child's steps in order;
+// docs/run.md ("Containment, in order") is the reference.
 //
 // # NOT covered
 //

@@ -60,6 +60,36 @@ type Network struct {
 
 // NewNetwork makes the run's namespaces, veth pair, addresses and
 // resolv.conf. On error, whatever was made is removed again.
+//
+// The two named network namespaces are joined by a veth pair on a /30
+// from 10.231.0.0/16: the child's (".2") and the mediator's (".1").
+// The mediator's namespace holds nothing but the sockets the mediator opens
+// there through Network.ListenTCP, ListenUDP and CatchTCP, so "only the
+// mediator is reachable" holds by construction: no host service listening
+// on a wildcard address is in that namespace, and no firewall rule is
+// needed or left behind. The child's main routing table is the /30 link
+// route and nothing else: a dial to any other address fails at once with
+// ENETUNREACH, whatever the child's proxy variables say — except on a port
+// the mediator catches (CatchTCP): TCP to that port, at any address, is
+// routed to the mediator, which takes it in as its own, so a literal-IP
+// dial reaches the mediator's record instead of dying in the child's
+// kernel. (hark's W2 used a default route and FORWARD DROP rules on the
+// host; here nothing leaves the mediator's namespace but what the mediator
+// itself dials from the runner's, and no rule outlives the namespaces.)
+// IPv6 is disabled in both namespaces (a link-local peer address would be
+// a second way out), and forwarding is written off in both, whatever the
+// host's defaults.
+//
+// The namespaces are configured with iproute2 (`ip netns`, `ip link`, `ip
+// addr`): it is installed wherever this runs (CI installs it), it makes
+// named namespaces the way `ip netns exec` users expect, and each command is
+// one of hark's verified mechanics. Sysctls are written from a thread that
+// has entered the namespace.
+//
+// /etc/netns/<ns>/resolv.conf names the mediator. The child does what `ip
+// netns exec` does: it enters a private mount namespace (slave to the
+// host's) and bind-mounts that file over /etc/resolv.conf, which the
+// launcher also adds to the Landlock rules (read only).
 func NewNetwork() (n *Network, err error) {
 	ipBin, err := exec.LookPath("ip")
 	if err != nil {

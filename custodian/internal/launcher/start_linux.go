@@ -148,6 +148,15 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // child is gone, and every process it left in its namespace killed
 // (KillLeft), so the caller's cleanup always runs and nothing of the run
 // outlives it.
+//
+// The caller's deferred Network.Close so runs on a signal as on a normal
+// exit and a panic in the caller's goroutine. What the command left (a
+// background job, a setsid daemon) is found in the child's network
+// namespace, which the seccomp filter does not let it leave. A runner
+// killed outright (SIGKILL, a panic in another goroutine) leaves its
+// namespaces behind: Sweep, called at start, kills what runs in those
+// whose runner is gone and removes them. The child is started with a
+// parent-death signal (SIGKILL).
 func (n *Network) Run(ctx context.Context, s Spec) (int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
