@@ -7,8 +7,8 @@
 // the confiner may, the bounding set) with NO_NEW_PRIVS set (package
 // caps) — but CAP_DAC_READ_SEARCH under --keep-dac-read-search, which only
 // the Effector's own git is given; no rule grants making a character or
-// block device (package landlock). So a root Effector's command holds no more than a non-root
-// one's: it makes no device node, loads no BPF program, and a setuid or
+// block device (package landlock). So a root Effector's command holds no
+// more than a non-root one's: it makes no device node, loads no BPF program, and a setuid or
 // file-capability binary gives nothing back. Any failure before execve
 // ends the confiner with exit 126 and its reason on stderr, and runs
 // nothing.
@@ -37,39 +37,13 @@
 //	    uid's, possibly 0600); never given to an Effect's command, whose
 //	    argv comes after --.
 //
-// # The rules (ADR-0068)
-//
-// The ruleset handles every filesystem right of the kernel's ABI (up to the
-// last one package landlock knows) and scopes signals and abstract Unix
-// sockets to the domain where the kernel offers it (ABI 6). It allows:
-//
-//   - read and execute on every top-level entry of / that is not one of
-//     [DeniedNames] nor a --deny path. A top-level entry that holds a
-//     --deny path is allowed one level down at a time around it, so the
-//     denied path stays denied. A symbolic link is followed only when what
-//     it names is neither denied nor holds a denied path, and needs no rule
-//     of its own when another rule of the walk already covers what it
-//     names (a rule is on the inode the link names: the domain is the same).
-//   - read and write on [Devices] that exist.
-//   - every right but making a device node beneath each --scratch
-//     directory; read on each --read file; read and execute beneath each
-//     --read-tree directory. Fifos and Unix sockets may be made in the
-//     scratch, and nowhere else: that is where programs meet their own
-//     children (make's jobserver fifo, an agent's or a test suite's
-//     socket in TMPDIR), only the Effect's own domain reaches its scratch,
-//     and the Effector opens a scratch file only O_NONBLOCK, never
-//     connecting to one.
-//
-// argv[0] is looked up in the PATH of the confiner's environment before
-// the ruleset is made (so "not found" is told apart from "denied"); the
-// execve runs after the restriction and the capability drop, on the same
-// locked thread, with the confiner's environment, in the same process (no
-// extra exec). Every descriptor above 2 is made close-on-exec.
+// Plan lists the rules (ADR-0068) and why each is there; confineAndExec
+// (main_linux.go) says what happens between them and execve.
 //
 // Not covered: the network (TCP, UDP, netlink), pathname Unix sockets
 // before ABI 9, what package landlock lists, and what package caps lists
 // (a root Effector's command is still uid 0: the owner of root's files,
-// which the rules above keep it from writing outside its scratch).
+// which Plan's rules keep it from writing outside its scratch).
 package confine
 
 import (

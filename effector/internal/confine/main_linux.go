@@ -34,6 +34,12 @@ func Main(args []string) int {
 }
 
 // confineAndExec returns only with the reason nothing ran.
+//
+// argv[0] is looked up in the PATH of the confiner's environment before
+// the ruleset is made (so "not found" is told apart from "denied"); the
+// execve runs after the restriction and the capability drop, on the same
+// locked thread, with the confiner's environment, in the same process (no
+// extra exec). Every descriptor above 2 is made close-on-exec.
 func confineAndExec(args []string) error {
 	o, argv, err := parseArgs(args)
 	if err != nil {

@@ -20,6 +20,27 @@ type Rule struct {
 // Plan lists the rules for o, walking root ("/" in production; a test
 // gives a tree of its own). Every path in o is absolute and clean (as
 // parseArgs makes them). Plan reads the filesystem and changes nothing.
+//
+// The ruleset handles every filesystem right of the kernel's ABI (up to the
+// last one package landlock knows) and scopes signals and abstract Unix
+// sockets to the domain where the kernel offers it (ABI 6). It allows:
+//
+//   - read and execute on every top-level entry of / that is not one of
+//     [DeniedNames] nor a --deny path. A top-level entry that holds a
+//     --deny path is allowed one level down at a time around it, so the
+//     denied path stays denied. A symbolic link is followed only when what
+//     it names is neither denied nor holds a denied path, and needs no rule
+//     of its own when another rule of the walk already covers what it
+//     names (a rule is on the inode the link names: the domain is the same).
+//   - read and write on [Devices] that exist.
+//   - every right but making a device node beneath each --scratch
+//     directory; read on each --read file; read and execute beneath each
+//     --read-tree directory. Fifos and Unix sockets may be made in the
+//     scratch, and nowhere else: that is where programs meet their own
+//     children (make's jobserver fifo, an agent's or a test suite's
+//     socket in TMPDIR), only the Effect's own domain reaches its scratch,
+//     and the Effector opens a scratch file only O_NONBLOCK, never
+//     connecting to one.
 func Plan(root string, o Options) ([]Rule, error) {
 	root = filepath.Clean(root)
 	denied := make([]string, 0, len(DeniedNames)+2*len(o.Deny))
