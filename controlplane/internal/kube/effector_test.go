@@ -14,12 +14,10 @@ import (
 	"jr2.dev/boundary/controlplane/internal/kube"
 )
 
-// TestEffectorObjects: examples/effector.json's objects, byte for byte
-// (golden, -update), and the contract stated field by field: the downward
-// API, the key and secrets as 0400 projected items (never env values or
-// argv), readiness on /healthz, a grace above the drain, the security
-// context, a headless Service that publishes replicas not ready.
-func TestEffectorObjects(t *testing.T) {
+// exampleEffector is examples/effector.json's objects, namespace agents,
+// a drain of 40 s.
+func exampleEffector(t *testing.T) *kube.Set {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "effector.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +26,16 @@ func TestEffectorObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+// TestEffectorObjects: examples/effector.json's objects, byte for byte
+// (golden, -update), and the contract stated field by field: the downward
+// API, the key and secrets as 0400 projected items (never env values or
+// argv), readiness on /healthz, a grace above the drain, the security
+// context, a headless Service that publishes replicas not ready.
+func TestEffectorObjects(t *testing.T) {
+	set := exampleEffector(t)
 	files, err := kube.Files(set)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,11 @@
 // Package kube builds a pod's Kubernetes objects — and the Effector's —
 // as typed k8s.io/api values, from the same render as the pod's files, and
-// serialises them with the Kubernetes YAML library (sigs.k8s.io/yaml). It
-// is the one place a Kubernetes object of this repository is made: no
-// object is ever written as text by hand.
+// serialises them as YAML from their JSON form (yaml.go: the API's field
+// names, every scalar quoted unless no YAML reader could take it for
+// another value, files as literal blocks), read back equal by
+// sigs.k8s.io/yaml, which kubectl reads them with. It is the one place a
+// Kubernetes object of this repository is made: no object is ever
+// written as text by hand.
 //
 // # The objects of one pod (Build)
 //

@@ -28,7 +28,7 @@ const manifests = "../../testdata/manifests"
 // custodian.json and harness.env and stand-ins for the bytes other tests
 // hold (envoy.json: the bootstrap goldens; the trust files and leaves: pki),
 // so a golden file changes only when an object does.
-func stubInput(t *testing.T, held []byte, o kube.Options) kube.Input {
+func stubInput(t testing.TB, held []byte, o kube.Options) kube.Input {
 	t.Helper()
 	m, err := manifest.Parse(held)
 	if err != nil {

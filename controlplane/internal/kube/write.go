@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // Directories of the rendered directory that hold objects.
@@ -27,48 +26,11 @@ func FileName(obj Object) string {
 // PatchFile is the pod-template patch's file under PatchDir.
 func PatchFile(pod string) string { return "pod-template-" + pod + ".yaml" }
 
-// Marshal writes one object as YAML through its JSON form (the API's own
-// field names), leaving out the fields that would only say "unset" (a
-// null, an empty status), so the file names exactly the fields jr2 owns.
-func Marshal(v any) ([]byte, error) {
-	j, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var tree any
-	if err := json.Unmarshal(j, &tree); err != nil {
-		return nil, err
-	}
-	if m, ok := tree.(map[string]any); ok {
-		if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-			delete(m, "status")
-		}
-	}
-	j, err = json.Marshal(prune(tree))
-	if err != nil {
-		return nil, err
-	}
-	return yaml.JSONToYAML(j)
-}
-
-// prune drops every null member of every object.
-func prune(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			if x == nil {
-				delete(t, k)
-				continue
-			}
-			t[k] = prune(x)
-		}
-	case []any:
-		for i, x := range t {
-			t[i] = prune(x)
-		}
-	}
-	return v
-}
+// Marshal writes one object as YAML (yaml.go): the fields of its JSON
+// form (the API's own field names), leaving out the fields that would
+// only say "unset" (a null, an empty status), so the file names exactly
+// the fields jr2 owns.
+func Marshal(v any) ([]byte, error) { return yamlOf(v) }
 
 // Files are the set's files, relative to the rendered directory: each
 // object under Dir, the patch under PatchDir. An object over
