@@ -87,15 +87,21 @@ func testRequestSide(t *testing.T, host Host) {
 			before := countLines(p.run, line)
 			drain(p.hits)
 			raw := fmt.Sprintf(c.raw, p.target, si, tok)
-			var status int
+			var resp *http.Response
 			var body string
 			if c.control {
-				status, body = p.plainRoundTrip(t, p.run.Control, fmt.Sprintf(c.raw, p.run.Control, si, tok))
+				resp, body = p.plainAnswer(t, p.run.Control, fmt.Sprintf(c.raw, p.run.Control, si, tok))
 			} else {
-				status, body = p.interceptRoundTrip(t, raw)
+				resp, body = p.interceptAnswer(t, raw)
 			}
-			if want := "jr2 custodian: " + c.body; status != c.status || body != want {
-				t.Errorf("%d %q, want %d %q", status, body, c.status, want)
+			if want := "jr2 custodian: " + c.body; resp.StatusCode != c.status || body != want {
+				t.Errorf("%d %q, want %d %q", resp.StatusCode, body, c.status, want)
+			}
+			// The engine's answer is text/plain in UTF-8 in every host,
+			// whichever of Envoy's own refusals stands in for it.
+			if got, want := resp.Header.Get("content-type"), "text/plain; charset=utf-8"; got != want {
+				t.Errorf("content-type %q, want %q", got, want)
+
 			}
 			if got := drain(p.hits); len(got) != 0 {
 				t.Errorf("a refused request reached the upstream: %q", got)
@@ -179,6 +185,14 @@ func testRequestSide(t *testing.T, host Host) {
 // pod's bound target and returns the answer's status and body.
 func (p *hopPod) interceptRoundTrip(t *testing.T, raw string) (int, string) {
 	t.Helper()
+	resp, body := p.interceptAnswer(t, raw)
+	return resp.StatusCode, body
+}
+
+// interceptAnswer is interceptRoundTrip's answer whole: its head, and its
+// body read.
+func (p *hopPod) interceptAnswer(t *testing.T, raw string) (*http.Response, string) {
+	t.Helper()
 	tc := tls.Client(p.tlsThrough(t, p.target), &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
 	defer tc.Close()
 	return sendRaw(t, tc, raw)
@@ -186,6 +200,13 @@ func (p *hopPod) interceptRoundTrip(t *testing.T, raw string) (int, string) {
 
 // plainRoundTrip sends raw on a fresh plain connection to addr.
 func (p *hopPod) plainRoundTrip(t *testing.T, addr, raw string) (int, string) {
+	t.Helper()
+	resp, body := p.plainAnswer(t, addr, raw)
+	return resp.StatusCode, body
+}
+
+// plainAnswer is plainRoundTrip's answer whole.
+func (p *hopPod) plainAnswer(t *testing.T, addr, raw string) (*http.Response, string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -195,7 +216,7 @@ func (p *hopPod) plainRoundTrip(t *testing.T, addr, raw string) (int, string) {
 	return sendRaw(t, c, raw)
 }
 
-func sendRaw(t *testing.T, c net.Conn, raw string) (int, string) {
+func sendRaw(t *testing.T, c net.Conn, raw string) (*http.Response, string) {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(15 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
@@ -206,7 +227,7 @@ func sendRaw(t *testing.T, c net.Conn, raw string) (int, string) {
 		t.Fatalf("no answer: %v", err)
 	}
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 // countLines counts the host's output lines that are line (a regular

@@ -482,16 +482,8 @@ func TestInterceptListeners(t *testing.T) {
 		var r, connect *routev3.Route
 		for _, each := range vh[0].Routes {
 			fs := each.Match.GetFilterState()
-			if strings.HasSuffix(each.Name, "|connect") {
-				// A CONNECT inside the intercepted TLS: the engine's 405,
-				// with the target's per-route config; never forwarded.
-				if len(fs) != 1 || fs[0].Key != bootstrap.TargetFilterState || each.Name != bootstrap.InterceptRoute(fs[0].GetStringMatch().GetExact())+"|connect" ||
-					each.Match.GetConnectMatcher() == nil || each.GetDirectResponse().GetStatus() != 405 {
-					t.Errorf("%s: CONNECT route %s: %v", l.Name, each.Name, each)
-				}
-				if fs[0].GetStringMatch().GetExact() == tg {
-					connect = each
-				}
+			if each.Name == bootstrap.RouteConnectInside {
+				connect = each
 				continue
 			}
 			if len(fs) != 1 || fs[0].Key != bootstrap.TargetFilterState || fs[0].GetStringMatch().GetExact() == "" || each.Match.GetPrefix() != "/" || len(each.Match.Headers) != 0 {
@@ -510,9 +502,24 @@ func TestInterceptListeners(t *testing.T) {
 		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
 			t.Errorf("%s: per-route config %+v", tg, got)
 		}
-		if connect == nil || connect.Name != "intercept|"+tg+"|connect" || routeRole(t, connect) != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) ||
+		// A CONNECT inside the intercepted TLS, whatever the connection's
+		// target: one route, last, for any connection that has one; rule
+		// 1's 405 as Envoy's own answer, the engine and the mark off (the
+		// line is the access log's, below); never forwarded.
+		if connect == nil || connect != vh[0].Routes[len(vh[0].Routes)-1] || connect.Match.GetConnectMatcher() == nil ||
+			len(connect.Match.GetFilterState()) != 1 || connect.Match.GetFilterState()[0].Key != bootstrap.TargetFilterState ||
+			connect.Match.GetFilterState()[0].GetStringMatch().GetSafeRegex().GetRegex() != ".+" ||
+			connect.GetDirectResponse().GetStatus() != 405 ||
 			connect.GetDirectResponse().GetBody().GetInlineString() != "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS" {
 			t.Errorf("%s: CONNECT route %v", tg, connect)
+		}
+		if len(connect.TypedPerFilterConfig) != 2 {
+			t.Errorf("%s: CONNECT route per-filter configs %v; want the engine and the mark disabled", tg, keys(connect.TypedPerFilterConfig))
+		}
+		for _, name := range []string{bootstrap.FilterModule, bootstrap.FilterMark} {
+			if fc := unpack[*routev3.FilterConfig](t, connect.TypedPerFilterConfig[name]); !fc.Disabled || fc.Config != nil {
+				t.Errorf("%s: CONNECT route: %s is not disabled: %v", tg, name, fc)
+			}
 		}
 		// What the codec and connection manager refuse before the engine
 		// reaches the connection manager (absolute_path_rejected, not a
@@ -530,19 +537,24 @@ func TestInterceptListeners(t *testing.T) {
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'absolute_path_rejected'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'path_normalization_failed'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "response.code_details == 'http1.invalid_url'", ""},
+			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "xds.route_name == 'intercept|connect'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=upgrade\n", "response.code_details == 'upgrade_failed'", ""},
 		})
 		// An intercept listener answers Envoy's own refusal of a target
 		// that is not a path as the engine does (rule 5's 400).
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
-		if len(lr.Mappers) > 3 {
-			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:4]}, []mapperWant{
+		// The CONNECT route's direct answer passes a mapper too, which
+		// gives it the engine's content type (Envoy's own is text/plain
+		// without a charset).
+		if len(lr.Mappers) > 4 {
+			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:5]}, []mapperWant{
 				{expr: "response.code_details == 'absolute_path_rejected'", status: 400, text: "jr2 custodian: the request target must be a path that starts with /"},
 				{expr: "response.code_details == 'path_normalization_failed'", status: 400, text: "jr2 custodian: " + filter.FragmentText},
 				{expr: "response.code_details == 'http1.invalid_url'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
+				{expr: "xds.route_name == 'intercept|connect'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
 				{expr: "response.code_details == 'upgrade_failed'", status: 400, text: "jr2 custodian: " + filter.UpgradeText},
 			})
-			lr.Mappers = lr.Mappers[4:]
+			lr.Mappers = lr.Mappers[5:]
 		}
 		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
 

@@ -6,10 +6,11 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	accesslogdatav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"jr2.dev/boundary/filter"
-	"jr2.dev/boundary/filter/pluginconf"
 )
 
 // What Envoy's HTTP/1 codec and connection manager refuse before any
@@ -47,11 +48,13 @@ func strictTarget(m *hcmv3.HttpConnectionManager) {
 // intercept listener as the engine does: a fragment is rule 5's 400 (the
 // absolute-form target's mapper is interceptReplies'), and a CONNECT
 // whose target the codec cannot parse (the only URL it parses there) is
-// rule 1's 405.
+// rule 1's 405, as is any other CONNECT (connectInside's direct answer,
+// which the mapper gives the engine's content type).
 func (b *builder) interceptCodecReplies() []*hcmv3.ResponseMapper {
 	return []*hcmv3.ResponseMapper{
 		mapper(b.celFilter(fragmentRejected), 400, "jr2 custodian: "+filter.FragmentText, nil),
 		mapper(b.celFilter(invalidURL), 405, "jr2 custodian: "+connectNotAllowed, nil),
+		mapper(b.celFilter(connectInsideRefused), 405, "jr2 custodian: "+connectNotAllowed, nil),
 		mapper(b.celFilter(upgradeFailed), 400, "jr2 custodian: "+filter.UpgradeText, nil),
 	}
 }
@@ -61,9 +64,9 @@ const connectNotAllowed = "method CONNECT is not allowed; use GET, HEAD, POST, P
 
 // interceptCodecLogs are the lines of the refusals Envoy makes before the
 // engine on an intercept listener: an absolute-form target and a fragment
-// (rule 5), an unparsable CONNECT (rule 1), an upgrade to another
-// protocol than websocket. The target is the
-// connection's (filter state), the bound target the egress listener
+// (rule 5), an unparsable CONNECT and any other CONNECT (connectInside;
+// rule 1), an upgrade to another protocol than websocket. The target is
+// the connection's (filter state), the bound target the egress listener
 // decided, never what the agent wrote.
 func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
 	line := func(reason string) string {
@@ -73,6 +76,7 @@ func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(absolutePath)),
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(fragmentRejected)),
 		b.stdoutLog(line(filter.ReasonMethod), b.endedWith(invalidURL)),
+		b.stdoutLog(line(filter.ReasonMethod), b.endedWith(connectInsideRefused)),
 		b.stdoutLog(line(filter.ReasonUpgrade), b.endedWith(upgradeFailed)),
 	}
 }
@@ -155,17 +159,36 @@ func andFilter(fs ...*accesslogv3.AccessLogFilter) *accesslogv3.AccessLogFilter 
 	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_AndFilter{AndFilter: &accesslogv3.AndFilter{Filters: fs}}}
 }
 
-// connectInside is an intercept listener's route for a CONNECT inside the
-// intercepted TLS toward target: the engine's to refuse (rule 1, 405),
-// with the target's per-route config; the direct answer stands behind it
-// and nothing is ever forwarded. Without it the CONNECT matched no route
-// and the filter answered 500 for want of its config.
-func (b *builder) connectInside(t string, match *routev3.RouteMatch) *routev3.Route {
+// RouteConnectInside names an intercept listener's one route for a
+// CONNECT inside the intercepted TLS.
+const RouteConnectInside = "intercept|connect"
+
+// connectInside is an intercept listener's one route for a CONNECT inside
+// the intercepted TLS, whatever its target: rule 1's 405, answered and
+// logged as the engine does for the connection's target, and nothing is
+// ever forwarded. It matches any connection the egress listener gave a
+// target (TargetFilterState), as the targets' own routes together do.
+// The answer is Envoy's direct response, given the engine's content type
+// by interceptCodecReplies' mapper for this route, and the line is the
+// access log interceptCodecLogs writes for it: the engine and the mark
+// are disabled on it, since the engine would need a route of this
+// target's own to name it (one per target was two fifths of a large
+// envoy.json). Rule 1 refuses a CONNECT before any other rule, so no
+// other rule's answer is lost.
+// Without a CONNECT route the request matched none and the engine
+// answered 500 for want of its config.
+func (b *builder) connectInside() *routev3.Route {
 	m := &routev3.RouteMatch{
 		PathSpecifier: &routev3.RouteMatch_ConnectMatcher_{ConnectMatcher: &routev3.RouteMatch_ConnectMatcher{}},
-		FilterState:   match.FilterState,
+		FilterState: []*matcherv3.FilterStateMatcher{{Key: TargetFilterState, Matcher: &matcherv3.FilterStateMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".+"}},
+		}}}},
 	}
-	r := directRoute(InterceptRoute(t)+"|connect", m, 405, "jr2 custodian: "+connectNotAllowed)
-	r.TypedPerFilterConfig = b.perRoute(pluginconf.RoleIntercept, t)
+	r := directRoute(RouteConnectInside, m, 405, "jr2 custodian: "+connectNotAllowed)
+	off := b.pack(&routev3.FilterConfig{Disabled: true})
+	r.TypedPerFilterConfig = map[string]*anypb.Any{b.in.DataPlane.FilterName(): off, FilterMark: off}
 	return r
 }
+
+// connectInsideRefused: the stream ended on connectInside's route.
+const connectInsideRefused = "xds.route_name == '" + RouteConnectInside + "'"

@@ -118,6 +118,17 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 		gv, mv := hcm(t, gl).GetRouteConfig().VirtualHosts, hcm(t, ml).GetRouteConfig().VirtualHosts
 		for v := range gv {
 			for r := range gv[v].Routes {
+				if name := gv[v].Routes[r].Name; name == bootstrap.RouteConnectInside {
+					// The engine's entry there disables it, keyed by each
+					// plane's name.
+					if _, ok := gv[v].Routes[r].TypedPerFilterConfig[bootstrap.FilterGolang]; !ok {
+						t.Errorf("%s: the golang render's CONNECT route does not disable its engine", gl.Name)
+					}
+					if _, ok := mv[v].Routes[r].TypedPerFilterConfig[bootstrap.FilterModule]; !ok {
+						t.Errorf("%s: the module render's CONNECT route does not disable its engine", ml.Name)
+					}
+					continue
+				}
 				if gv[v].Routes[r].TypedPerFilterConfig == nil {
 					continue
 				}
@@ -130,9 +141,8 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 	}
 	// control, egress and three intercept listeners (the DNS-named targets'
 	// and one per IP target); the control routes (4 + not-found), two per
-	// egress vhost (the three listeners + tunnel), two per target (its
-	// route and its CONNECT route).
-	if wantF, wantR := 2+3, 5+2*(3+1)+2*len(targets); filters != wantF || routes != wantR {
+	// egress vhost (the three listeners + tunnel), one per target.
+	if wantF, wantR := 2+3, 5+2*(3+1)+len(targets); filters != wantF || routes != wantR {
 		t.Errorf("%d engine filters, %d per-route configs compared; want %d, %d", filters, routes, wantF, wantR)
 	}
 }

@@ -94,8 +94,8 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 			}},
 			TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, t),
 		})
-		routes = append(routes, b.connectInside(t, routes[len(routes)-1].Match))
 	}
+	routes = append(routes, b.connectInside())
 	downstream := &tlsv3.DownstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{
 		TlsCertificates: certs,
 		AlpnProtocols:   http11,
@@ -115,7 +115,7 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 		},
 		replies: b.interceptReplies(connectionTarget),
 		idle:    streamIdle,
-		connect: true, // only for connectInside's routes: the engine's 405
+		connect: true, // only for connectInside's route: rule 1's 405
 	})
 	strictTarget(m)
 	webSocket(m)
