@@ -136,6 +136,13 @@ func TestStopNeeds(t *testing.T) {
 				if !mounted || !*side.SecurityContext.ReadOnlyRootFilesystem {
 					t.Errorf("%s: the Envoy sidecar's mounts %+v; want %s writable at %s over a read-only root", name, side.VolumeMounts, kube.VolumeTmp, hostlimits.AdminSocketDir)
 				}
+				// Envoy's log (the jr2.custodian lines among it) goes
+				// through its buffered file writer, flushed every second:
+				// a crash loses at most the last second of lines (logs.md).
+				if i := slices.Index(side.Args, "--file-flush-interval-msec"); i < 0 || i+1 >= len(side.Args) || side.Args[i+1] != "1000" ||
+					!slices.Contains(side.Args, "--log-path") {
+					t.Errorf("%s: the Envoy sidecar's args %q; want --log-path with --file-flush-interval-msec 1000", name, side.Args)
+				}
 			}
 		})
 	}
