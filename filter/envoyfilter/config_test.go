@@ -372,6 +372,39 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestConnectionTarget: the shared intercept listener's route config has
+// no target; Factory takes the connection's (TargetFilterState) and the
+// stream is decided for it, the value swapped in as on a route of the
+// target's own. A connection with no target, or one custodian.json does
+// not bind, is refused 500 unmarked and nothing goes upstream.
+func TestConnectionTarget(t *testing.T) {
+	pd := newPod(t, testConfig())
+	cfg := pd.p.Merge(pd.top, &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleIntercept}})
+	for _, c := range []struct {
+		name, target string
+		pass         bool
+	}{
+		{"bound", anthropic, true},
+		{"none", "", false},
+		{"not bound", "example.org:443", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cb := newCallbacks()
+			cb.target = c.target
+			o := exchangeOn(t, cb, cfg, headers(":method", "GET", ":authority", "api.anthropic.com", ":path", "/v1/x", "x-api-key", "jr2-held-ANTHROPIC_API_KEY"), &upstream{headers: headers(":status", "200")})
+			if c.pass {
+				if o.upstreamReq == nil || !o.cb.meta.marked() || o.upstreamReq.GetRaw("x-api-key") == "jr2-held-ANTHROPIC_API_KEY" {
+					t.Fatalf("got\n%s\nwant the request swapped and passed", o.describe())
+				}
+				return
+			}
+			if o.status != 500 || o.cb.meta.marked() || o.upstreamReq != nil {
+				t.Fatalf("got\n%s\nwant 500, unmarked, nothing upstream", o.describe())
+			}
+		})
+	}
+}
+
 // TestFactoryWithoutRoute: a stream whose route carries no per-route
 // config gets the filter-level config; it has no role, so it refuses.
 func TestFactoryWithoutRoute(t *testing.T) {

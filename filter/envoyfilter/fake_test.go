@@ -280,6 +280,7 @@ func (p *fakeProcess) SetUpstreamOverrideHost(string, bool) error {
 type fakeCallbacks struct {
 	phase       phase
 	meta        *fakeMetadata
+	target      string // the connection's TargetFilterState; none when empty
 	dec, enc    fakeProcess
 	routeClears int
 	logs        []string
@@ -293,7 +294,9 @@ func newCallbacks() *fakeCallbacks {
 	return cb
 }
 
-func (c *fakeCallbacks) StreamInfo() api.StreamInfo         { return &fakeStreamInfo{meta: c.meta} }
+func (c *fakeCallbacks) StreamInfo() api.StreamInfo {
+	return &fakeStreamInfo{meta: c.meta, state: fakeFilterState{c.target}}
+}
 func (c *fakeCallbacks) ClearRouteCache()                   { c.routeClears++ }
 func (c *fakeCallbacks) RefreshRouteCache()                 { c.routeClears++ }
 func (c *fakeCallbacks) Log(_ api.LogType, msg string)      { c.logs = append(c.logs, msg) }
@@ -311,12 +314,30 @@ type noSecrets struct{}
 
 func (noSecrets) GetGenericSecret(string) (string, bool) { return "", false }
 
-// fakeStreamInfo implements the one StreamInfo method the adapter calls
-// (DynamicMetadata); any other call panics on the nil embedded interface,
-// which a test sees as the adapter's 500.
+// fakeStreamInfo implements the StreamInfo methods the adapter calls
+// (DynamicMetadata, FilterState); any other call panics on the nil
+// embedded interface, which a test sees as the adapter's 500.
 type fakeStreamInfo struct {
 	api.StreamInfo
-	meta *fakeMetadata
+	meta  *fakeMetadata
+	state fakeFilterState
+}
+
+func (s *fakeStreamInfo) FilterState() api.FilterState { return s.state }
+
+// fakeFilterState holds the connection's target, as the egress listener
+// wrote it; any other call panics.
+type fakeFilterState struct{ target string }
+
+func (s fakeFilterState) GetString(key string) string {
+	if key != pluginconf.TargetFilterState {
+		return ""
+	}
+	return s.target
+}
+
+func (s fakeFilterState) SetString(string, string, api.StateType, api.LifeSpan, api.StreamSharing) {
+	panic("the adapter sets no filter state")
 }
 
 func (s *fakeStreamInfo) DynamicMetadata() api.DynamicMetadata { return s.meta }
@@ -397,8 +418,14 @@ func (o *outcome) body() string { return string(bytes.Join(o.writes, nil)) }
 //   - AddData in EncodeTrailers adds body before the trailers.
 func exchange(t testing.TB, cfg interface{}, req api.RequestHeaderMap, resp *upstream) *outcome {
 	t.Helper()
+	return exchangeOn(t, newCallbacks(), cfg, req, resp)
+}
+
+// exchangeOn is exchange over the stream callbacks cb (a connection's
+// target set in them, say).
+func exchangeOn(t testing.TB, cb *fakeCallbacks, cfg interface{}, req api.RequestHeaderMap, resp *upstream) *outcome {
+	t.Helper()
 	logs.take()
-	cb := newCallbacks()
 	f := Factory(cfg, cb)
 	o := &outcome{cb: cb}
 	defer func() {

@@ -27,6 +27,12 @@ func Factory(config interface{}, callbacks api.FilterCallbackHandler) api.Stream
 	case *streamConfig:
 		if c != nil {
 			cfg = c
+			if c.FromConnection() {
+				// The shared intercept listener's route: the target
+				// is the connection's, which the egress listener wrote.
+				t := callbacks.StreamInfo().FilterState().GetString(pluginconf.TargetFilterState)
+				cfg = c.ForConnection(t, t != "", api.LogError)
+			}
 		}
 	case *filterConfig:
 		cfg = errNoRouteConfig

@@ -80,3 +80,7 @@ void envoy_dynamic_module_callback_http_set_dynamic_metadata_bool(uintptr_t filt
                                                                   bool value) JR2_WEAK;
 void envoy_dynamic_module_callback_http_clear_route_cache(uintptr_t filter) JR2_WEAK;
 uintptr_t envoy_dynamic_module_callback_get_most_specific_route_config(uintptr_t filter) JR2_WEAK;
+// The string filter state object at key (a Router::StringAccessor, as
+// "envoy.string" makes), the stream's or its connection's; false when
+// there is none.
+bool envoy_dynamic_module_callback_http_get_filter_state_bytes(uintptr_t filter, jr2_module_buf key, jr2_envoy_buf* result) JR2_WEAK;

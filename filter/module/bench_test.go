@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/pluginconf"
 )
 
 // passABI is Envoy's side of a stream the module passes, as the bench's
@@ -72,6 +73,12 @@ func (x *passABI) drainBody(int, int)             { x.drained = true }
 func (x *passABI) appendBody(_ int, b []byte)     { x.appended += len(b) }
 func (x *passABI) clearRouteCache()               {}
 func (x *passABI) routeConfig() uintptr           { return 1 }
+
+// filterState is the connection's target, as the egress listener wrote
+// it: the shared intercept listener's route has no target of its own.
+func (x *passABI) filterState(key string) (string, bool) {
+	return anthropic, key == pluginconf.TargetFilterState
+}
 func (x *passABI) sendResponse(int, string, string, []filter.Header) {
 	panic("the module answered a request it should pass")
 }
@@ -109,9 +116,10 @@ func passOne(conf uintptr, x *passABI) string {
 	return ""
 }
 
-// passRoute is the intercept route toward anthropic passOne's streams
-// take (a package variable: a closure over it would be an allocation of
-// the test's, not the module's).
+// passRoute is the intercept route passOne's streams take, the shared
+// intercept listener's, whose target (anthropic) is the connection's (a
+// package variable: a closure over it would be an allocation of the
+// test's, not the module's).
 var passRoute *routeConfig
 
 // countLines makes the module's stream lines go where Envoy's callback
@@ -135,10 +143,10 @@ func countLines(tb testing.TB) *int {
 // ABI copies the maps and the body into the filter's memory, as cabi does.
 // A count, not a timing.
 func TestPassedRequestAllocatesNothing(t *testing.T) {
-	fc, rc := pod(t)
+	fc, _ := pod(t)
 	conf := cgo.NewHandle(fc)
 	defer conf.Delete()
-	passRoute = rc
+	passRoute = connectionRoute(t)
 	lines := countLines(t)
 	x := newPassABI()
 	if why := passOne(uintptr(conf), x); why != "" {
@@ -168,10 +176,10 @@ func TestPassedRequestAllocatesNothing(t *testing.T) {
 // timed: the module's cost per passed request inside Envoy, the ABI's
 // crossings aside.
 func BenchmarkPassedRequest(b *testing.B) {
-	fc, rc := pod(&testing.T{})
+	fc, _ := pod(&testing.T{})
 	conf := cgo.NewHandle(fc)
 	defer conf.Delete()
-	passRoute = rc
+	passRoute = connectionRoute(b)
 	countLines(b)
 	x := newPassABI()
 	b.ReportAllocs()

@@ -27,6 +27,8 @@ package module
 #cgo nocallback envoy_dynamic_module_callback_http_get_body_chunks_size
 #cgo nocallback envoy_dynamic_module_callback_http_clear_route_cache
 #cgo nocallback envoy_dynamic_module_callback_get_most_specific_route_config
+#cgo noescape envoy_dynamic_module_callback_http_get_filter_state_bytes
+#cgo nocallback envoy_dynamic_module_callback_http_get_filter_state_bytes
 
 // jr2_in_envoy: 1 inside Envoy, where the weak callbacks are bound.
 static int jr2_in_envoy(void) { return envoy_dynamic_module_callback_log != 0; }
@@ -172,6 +174,16 @@ func (x cabi) clearRouteCache() { C.envoy_dynamic_module_callback_http_clear_rou
 
 func (x cabi) routeConfig() uintptr {
 	return uintptr(C.envoy_dynamic_module_callback_get_most_specific_route_config(x.f))
+}
+
+func (x cabi) filterState(key string) (string, bool) {
+	var out C.jr2_envoy_buf
+	if !C.envoy_dynamic_module_callback_http_get_filter_state_bytes(x.f, buf(key), &out) {
+		return "", false
+	}
+	// A view of Envoy's bytes, valid during this hook: ForConnection
+	// copies what it keeps.
+	return unsafe.String((*byte)(unsafe.Pointer(out.ptr)), int(out.len)), true
 }
 
 // logLine writes one line to Envoy's log at level.

@@ -54,6 +54,9 @@ type abi interface {
 	// routeConfig is the handle of the route's per-route config, 0 when
 	// the route has none.
 	routeConfig() uintptr
+	// filterState is the string filter state at key, and whether there is
+	// one: a view valid only during the hook that asked.
+	filterState(key string) (string, bool)
 }
 
 // Where the module's lines go (Envoy's log in Envoy, a capture in tests).
@@ -237,6 +240,10 @@ func (f *moduleFilter) requestHeaders() int {
 		cfg = stream.NoRouteConfig
 		if rc := f.route(f.x.routeConfig()); rc != nil {
 			cfg = rc.config(f.conf.engine)
+			if cfg.FromConnection() {
+				t, ok := f.x.filterState(pluginconf.TargetFilterState)
+				cfg = cfg.ForConnection(t, ok, logError)
+			}
 		}
 	}
 	f.m.Reset(cfg, f)

@@ -36,7 +36,10 @@ type fakeABI struct {
 	mark     *bool
 	route    uintptr
 	clears   int
-	panicOn  string // a callback that panics, as a bug in the adapter would
+	// target is the connection's filter state TargetFilterState; none
+	// when empty.
+	target  string
+	panicOn string // a callback that panics, as a bug in the adapter would
 }
 
 type fakeReply struct {
@@ -133,6 +136,10 @@ func (x *fakeABI) sendResponse(status int, body, details string, headers []filte
 func (x *fakeABI) setMark(v bool)       { x.boom("mark"); x.mark = &v }
 func (x *fakeABI) clearRouteCache()     { x.clears++ }
 func (x *fakeABI) routeConfig() uintptr { x.boom("routeConfig"); return x.route }
+func (x *fakeABI) filterState(key string) (string, bool) {
+	x.boom("filterState")
+	return x.target, key == pluginconf.TargetFilterState && x.target != ""
+}
 
 // pod builds a filter-level config over a values dir holding the sentinel,
 // and an intercept route toward anthropic.
@@ -166,6 +173,17 @@ func podOf(t *testing.T, c filter.Config, target string) (*filterConfig, *routeC
 		t.Fatal(err)
 	}
 	return fc, rc
+}
+
+// connectionRoute is the shared intercept listener's route config: no
+// target of its own, the connection's (pluginconf.TargetFilterState).
+func connectionRoute(t testing.TB) *routeConfig {
+	t.Helper()
+	rc, err := newRouteConfig(pluginconf.PluginName, pluginconf.RouteConfig{Role: pluginconf.RoleIntercept}.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
 
 // filterConfigOf writes c as custodian.json and loads the filter-level
@@ -227,6 +245,39 @@ func TestAdapterPanicFailsClosed(t *testing.T) {
 	}
 	if x.mark == nil || *x.mark {
 		t.Error("the mark was not set false")
+	}
+}
+
+// TestConnectionTarget: the shared intercept listener's route config has
+// no target; the stream takes the connection's (TargetFilterState) and is
+// decided for it, the value swapped in as on a route of that target's own.
+// A connection that carries no target, or one custodian.json does not
+// bind, is refused 500 unmarked and nothing is swapped.
+func TestConnectionTarget(t *testing.T) {
+	fc, _ := pod(t)
+	rc := connectionRoute(t)
+	for _, c := range []struct {
+		name, target string
+		status       int
+	}{
+		{"bound", anthropic, 0},
+		{"none", "", 500},
+		{"not bound", "api.openai.com:443", 500},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, x := newStream(fc, rc, swapRequest...)
+			x.target = c.target
+			f.requestHeaders()
+			if c.status == 0 {
+				if x.reply != nil || x.mark == nil || !*x.mark || header(x.hdr[requestHeader], "x-api-key") != anthropicValue {
+					t.Fatalf("reply %+v, mark %v, x-api-key %q; want the swap, marked", x.reply, x.mark, header(x.hdr[requestHeader], "x-api-key"))
+				}
+				return
+			}
+			if x.reply == nil || x.reply.status != c.status || (x.mark != nil && *x.mark) || header(x.hdr[requestHeader], "x-api-key") == anthropicValue {
+				t.Fatalf("reply %+v, mark %v; want %d, unmarked, nothing swapped", x.reply, x.mark, c.status)
+			}
+		})
 	}
 }
 

@@ -58,9 +58,20 @@ const (
 type RouteConfig struct {
 	Role Role `json:"role"`
 	// Target is the bound host:port of an intercept route (canonical, as in
-	// custodian.json); empty otherwise.
+	// custodian.json); empty otherwise. An intercept config without one
+	// takes the connection's, TargetFilterState: the shared intercept
+	// listener's one config for all its targets, where a config per
+	// target route was a fifth of a large envoy.json.
 	Target string `json:"target,omitempty"`
 }
+
+// TargetFilterState is the filter state key of an intercepted
+// connection's target: written by the egress listener from the CONNECT
+// the engine decided (rewritten to its canonical host:port), shared with
+// the intercept listener's connection, where its routes match it and an
+// intercept config without a target reads it. A client cannot set filter
+// state.
+const TargetFilterState = "jr2.custodian.target"
 
 // ParseRoute reads a RouteConfig strictly.
 func ParseRoute(b []byte) (RouteConfig, error) {
@@ -74,9 +85,7 @@ func ParseRoute(b []byte) (RouteConfig, error) {
 			return rc, fmt.Errorf("route config: role %s takes no target", rc.Role)
 		}
 	case RoleIntercept:
-		if rc.Target == "" {
-			return rc, errors.New("route config: role intercept needs the bound target")
-		}
+		// No target: the connection's, TargetFilterState.
 	default:
 		return rc, fmt.Errorf("route config: role %q: want control, egress or intercept", rc.Role)
 	}

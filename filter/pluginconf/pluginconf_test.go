@@ -13,7 +13,9 @@ func TestParseRoute(t *testing.T) {
 		{in: `{"role":"control"}`, want: RouteConfig{Role: RoleControl}},
 		{in: `{"role":"egress"}`, want: RouteConfig{Role: RoleEgress}},
 		{in: `{"role":"intercept","target":"api.example.com:443"}`, want: RouteConfig{Role: RoleIntercept, Target: "api.example.com:443"}},
-		{in: `{"role":"intercept"}`, err: "route config: role intercept needs the bound target"},
+		// No target: the connection's (TargetFilterState), the shared
+		// intercept listener's one config.
+		{in: `{"role":"intercept"}`, want: RouteConfig{Role: RoleIntercept}},
 		{in: `{"role":"egress","target":"x:1"}`, err: "route config: role egress takes no target"},
 		{in: `{"role":"admin"}`, err: `route config: role "admin": want control, egress or intercept`},
 		{in: `{"role":"egress"} {"role":"control"}`, err: "route config: more than one JSON value; render it with controlplane render"},

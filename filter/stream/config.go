@@ -26,6 +26,17 @@ type Config struct {
 	// upstream is the intercept route's Host for its upstream
 	// (contract.UpstreamHost of its target), spelled once.
 	upstream string
+	// targets are an intercept config without a target of its own
+	// (FromConnection) merged with each connection target it met, by
+	// target: each bound target's config is made once. Nil otherwise.
+	targets *byTarget
+}
+
+// byTarget is a map read by every stream and written once per target: a
+// lookup by a string allocates nothing, where a sync.Map's any key would.
+type byTarget struct {
+	mu sync.RWMutex
+	m  map[string]*Config
 }
 
 // misconfig is why a config cannot decide: a word for the log and a
@@ -88,10 +99,57 @@ func Merge(e *filter.Engine, rc pluginconf.RouteConfig, log func(string)) *Confi
 	if e == nil {
 		return logBroken(BadParent, log)
 	}
+	if rc.Role == pluginconf.RoleIntercept && rc.Target == "" {
+		// The connection's target, one per stream: refused until
+		// ForConnection names it.
+		return &Config{engine: e, route: rc, broken: noConnectionTarget, targets: &byTarget{m: map[string]*Config{}}}
+	}
 	if rc.Role == pluginconf.RoleIntercept && !bound(e, rc.Target) {
 		return logBroken(&Config{broken: &misconfig{"route-target", "the route's target " + rc.Target + " is not bound in custodian.json"}}, log)
 	}
 	return &Config{engine: e, route: rc, upstream: contract.UpstreamHost(rc.Target)}
+}
+
+// noConnectionTarget: an intercept config that takes its target from the
+// connection, used before ForConnection named it.
+var noConnectionTarget = &misconfig{"route-target", "the connection carries no bound target (" + pluginconf.TargetFilterState + ")"}
+
+// FromConnection reports whether c is an intercept config whose target is
+// the connection's (pluginconf.TargetFilterState), so that a host must
+// give it the stream's with ForConnection before the stream runs.
+func (c *Config) FromConnection() bool { return c != nil && c.targets != nil }
+
+// ForConnection is c for the connection's target t, which the egress
+// listener decided (found says whether the connection carries one): the
+// Merge of c's engine and route with t, made once per target. t may be a
+// view of the host's memory valid only during the call: it is copied when
+// kept. A connection without a target, or with one the engine does not
+// bind, gets a broken config that refuses every request (and log its
+// line); a config not FromConnection is returned as it is.
+func (c *Config) ForConnection(t string, found bool, log func(string)) *Config {
+	if !c.FromConnection() {
+		return c
+	}
+	if !found || t == "" {
+		return logBroken(c, log)
+	}
+	c.targets.mu.RLock()
+	m, ok := c.targets.m[t]
+	c.targets.mu.RUnlock()
+	if ok {
+		return m
+	}
+	rc := c.route
+	rc.Target = strings.Clone(t)
+	m = Merge(c.engine, rc, log)
+	if _, broken := m.Broken(); !broken {
+		// Only bound targets are kept: the map stays as small as
+		// custodian.json's targets, whatever a connection carried.
+		c.targets.mu.Lock()
+		c.targets.m[rc.Target] = m
+		c.targets.mu.Unlock()
+	}
+	return m
 }
 
 // logBroken logs why c cannot decide and returns it.

@@ -20,7 +20,9 @@
 // # Per stream
 //
 //   - RequestHeaders: by the route's role — control: DecideControl; egress:
-//     DecideConnect; intercept: DecideRequest toward the route's target. A
+//     DecideConnect; intercept: DecideRequest toward the route's target
+//     (the connection's, when the route config names none: the host gives
+//     it with Config.ForConnection before the stream starts). A
 //     reply is sent as a local reply (text/plain); a forward sets :path
 //     (and, toward a bound target, :authority to contract.UpstreamHost),
 //     removes and sets headers, then marks the request, the last thing it

@@ -45,8 +45,8 @@
 // absolute-form target, and their refusals of one and of a '#' (and an
 // intercept listener's of a CONNECT it cannot parse) carry the engine's
 // texts and lines, as do the egress listener's refusal of a CONNECT
-// target it cannot parse and a tunnel that never came up; each target's
-// intercept route has a CONNECT twin (the engine's 405).
+// target it cannot parse and a tunnel that never came up; an intercept
+// listener's one CONNECT route answers rule 1's 405 for every target.
 //
 // # Data planes
 //
@@ -54,9 +54,10 @@
 //     FilterModule, envoy.filters.http.dynamic_modules with
 //     dynamic_module_config {module.local.filename: Input.Module,
 //     do_not_close: true}, filter_name pluginconf.PluginName and the
-//     engine's pluginconf.FilterConfig as filter_config; per route,
-//     DynamicModuleFilterPerRoute with the same module config, filter_name
-//     PluginName and the route's RouteConfig JSON as filter_config. The
+//     engine's pluginconf.FilterConfig as filter_config; per route (per
+//     virtual host on an intercept listener), DynamicModuleFilterPerRoute
+//     with the same module config, filter_name PluginName and the
+//     RouteConfig JSON as filter_config. The
 //     module is opened by its absolute path, so any file name works and no
 //     ENVOY_DYNAMIC_MODULES_SEARCH_PATH is read; a name would be searched
 //     for as lib<name>.so in that variable's directory, the working
@@ -92,14 +93,18 @@
 // An intercept route is chosen by the target the CONNECT was decided for,
 // which only the egress listener's filters write (a client cannot set
 // filter state), never by the SNI or the Host the agent sends inside the
-// tunnel: the route tells the engine that target, and the engine's Host
-// rule refuses (421) a Host naming any other, so a connection opened for
-// one target never carries another's credential (e2e TestCrossTarget). A
-// connection with no or an unknown target matches no route, so nothing of
-// it is forwarded. The answers that name
-// the target take it from the same filter state, the bytes a listener per
-// target wrote. So envoy.json costs ~1.5 KiB per target (a leaf, a route,
-// an egress domain, an upstream cluster): 400 targets well under 1 MiB.
+// tunnel. The engine reads the same filter state: an intercept listener's
+// virtual host carries one engine config, role intercept without a
+// target, for all its routes, and the engine decides each stream for the
+// connection's target (stream.Config.ForConnection; one it does not bind
+// is refused 500). Its Host rule refuses (421) a Host naming any other,
+// so a connection opened for one target never carries another's
+// credential (e2e TestCrossTarget). A connection with no or an unknown
+// target matches no route, so nothing of it is forwarded. The answers
+// that name the target take it from the same filter state, the bytes a
+// listener per target wrote. So envoy.json costs ~1.2 KiB per target (a
+// leaf, a route, an egress domain, an upstream cluster): 400 targets are
+// about 550 KB.
 //
 // Invariant: every typed config is checked with ValidateAll before it is
 // packed into an Any, every Any is packed with deterministic marshalling,
@@ -212,8 +217,9 @@ const ListenerIntercept = "intercept"
 
 // TargetFilterState is the filter-state key (a string) the egress listener
 // sets on a CONNECT to the target the engine decided, shared with the
-// upstream connection: the intercept listener's routes match on it.
-const TargetFilterState = "jr2.custodian.target"
+// upstream connection: the intercept listener's routes match on it, and
+// the engine reads it there (pluginconf.TargetFilterState).
+const TargetFilterState = pluginconf.TargetFilterState
 
 // InterceptListener names the internal listener (and the egress cluster
 // that reaches it) that serves a bound target: ListenerIntercept for a

@@ -499,8 +499,14 @@ func TestInterceptListeners(t *testing.T) {
 		if r.Name != "intercept|"+tg || r.GetRoute().GetCluster() != bootstrap.UpstreamCluster(tg) || r.GetRoute().GetTimeout().AsDuration() != 0 || r.GetRoute().GetRetryPolicy() != nil {
 			t.Errorf("%s: route %s %v", tg, r.Name, r.GetRoute())
 		}
-		if got := routeRole(t, r); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept, Target: tg}) {
-			t.Errorf("%s: per-route config %+v", tg, got)
+		// The target's route carries no engine config; the virtual host's
+		// one has no target, so the engine takes the connection's (the
+		// filter state the route matched).
+		if len(r.TypedPerFilterConfig) != 0 {
+			t.Errorf("%s: route %s carries per-filter configs %v; want the virtual host's", tg, r.Name, keys(r.TypedPerFilterConfig))
+		}
+		if got := routeRole(t, &routev3.Route{Name: vh[0].Name, TypedPerFilterConfig: vh[0].TypedPerFilterConfig}); got != (pluginconf.RouteConfig{Role: pluginconf.RoleIntercept}) {
+			t.Errorf("%s: the virtual host's engine config %+v; want role intercept, no target", tg, got)
 		}
 		// A CONNECT inside the intercepted TLS, whatever the connection's
 		// target: one route, last, for any connection that has one; rule

@@ -117,6 +117,14 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 		}
 		gv, mv := hcm(t, gl).GetRouteConfig().VirtualHosts, hcm(t, ml).GetRouteConfig().VirtualHosts
 		for v := range gv {
+			if gv[v].TypedPerFilterConfig != nil {
+				// An intercept listener's one config for all its routes.
+				routes++
+				g := routeConfig(t, &routev3.Route{Name: gv[v].Name, TypedPerFilterConfig: gv[v].TypedPerFilterConfig})
+				if m := routeConfig(t, &routev3.Route{Name: mv[v].Name, TypedPerFilterConfig: mv[v].TypedPerFilterConfig}); g != m {
+					t.Errorf("virtual host %s: module config %s; golang %s", gv[v].Name, m, g)
+				}
+			}
 			for r := range gv[v].Routes {
 				if name := gv[v].Routes[r].Name; name == bootstrap.RouteConnectInside {
 					// The engine's entry there disables it, keyed by each
@@ -141,8 +149,9 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 	}
 	// control, egress and three intercept listeners (the DNS-named targets'
 	// and one per IP target); the control routes (4 + not-found), two per
-	// egress vhost (the three listeners + tunnel), one per target.
-	if wantF, wantR := 2+3, 5+2*(3+1)+len(targets); filters != wantF || routes != wantR {
+	// egress vhost (the three listeners + tunnel), one per intercept
+	// listener's virtual host.
+	if wantF, wantR := 2+3, 5+2*(3+1)+3; filters != wantF || routes != wantR {
 		t.Errorf("%d engine filters, %d per-route configs compared; want %d, %d", filters, routes, wantF, wantR)
 	}
 }

@@ -92,7 +92,6 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 				ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: UpstreamCluster(t)},
 				Timeout:          durationpb.New(0),
 			}},
-			TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, t),
 		})
 	}
 	routes = append(routes, b.connectInside())
@@ -107,6 +106,12 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 			Domains:                []string{"*"},
 			Routes:                 routes,
 			RequestHeadersToRemove: []string{"x-forwarded-proto"},
+			// One engine config for every target's route, without a
+			// target: the engine takes the connection's, the filter
+			// state the routes match (pluginconf.TargetFilterState). A
+			// config per route, each naming its target, was a fifth of
+			// a large envoy.json.
+			TypedPerFilterConfig: b.perRoute(pluginconf.RoleIntercept, ""),
 		}}},
 		filters: []*hcmv3.HttpFilter{
 			b.engineFilter(),

@@ -259,6 +259,29 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// TestTargetCeiling: what sets how many targets one pod holds is
+// envoy.json's own ConfigMap (about 1.2 KiB per target of a 20-character
+// name): 800 targets fit, every object under the limit; 900 are refused,
+// naming that ConfigMap. docs/kubernetes.md ("Limits") states the ceiling.
+func TestTargetCeiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders 1,700 leaves")
+	}
+	_, res, err := renderPod(t, manifesttest.Generate(800), nil)
+	if err != nil {
+		t.Fatalf("800 targets: %v", err)
+	}
+	for _, o := range res.Kube.Objects {
+		if n, err := kube.Size(o); err != nil || n > kube.MaxObjectBytes {
+			t.Errorf("800 targets: %s: %d bytes, %v", kube.FileName(o), n, err)
+		}
+	}
+	_, _, err = renderPod(t, manifesttest.Generate(900), nil)
+	if want := "kubernetes/configmap-ws-bench-custodian-envoy.yaml would be "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("900 targets: error %v; want one naming %q", err, want)
+	}
+}
+
 // TestStaleObjectsRemoved: a render that makes fewer objects removes the
 // files of the others (a pod that no longer holds enough targets for a
 // second leaves Secret).
