@@ -962,3 +962,31 @@ func TestBuildRefusesRelativePaths(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckConfigRemembersOnlyWhatItAccepted: the same accepted bytes are
+// parsed once (the render checks one custodian.json three times), but
+// other bytes, checked after them, are parsed again and refused.
+func TestCheckConfigRemembersOnlyWhatItAccepted(t *testing.T) {
+	js, err := json.Marshal(config("ws-7f3a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := bootstrap.CheckConfig(js); err != nil {
+			t.Fatalf("check %d: %v", i, err)
+		}
+	}
+	bad := append([]byte(nil), js...)
+	bad = append(bad[:len(bad)-1], []byte(`,"extra":1}`)...)
+	for i := range 2 {
+		if err := bootstrap.CheckConfig(bad); err == nil {
+			t.Fatalf("check %d of a custodian.json with an unknown key: accepted", i)
+		}
+	}
+	if err := bootstrap.CheckConfig(js); err != nil {
+		t.Fatalf("after a refusal: %v", err)
+	}
+	if err := bootstrap.CheckConfig(js[:len(js)-1]); err == nil {
+		t.Fatal("the accepted bytes cut short: accepted")
+	}
+}

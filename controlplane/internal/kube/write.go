@@ -50,7 +50,7 @@ func Files(set *Set) (map[string][]byte, error) {
 		}
 		n = max(n, len(b)) // under the limit as the server counts it, and as written
 		if n > MaxObjectBytes {
-			return nil, fmt.Errorf("%s would be %d bytes, over Kubernetes' %d-byte object limit, and the API server would refuse it; %s; nothing was written", name, n, MaxObjectBytes, tooBig(obj))
+			return nil, fmt.Errorf("%s would be %d bytes, over Kubernetes' %d-byte object limit, and the API server would refuse it; %s", name, n, MaxObjectBytes, tooBig(obj))
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("%s: two objects of one kind and name (a bug in kube)", name)

@@ -204,13 +204,45 @@ func Render(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs, err := bootstrap.Build(bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin})
-	if err != nil {
+	targets := bootstrap.BoundTargets(cfg)
+	if err := distinctLeaves(targets); err != nil {
 		return nil, err
 	}
-	envoyJSON, err := bootstrap.Marshal(bs)
-	if err != nil {
-		return nil, err
+	// DIR's envoy.json, the pod's (its own mount directory and module) and
+	// the leaves are independent: built at once, they take the machine's
+	// cores where one after the other left most of them idle (each
+	// envoy.json's Build is one goroutine's work).
+	dirIn := bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin}
+	podIn := podEnvoyInput(o, cfg, cfgJSON, admin)
+	var envoyJSON, podEnvoyJSON []byte
+	var dirErr, podErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		envoyJSON, dirErr = buildEnvoy(dirIn)
+	}()
+	// The same inputs (DIR rendered for the pod's mount directory and
+	// module): the same bytes, built once.
+	samePod := dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.MountDir == dirIn.MountDir && podIn.Module == dirIn.Module
+	if !samePod {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			podEnvoyJSON, podErr = buildEnvoy(podIn)
+		}()
+	}
+	leaves, leafErr := leavesOf(ca, out, targets, o.Now)
+	wg.Wait()
+	// The first in the order they used to run: both builds refuse the same
+	// input with the same words, said once.
+	for _, err := range []error{dirErr, podErr, leafErr} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if samePod {
+		podEnvoyJSON = envoyJSON
 	}
 	harness := HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir)
 	files := map[string]file{
@@ -223,14 +255,6 @@ func Render(o Options) (*Result, error) {
 		WgetrcFile:    {data: Wgetrc(o.HarnessCADir), mode: 0o644},
 	}
 	res := &Result{Summary: Summary(m, cfg)}
-	targets := bootstrap.BoundTargets(cfg)
-	if err := distinctLeaves(targets); err != nil {
-		return nil, err
-	}
-	leaves, err := leavesOf(ca, out, targets, o.Now)
-	if err != nil {
-		return nil, err
-	}
 	kubeLeaves := make([]kube.Leaf, len(targets))
 	for i, t := range targets {
 		l := leaves[i]
@@ -244,7 +268,7 @@ func Render(o Options) (*Result, error) {
 		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
 	}
-	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, harness, trust, kubeLeaves, admin, files); err != nil {
+	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, podEnvoyJSON, harness, trust, kubeLeaves, files); err != nil {
 		return nil, err
 	}
 	written, err := write(out, files)
@@ -257,6 +281,15 @@ func Render(o Options) (*Result, error) {
 	sort.Strings(res.Files)
 	res.Written = written
 	return res, nil
+}
+
+// buildEnvoy is the envoy.json of in.
+func buildEnvoy(in bootstrap.Input) ([]byte, error) {
+	bs, err := bootstrap.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	return bootstrap.Marshal(bs)
 }
 
 // leavesOf is the leaf of each target: the one in DIR when pki accepts it,
@@ -343,7 +376,7 @@ func marshalConfig(c *filter.Config) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, '\n')
-	if _, err := filter.ParseConfig(b); err != nil {
+	if err := bootstrap.CheckConfig(b); err != nil {
 		return nil, fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
 	}
 	return b, nil
