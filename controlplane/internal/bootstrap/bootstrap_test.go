@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/netip"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -988,5 +989,48 @@ func TestCheckConfigRemembersOnlyWhatItAccepted(t *testing.T) {
 	}
 	if err := bootstrap.CheckConfig(js[:len(js)-1]); err == nil {
 		t.Fatal("the accepted bytes cut short: accepted")
+	}
+}
+
+// TestMarshalMountedIsBuild: MarshalMounted's envoy.json for each mount is
+// byte for byte Build's and Marshal's for that mount — a plain mount from
+// the one shared build, any other on its own — for either data plane;
+// and a mount Build refuses is refused.
+func TestMarshalMountedIsBuild(t *testing.T) {
+	c := config("ws-7f3a")
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts := []string{mount, "/dev/shm/jr2-render-bench-123/out-400-0", "/a", "/x y/\"q\"&<z>", "/é/ü", "/tmp//x/"}
+	for _, dp := range []bootstrap.DataPlane{bootstrap.DataPlaneModule, bootstrap.DataPlaneGolang} {
+		in := bootstrap.Input{Config: c, ConfigJSON: js, DataPlane: dp, Plugin: pluginPath, Module: modulePath, AdminSocket: adminPath}
+		got, err := bootstrap.MarshalMounted(in, mounts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range mounts {
+			each := in
+			each.MountDir = m
+			bs, err := bootstrap.Build(each)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := bootstrap.Marshal(bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[i], want) {
+				t.Errorf("%s, mount %q: MarshalMounted differs from Build's envoy.json (%d bytes, want %d)", dp, m, len(got[i]), len(want))
+			}
+			// The plain mounts (the first three) are the shared build's.
+			if i < 3 && !bytes.Contains(got[i], []byte(`"filename":"`+path.Join(m, "ca/upstream.crt")+`"`)) {
+				t.Errorf("%s, mount %q: no upstream.crt under it", dp, m)
+			}
+		}
+	}
+	in := bootstrap.Input{Config: c, ConfigJSON: js, Module: modulePath, AdminSocket: adminPath}
+	if _, err := bootstrap.MarshalMounted(in, []string{mount, "relative"}); err == nil || !strings.Contains(err.Error(), "--mount-dir") {
+		t.Errorf("a relative mount: %v", err)
 	}
 }

@@ -211,22 +211,29 @@ func Render(o Options) (*Result, error) {
 	// DIR's envoy.json, the pod's (its own mount directory and module) and
 	// the leaves are independent: built at once, they take the machine's
 	// cores where one after the other left most of them idle (each
-	// envoy.json's Build is one goroutine's work).
+	// envoy.json's Build is one goroutine's work). When the two differ in
+	// their mount directory alone (the module plane, the pod's module, as
+	// by default), they are one build (bootstrap.MarshalMounted).
 	dirIn := bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin}
 	podIn := podEnvoyInput(o, cfg, cfgJSON, admin)
 	var envoyJSON, podEnvoyJSON []byte
 	var dirErr, podErr error
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		envoyJSON, dirErr = buildEnvoy(dirIn)
-	}()
-	// The same inputs (DIR rendered for the pod's mount directory and
-	// module): the same bytes, built once.
-	samePod := dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.MountDir == dirIn.MountDir && podIn.Module == dirIn.Module
-	if !samePod {
+	if dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.Module == dirIn.Module {
 		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var both [][]byte
+			if both, dirErr = bootstrap.MarshalMounted(dirIn, []string{dirIn.MountDir, podIn.MountDir}); dirErr == nil {
+				envoyJSON, podEnvoyJSON = both[0], both[1]
+			}
+		}()
+	} else {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			envoyJSON, dirErr = buildEnvoy(dirIn)
+		}()
 		go func() {
 			defer wg.Done()
 			podEnvoyJSON, podErr = buildEnvoy(podIn)
@@ -240,9 +247,6 @@ func Render(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-	}
-	if samePod {
-		podEnvoyJSON = envoyJSON
 	}
 	harness := HarnessEnv(cfg, len(m.Secrets) > 0, o.HarnessCADir)
 	files := map[string]file{
