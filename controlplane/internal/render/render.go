@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -272,10 +273,25 @@ func Render(o Options) (*Result, error) {
 		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
 	}
-	if res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, podEnvoyJSON, harness, trust, kubeLeaves, files); err != nil {
+	// DIR's own files are written (into the temporary directory) while
+	// the pod's objects are built from them, then the objects' files.
+	w := beginWrite(out)
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.add(files) }()
+	objects := map[string]file{}
+	res.Kube, err = kubeObjects(o, m, cfg, cfgJSON, podEnvoyJSON, harness, trust, kubeLeaves, objects)
+	if werr := <-wrote; err == nil {
+		err = werr
+	}
+	if err == nil {
+		err = w.add(objects)
+	}
+	if err != nil {
+		w.abort()
 		return nil, err
 	}
-	written, err := write(out, files)
+	maps.Copy(files, objects)
+	written, err := w.finish(files)
 	if err != nil {
 		return nil, err
 	}
@@ -492,49 +508,95 @@ func Summary(m *manifest.Manifest, c *filter.Config) string {
 // touched (same inode, same mtime), and nothing is created beside DIR
 // when nothing changed. Leaves in DIR/tls that this render did not
 // produce (targets no longer bound) are removed.
-func write(out string, files map[string]file) (written []string, err error) {
+func write(out string, files map[string]file) ([]string, error) {
+	w := beginWrite(out)
+	if err := w.add(files); err != nil {
+		w.abort()
+		return nil, err
+	}
+	return w.finish(files)
+}
+
+// dirWriter is write in stages, so that the files built first are
+// written while the rest are built: add each batch, then finish with
+// every file; or abort, and nothing was written to DIR. One goroutine at
+// a time uses it.
+type dirWriter struct {
+	out     string
+	fresh   bool
+	tmp     string          // the temporary directory, once a file changed
+	made    map[string]bool // directories made: one MkdirAll each, not one per file
+	written []string
+}
+
+func beginWrite(out string) *dirWriter {
 	_, statErr := os.Lstat(out)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
-	for p, f := range files {
-		if fresh || changed(filepath.Join(out, filepath.FromSlash(p)), f) {
-			written = append(written, p)
+	return &dirWriter{out: out, fresh: errors.Is(statErr, fs.ErrNotExist)}
+}
+
+// add writes into the temporary directory each of files that differs
+// from DIR's.
+func (w *dirWriter) add(files map[string]file) error {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		f := files[p]
+		if !w.fresh && !changed(filepath.Join(w.out, filepath.FromSlash(p)), f) {
+			continue
 		}
+		if w.tmp == "" {
+			parent := filepath.Dir(w.out)
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return err
+			}
+			tmp, err := os.MkdirTemp(parent, "."+filepath.Base(w.out)+".render-")
+			if err != nil {
+				return err
+			}
+			w.tmp, w.made = tmp, map[string]bool{tmp: true}
+		}
+		if err := writeFile(w.made, filepath.Join(w.tmp, filepath.FromSlash(p)), f); err != nil {
+			return err
+		}
+		w.written = append(w.written, p)
 	}
-	sort.Strings(written)
-	if len(written) == 0 {
-		return nil, removeStale(out, files)
+	return nil
+}
+
+// abort removes what add wrote; DIR is as it was.
+func (w *dirWriter) abort() {
+	if w.tmp != "" {
+		os.RemoveAll(w.tmp)
 	}
-	parent := filepath.Dir(out)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
+}
+
+// finish moves what add wrote into DIR and removes DIR's stale files:
+// those not in all, every file of this render.
+func (w *dirWriter) finish(all map[string]file) ([]string, error) {
+	defer w.abort()
+	sort.Strings(w.written)
+	if len(w.written) == 0 {
+		return nil, removeStale(w.out, all)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".render-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	made := map[string]bool{tmp: true} // directories made: one MkdirAll each, not one per file
-	for _, p := range written {
-		if err := writeFile(made, filepath.Join(tmp, filepath.FromSlash(p)), files[p]); err != nil {
+	if w.fresh {
+		if err := os.Chmod(w.tmp, 0o755); err != nil {
 			return nil, err
 		}
+		return w.written, os.Rename(w.tmp, w.out)
 	}
-	if fresh {
-		if err := os.Chmod(tmp, 0o755); err != nil {
-			return nil, err
-		}
-		return written, os.Rename(tmp, out)
-	}
-	for _, p := range written {
-		dst := filepath.Join(out, filepath.FromSlash(p))
+	for _, p := range w.written {
+		dst := filepath.Join(w.out, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(p)), dst); err != nil {
+		if err := os.Rename(filepath.Join(w.tmp, filepath.FromSlash(p)), dst); err != nil {
 			return nil, err
 		}
 	}
-	return written, removeStale(out, files)
+	return w.written, removeStale(w.out, all)
 }
 
 // changed reports whether the file at path is not f: missing, not a
