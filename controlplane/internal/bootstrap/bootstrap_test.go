@@ -510,9 +510,10 @@ func TestInterceptListeners(t *testing.T) {
 			t.Errorf("%s: the virtual host's engine config %+v; want role intercept, no target", tg, got)
 		}
 		// A CONNECT inside the intercepted TLS, whatever the connection's
-		// target: one route, last, for any connection that has one; rule
-		// 1's 405 as Envoy's own answer, the engine and the mark off (the
-		// line is the access log's, below); never forwarded.
+		// target: one route, last, for any connection that has one, with
+		// no engine config of its own, so the engine decides it with the
+		// virtual host's (rule 1's 405, its answer and line); the direct
+		// response behind it forwards nothing.
 		if connect == nil || connect != vh[0].Routes[len(vh[0].Routes)-1] || connect.Match.GetConnectMatcher() == nil ||
 			len(connect.Match.GetFilterState()) != 1 || connect.Match.GetFilterState()[0].Key != bootstrap.TargetFilterState ||
 			connect.Match.GetFilterState()[0].GetStringMatch().GetSafeRegex().GetRegex() != ".+" ||
@@ -520,13 +521,8 @@ func TestInterceptListeners(t *testing.T) {
 			connect.GetDirectResponse().GetBody().GetInlineString() != "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS" {
 			t.Errorf("%s: CONNECT route %v", tg, connect)
 		}
-		if len(connect.TypedPerFilterConfig) != 2 {
-			t.Errorf("%s: CONNECT route per-filter configs %v; want the engine and the mark disabled", tg, keys(connect.TypedPerFilterConfig))
-		}
-		for _, name := range []string{bootstrap.FilterModule, bootstrap.FilterMark} {
-			if fc := unpack[*routev3.FilterConfig](t, connect.TypedPerFilterConfig[name]); !fc.Disabled || fc.Config != nil {
-				t.Errorf("%s: CONNECT route: %s is not disabled: %v", tg, name, fc)
-			}
+		if len(connect.TypedPerFilterConfig) != 0 {
+			t.Errorf("%s: CONNECT route per-filter configs %v; want none (the engine decides it)", tg, keys(connect.TypedPerFilterConfig))
 		}
 		// What the codec and connection manager refuse before the engine
 		// reaches the connection manager (absolute_path_rejected, not a
@@ -544,24 +540,19 @@ func TestInterceptListeners(t *testing.T) {
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'absolute_path_rejected'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=path\n", "response.code_details == 'path_normalization_failed'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "response.code_details == 'http1.invalid_url'", ""},
-			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=method\n", "xds.route_name == 'intercept|connect'", ""},
 			{"jr2.custodian action=refuse target=%FILTER_STATE(" + bootstrap.TargetFilterState + ":PLAIN)% reason=upgrade\n", "response.code_details == 'upgrade_failed'", ""},
 		})
 		// An intercept listener answers Envoy's own refusal of a target
 		// that is not a path as the engine does (rule 5's 400).
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
-		// The CONNECT route's direct answer passes a mapper too, which
-		// gives it the engine's content type (Envoy's own is text/plain
-		// without a charset).
-		if len(lr.Mappers) > 4 {
-			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:5]}, []mapperWant{
+		if len(lr.Mappers) > 3 {
+			checkMappers(t, tg, &hcmv3.LocalReplyConfig{Mappers: lr.Mappers[:4]}, []mapperWant{
 				{expr: "response.code_details == 'absolute_path_rejected'", status: 400, text: "jr2 custodian: the request target must be a path that starts with /"},
 				{expr: "response.code_details == 'path_normalization_failed'", status: 400, text: "jr2 custodian: " + filter.FragmentText},
 				{expr: "response.code_details == 'http1.invalid_url'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
-				{expr: "xds.route_name == 'intercept|connect'", status: 405, text: "jr2 custodian: method CONNECT is not allowed; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
 				{expr: "response.code_details == 'upgrade_failed'", status: 400, text: "jr2 custodian: " + filter.UpgradeText},
 			})
-			lr.Mappers = lr.Mappers[5:]
+			lr.Mappers = lr.Mappers[4:]
 		}
 		checkReplies(t, tg, lr, "%FILTER_STATE("+bootstrap.TargetFilterState+":PLAIN)%")
 

@@ -7,7 +7,6 @@ import (
 	accesslogdatav3 "github.com/envoyproxy/go-control-plane/envoy/data/accesslog/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"jr2.dev/boundary/filter"
@@ -48,13 +47,11 @@ func strictTarget(m *hcmv3.HttpConnectionManager) {
 // intercept listener as the engine does: a fragment is rule 5's 400 (the
 // absolute-form target's mapper is interceptReplies'), and a CONNECT
 // whose target the codec cannot parse (the only URL it parses there) is
-// rule 1's 405, as is any other CONNECT (connectInside's direct answer,
-// which the mapper gives the engine's content type).
+// rule 1's 405 (any other CONNECT reaches the engine: connectInside).
 func (b *builder) interceptCodecReplies() []*hcmv3.ResponseMapper {
 	return []*hcmv3.ResponseMapper{
 		mapper(b.celFilter(fragmentRejected), 400, "jr2 custodian: "+filter.FragmentText, nil),
 		mapper(b.celFilter(invalidURL), 405, "jr2 custodian: "+connectNotAllowed, nil),
-		mapper(b.celFilter(connectInsideRefused), 405, "jr2 custodian: "+connectNotAllowed, nil),
 		mapper(b.celFilter(upgradeFailed), 400, "jr2 custodian: "+filter.UpgradeText, nil),
 	}
 }
@@ -64,10 +61,10 @@ const connectNotAllowed = "method CONNECT is not allowed; use GET, HEAD, POST, P
 
 // interceptCodecLogs are the lines of the refusals Envoy makes before the
 // engine on an intercept listener: an absolute-form target and a fragment
-// (rule 5), an unparsable CONNECT and any other CONNECT (connectInside;
-// rule 1), an upgrade to another protocol than websocket. The target is
-// the connection's (filter state), the bound target the egress listener
-// decided, never what the agent wrote.
+// (rule 5), an unparsable CONNECT (rule 1), an upgrade to another
+// protocol than websocket. The target is the connection's (filter state),
+// the bound target the egress listener decided, never what the agent
+// wrote.
 func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
 	line := func(reason string) string {
 		return "jr2.custodian action=refuse target=" + connectionTarget + " reason=" + reason + "\n"
@@ -76,7 +73,6 @@ func (b *builder) interceptCodecLogs() []*accesslogv3.AccessLog {
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(absolutePath)),
 		b.stdoutLog(line(filter.ReasonPath), b.endedWith(fragmentRejected)),
 		b.stdoutLog(line(filter.ReasonMethod), b.endedWith(invalidURL)),
-		b.stdoutLog(line(filter.ReasonMethod), b.endedWith(connectInsideRefused)),
 		b.stdoutLog(line(filter.ReasonUpgrade), b.endedWith(upgradeFailed)),
 	}
 }
@@ -164,17 +160,13 @@ func andFilter(fs ...*accesslogv3.AccessLogFilter) *accesslogv3.AccessLogFilter 
 const RouteConnectInside = "intercept|connect"
 
 // connectInside is an intercept listener's one route for a CONNECT inside
-// the intercepted TLS, whatever its target: rule 1's 405, answered and
-// logged as the engine does for the connection's target, and nothing is
-// ever forwarded. It matches any connection the egress listener gave a
-// target (TargetFilterState), as the targets' own routes together do.
-// The answer is Envoy's direct response, given the engine's content type
-// by interceptCodecReplies' mapper for this route, and the line is the
-// access log interceptCodecLogs writes for it: the engine and the mark
-// are disabled on it, since the engine would need a route of this
-// target's own to name it (one per target was two fifths of a large
-// envoy.json). Rule 1 refuses a CONNECT before any other rule, so no
-// other rule's answer is lost.
+// the intercepted TLS, whatever its target: it matches any connection the
+// egress listener gave a target (TargetFilterState), as the targets' own
+// routes together do, and carries no engine config of its own, so the
+// engine decides it with the virtual host's for the connection's target:
+// rule 1's 405, its answer and its line, as in every host. The direct
+// response behind it is never reached by a decided CONNECT and forwards
+// nothing (one it did reach would be refused by the mark's RBAC first).
 // Without a CONNECT route the request matched none and the engine
 // answered 500 for want of its config.
 func (b *builder) connectInside() *routev3.Route {
@@ -184,11 +176,5 @@ func (b *builder) connectInside() *routev3.Route {
 			MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".+"}},
 		}}}},
 	}
-	r := directRoute(RouteConnectInside, m, 405, "jr2 custodian: "+connectNotAllowed)
-	off := b.pack(&routev3.FilterConfig{Disabled: true})
-	r.TypedPerFilterConfig = map[string]*anypb.Any{b.in.DataPlane.FilterName(): off, FilterMark: off}
-	return r
+	return directRoute(RouteConnectInside, m, 405, "jr2 custodian: "+connectNotAllowed)
 }
-
-// connectInsideRefused: the stream ended on connectInside's route.
-const connectInsideRefused = "xds.route_name == '" + RouteConnectInside + "'"

@@ -126,17 +126,6 @@ func TestDataPlanesCarryTheSameConfigs(t *testing.T) {
 				}
 			}
 			for r := range gv[v].Routes {
-				if name := gv[v].Routes[r].Name; name == bootstrap.RouteConnectInside {
-					// The engine's entry there disables it, keyed by each
-					// plane's name.
-					if _, ok := gv[v].Routes[r].TypedPerFilterConfig[bootstrap.FilterGolang]; !ok {
-						t.Errorf("%s: the golang render's CONNECT route does not disable its engine", gl.Name)
-					}
-					if _, ok := mv[v].Routes[r].TypedPerFilterConfig[bootstrap.FilterModule]; !ok {
-						t.Errorf("%s: the module render's CONNECT route does not disable its engine", ml.Name)
-					}
-					continue
-				}
 				if gv[v].Routes[r].TypedPerFilterConfig == nil {
 					continue
 				}
