@@ -135,7 +135,10 @@ func (p *Parser) Merge(parent, child interface{}) (merged interface{}) {
 			e = pc.engine
 		}
 	case *streamConfig:
-		if _, broken := pc.Broken(); broken {
+		// A parent waiting for the connection's target (a virtual host's
+		// intercept config) is not broken: a route's own config below it
+		// wins, as any more specific one does.
+		if _, broken := pc.Broken(); broken && !pc.FromConnection() {
 			return pc
 		}
 		e = pc.Engine()

@@ -321,6 +321,7 @@ func TestMerge(t *testing.T) {
 		{name: "filter+intercept", parent: pd.top, child: intercept, wantRole: pluginconf.RoleIntercept},
 		{name: "filter+control", parent: pd.top, child: control, wantRole: pluginconf.RoleControl},
 		{name: "merged+intercept: the more specific route wins", parent: merged, child: intercept, wantRole: pluginconf.RoleIntercept},
+		{name: "a virtual host's connection-target config+control: the route wins", parent: pd.p.Merge(pd.top, &routeConfig{route: pluginconf.RouteConfig{Role: pluginconf.RoleIntercept}}), child: control, wantRole: pluginconf.RoleControl},
 		{name: "broken stays broken", parent: broken, child: intercept, wantWhy: errBadParent.Why()},
 		{name: "nil parent", parent: nil, child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
 		{name: "typed nil parent", parent: (*filterConfig)(nil), child: control, wantWhy: errBadParent.Why(), wantLog: "jr2.custodian misconfigured reason=parent-config"},
