@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,29 +122,68 @@ func goDirs(t *testing.T) []string {
 	t.Helper()
 	r := root(t)
 	seen := map[string]bool{}
-	filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", "testdata", "docs", "bin", "node_modules":
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	walkSource(t, r, func(p string) {
 		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
 			rel, _ := filepath.Rel(r, filepath.Dir(p))
 			seen[filepath.ToSlash(rel)] = true
 		}
-		return nil
-	})
+	}, "docs", "bin")
 	var out []string
 	for d := range seen {
 		out = append(out, d)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// walkSource calls fn with every file of the repository's source tree: it
+// skips what the go tool skips (a directory named with a leading "." or "_",
+// and testdata), node_modules and the named directories. .cache is where a
+// run keeps its tools, and where a check of leftovers overlays /tmp — files
+// that come and go while other packages build — so it is never read; an
+// error of the walk fails the test rather than cutting the list short.
+func walkSource(t *testing.T, r string, fn func(path string), skip ...string) {
+	t.Helper()
+	err := filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			n := d.Name()
+			if p != r && (strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "testdata" || n == "node_modules" || slices.Contains(skip, n)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fn(p)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking the source tree: %v", err)
+	}
+}
+
+// TestWalkSourceSkips: the source walk reads neither a run's .cache (where
+// a check of leftovers keeps an overlaid /tmp whose build files vanish
+// mid-walk) nor what the go tool itself ignores.
+func TestWalkSourceSkips(t *testing.T) {
+	r := t.TempDir()
+	for _, f := range []string{".cache/leftovers/_tmp/upper/a.go", "_x/b.go", "pkg/testdata/c.go", "pkg/node_modules/d.go", "bin/e.go", "pkg/f.go", "g.go"} {
+		if err := os.MkdirAll(filepath.Join(r, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(r, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	walkSource(t, r, func(p string) {
+		rel, _ := filepath.Rel(r, p)
+		got = append(got, filepath.ToSlash(rel))
+	}, "bin")
+	if want := []string{"g.go", "pkg/f.go"}; !slices.Equal(got, want) {
+		t.Errorf("walked %q, want %q", got, want)
+	}
 }
 
 // consts maps the string constants of the packages parsed: a name alone
@@ -968,20 +1008,13 @@ func TestDocsLinksStayInTheRepository(t *testing.T) {
 func TestDocsIndexAndTests(t *testing.T) {
 	r := root(t)
 	exists := map[string]bool{}
-	filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
+	walkSource(t, r, func(p string) {
 		if strings.HasSuffix(p, "_test.go") {
 			b, _ := os.ReadFile(p)
 			for _, m := range regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)[A-Za-z0-9_]*)\(`).FindAllStringSubmatch(string(b), -1) {
 				exists[m[1]] = true
 			}
 		}
-		return nil
 	})
 	index := readPage(t, "README.md")
 	pages, _ := filepath.Glob(filepath.Join(r, "docs", "*.md"))
