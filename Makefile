@@ -87,7 +87,7 @@ module:
 # The Effector as it ships: static (CGO_ENABLED=0), with effector-confine
 # beside it. Every credentialed command's child and every git of a push
 # starts through confinement; the small binary links only that and starts
-# in about half the time of the whole Effector (issue 12).
+# in about half the time of the whole Effector.
 effector:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./effector ./effector/cmd/effector-confine
@@ -101,7 +101,7 @@ bench:
 # reached directly, each a process of its own: requests/s with keep-alive
 # (1 KiB, 1 MiB; 1 and 32 clients), added p50/p99 latency, the first SSE
 # event's delay, and per request new upstream connections, CPU, syscalls
-# and allocations; a table of ratios with issue 12's goals (e2e/bench_test.go).
+# and allocations; a table of ratios with their goals (e2e/bench_test.go).
 bench-serve:
 	$(GO) test -run '^$$' -bench '^BenchmarkServe$$' -benchtime 1x -count=1 ./e2e
 

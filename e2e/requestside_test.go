@@ -18,8 +18,8 @@ import (
 	"jr2.dev/boundary/internal/contract"
 )
 
-// TestRequestSide runs issue 22's request rows against each host, on a hop
-// pod of its own: what Envoy's HTTP/1 codec or connection manager changed
+// TestRequestSide runs the request rows Envoy's codec could change
+// against each host, on a hop pod of its own: what Envoy's HTTP/1 codec or connection manager changed
 // or refused before the module saw it, now the engine's answer and line in
 // both hosts — a method that is the stand-in (row 1), a repeated
 // authorization (rows 2, 3), CONNECT inside the intercepted TLS (row 4),

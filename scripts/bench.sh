@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: every measurement the issues ask for, each printed as a table
+# make bench: every measurement the project sets a goal for, each printed as a table
 # with its comparison. Timings are of this machine at this moment: run it on
 # a quiet machine, and compare rows of one run, not runs.
 set -uo pipefail
@@ -14,7 +14,7 @@ trap 'rm -f "$JR2_BENCH_GOALS"' EXIT
 
 echo "# jr2 boundary: make bench ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
 
-# The engine (issue 2): the scrubber beside bytes.Index of one pattern and a
+# The engine: the scrubber beside bytes.Index of one pattern and a
 # naive per-form replace loop; one request's decision with 100 held secrets.
 go test ./filter/scrub -run '^$' -bench 'Scrub/|Baseline' -benchtime 1s \
 	| table -title "scrub throughput on 64 KiB chunks of mixed text (MB/s; ratio to bytes.Index of one pattern)" -vs 'Baseline/bytes.Index' -unit MB/s \
@@ -26,23 +26,23 @@ go test ./filter -run '^$' -bench 'DecideRequest' -benchmem \
 go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 	| table -title "the Envoy adapter over fakes of the SDK (no Envoy here)" || status=1
 go test ./filter/module -run '^$' -bench PassedRequest -benchmem \
-	| table -title "one 1 KiB request the dynamic module passes, filter's creation to its destruction, over a fake ABI that copies headers and body into the filter's memory as Envoy's does (issue 25)" \
+	| table -title "one 1 KiB request the dynamic module passes, filter's creation to its destruction, over a fake ABI that copies headers and body into the filter's memory as Envoy's does" \
 	-goal 'the module, a passed 1 KiB request: allocations|^PassedRequest$|allocs/op|<=|0' || status=1
 
-# controlplane render (issue 3): a cold process, 10 to 400 targets.
+# controlplane render: a cold process, 10 to 400 targets.
 go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
 	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' \
 	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on this disk)|^RenderCold/targets=400/fresh$|ns/op|<=|200000000|the same render into tmpfs takes {^RenderCold/targets=400/fresh-tmpfs$ ns/op}; writing its {^RenderCold/targets=400/fresh$ files} again on this disk right after each render, nothing rendered, takes {^RenderCold/targets=400/fresh$ files-only-ms/op}: the creates of this ext4 disk, not the render' \
 	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on tmpfs)|^RenderCold/targets=400/fresh-tmpfs$|ns/op|<=|150000000' \
 	-goal 'envoy.json, 200 secrets, 400 targets|^RenderCold/targets=400/fresh$|envoy.json-bytes|<=|600000' || status=1
 
-# custodian serve and Envoy with the module (issues 4, 11, 12): each
+# custodian serve and Envoy with the module: each
 # against the same upstream reached directly, in separate processes; beside
 # them Envoy alone (the same envoy.json without the module), Envoy + module
-# on two workers and with GOMAXPROCS=1 and =CPUs (issue 25).
+# on two workers and with GOMAXPROCS=1 and =CPUs.
 go test ./e2e -run '^$' -bench '^BenchmarkServe$' -benchtime 1x -count=1 || status=1
 
-# The Effector (issues 5, 6).
+# The Effector.
 go test ./effector -run '^$' -bench 'Effect' -benchtime 2s \
 	| table -title "signed http effect vs a direct call to the same upstream (x-direct: ratio)" \
 	-goal 'Effector: an http effect that names a secret, p50 c=1|^Effect/answer=1KiB/secret=bearer$|p50-ms|<=|3' \
@@ -58,12 +58,12 @@ go test ./effector/internal/confine -run '^$' -bench Start -benchtime 200x \
 go test ./effector -run '^$' -bench 'CommandStart|HundredCommands' -benchtime 2s \
 	| table -title "start cost of a full signed command effect; 100 concurrent commands settling with no survivor" -vs '^CommandStart/bare$' || status=1
 
-# The push kind (issue 14): start to settle through the built binary
+# The push kind: start to settle through the built binary
 # against a plain git push of the same commit to the same sshd remote.
 go test ./effector -run '^$' -bench '^BenchmarkPush$' -benchtime 2s \
 	| table -title "push effect start-to-settle vs a plain git push to the same remote (x-plain: ratio)" -vs '^Push/plain$' || status=1
 
-# custodian run (issue 7): HTTPS through the mediator vs direct vs mitmdump.
+# custodian run: HTTPS through the mediator vs direct vs mitmdump.
 command -v mitmdump >/dev/null || echo "bench: mitmdump not installed (apt-get install mitmproxy); its column is left out"
 go test ./custodian/internal/mediator -run '^$' -bench BenchmarkHTTPS -benchtime 10000x || status=1
 
@@ -75,7 +75,7 @@ summary() {
 	done <"$JR2_BENCH_GOALS"
 }
 echo
-echo "## The goals of issues 12 and 25, from this run"
+echo "## The goals, from this run"
 echo
 summary
 

@@ -343,8 +343,8 @@ func TestConformance(t *testing.T) {
 	streamtest.Run(t, moduleDriver{lines: &lines})
 }
 
-// TestRotation: the values' reload through the module (issue 24,
-// streamtest.Rotation). The reload runs on a goroutine of Go's own and
+// TestRotation: the values' reload through the module
+// (streamtest.Rotation). The reload runs on a goroutine of Go's own and
 // swaps the pointer the hooks read when a stream begins; its lines go to
 // stderr, never to Envoy's log callback (under -race, a call from that
 // goroutine into logInfo below would race with the test's reads).

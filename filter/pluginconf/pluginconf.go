@@ -1,5 +1,6 @@
 // Package pluginconf is the contract between the rendered Envoy bootstrap
-// (controlplane render) and the Go filter inside Envoy: the plugin's name,
+// (controlplane render) and the engine's filter inside Envoy (the dynamic
+// module or the Go filter): the plugin's name,
 // the dynamic-metadata mark the fail-closed RBAC filter requires, and the
 // per-route config that tells the filter which listener (and which bound
 // target) a request arrived on.

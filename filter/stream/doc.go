@@ -40,7 +40,7 @@
 //   - ResponseTrailers: the held tail is appended before the trailers, and
 //     the trailers are decided as headers are: a name that holds a value is
 //     removed, every value scrubbed.
-//   - A WebSocket upgrade (issue 26): RequestHeaders decides it with
+//   - A WebSocket upgrade: RequestHeaders decides it with
 //     filter.Engine.DecideUpgrade (UpgradeOf reads the upgrade header
 //     Envoy keeps on an upgrade); a 101 to it is decided by DecideSwitch
 //     (its 502 a local reply), and every chunk of the upgraded bytes

@@ -27,7 +27,7 @@
 //     the engine and the upstream's answer: the engine judges the answer's
 //     headers as sent and decodes gzip itself, as in custodian serve (an
 //     Envoy decompressor there read one gzip member and rewrote
-//     content-encoding before the engine saw it, issue 22); one route per
+//     content-encoding before the engine saw it); one route per
 //     target, matched on TargetFilterState alone, to the target, verified
 //     against ca/upstream.crt and the target's name. The egress cluster that reaches a listener carries the
 //     filter state in through internal_upstream.
@@ -40,7 +40,7 @@
 // own.
 //
 // What Envoy's HTTP/1 codec and connection manager would change or refuse
-// before the engine (codec.go, issue 22): custom methods reach the engine
+// before the engine (codec.go), so both hosts answer alike: custom methods reach the engine
 // on every listener; the control and intercept listeners take no
 // absolute-form target, and their refusals of one and of a '#' (and an
 // intercept listener's of a CONNECT it cannot parse) carry the engine's

@@ -527,12 +527,12 @@ func TestInterceptListeners(t *testing.T) {
 		// What the codec and connection manager refuse before the engine
 		// reaches the connection manager (absolute_path_rejected, not a
 		// parsed URL that drops its userinfo), and custom methods reach
-		// the engine (issue 22 rows 1, 5).
+		// the engine, so both answer as custodian serve does.
 		if po := m.HttpProtocolOptions; po.GetAllowAbsoluteUrl() == nil || po.GetAllowAbsoluteUrl().GetValue() || !po.GetAllowCustomMethods() {
 			t.Errorf("%s: HTTP/1 options %v", tg, po)
 		}
 		// CONNECT, for the CONNECT route's filter chain; websocket, so an
-		// upgrade reaches the engine instead of Envoy's 403 (issue 26).
+		// upgrade reaches the engine instead of Envoy's 403.
 		if len(m.UpgradeConfigs) != 2 || m.UpgradeConfigs[0].UpgradeType != "CONNECT" || m.UpgradeConfigs[1].UpgradeType != "websocket" {
 			t.Errorf("%s: upgrades %v; want CONNECT and websocket", tg, m.UpgradeConfigs)
 		}
@@ -763,7 +763,7 @@ func checkEgressLogs(t *testing.T, m *hcmv3.HttpConnectionManager) {
 		{"jr2.custodian action=tunnel target=[stand-in]\n", "xds.route_name == 'tunnel'", "with"},
 		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "without"},
 		{"jr2.custodian action=refuse target=[stand-in] reason=guard\n", "response.code_details == 'rbac_access_denied_matched_policy[guard]'", "with"},
-		// what Envoy refuses before the engine, or after it (issue 22 row 10)
+		// what Envoy refuses before the engine, or after it, logged as the engine would
 		{"jr2.custodian action=refuse target=- reason=target\n", "response.code_details == 'http1.invalid_url'", ""},
 		{"jr2.custodian action=refuse target=%REQ(:AUTHORITY):256% reason=unreachable\n", "xds.route_name == 'tunnel' && response.code >= 500", "without"},
 		{"jr2.custodian action=refuse target=[stand-in] reason=unreachable\n", "xds.route_name == 'tunnel' && response.code >= 500", "with"},
@@ -877,7 +877,7 @@ func TestControl(t *testing.T) {
 			t.Errorf("catch-all %v", last)
 		}
 		// What Envoy refuses before the engine is the engine's 404 and line
-		// (issue 22 rows 5, 6), and custom methods reach the engine.
+		// (as custodian serve answers), and custom methods reach the engine.
 		notRoute := "jr2 custodian: not a route of the control listener; it serves GET /agents/{id}/surface, POST /agents/{id}/events, GET /agents/{id}/deliveries/{d} and POST /fetch"
 		lr := &hcmv3.LocalReplyConfig{Mappers: m.LocalReplyConfig.GetMappers()}
 		if len(lr.Mappers) > 3 {

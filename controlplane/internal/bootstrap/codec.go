@@ -16,7 +16,7 @@ import (
 // filter runs, so before the engine can: each is answered with the
 // engine's own text by a local-reply mapper, and logged with the engine's
 // line by an access log, so that no refusal of one host is silent or
-// worded otherwise in the other (issue 22).
+// worded otherwise in the other.
 const (
 	// fragmentRejected: a request target holding '#' (Envoy's
 	// http_reject_path_with_fragment, on by default): rule 5's 400.

@@ -170,7 +170,7 @@ func filename(p string) *corev3.DataSource {
 	return &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: p}}
 }
 
-// webSocket lets a WebSocket upgrade reach the engine's filter (issue 26)
+// webSocket lets a WebSocket upgrade reach the engine's filter
 // on a listener's every route, instead of Envoy's own 403: the engine
 // decides it as any request (and refuses it on the control listener), the
 // upgraded bytes pass the filter as body data, the upstream's through the
