@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/kubelayout"
 	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/valuedir/valuedirtest"
 )
 
 // rotName is the rotated secret of the rotation pod.
@@ -31,10 +31,10 @@ const rotName = "ROT_KEY"
 // TestRotation: each host follows a kubelet-style rotation of
 // its value directory with no restart. 32 clients send swapped requests
 // on their own keep-alive connections without pause while the directory
-// is rotated ten times (a new timestamped directory, ..data swapped, by
-// package kubelayout, as the kubelet does): every request the upstream
-// gets carries exactly one whole value, one that was current around its
-// time; after a rotation, new requests carry the new value (polled for,
+// is rotated ten times (a new timestamped directory, ..data swapped: the
+// kubelet's atomic writer's steps, valuedirtest.Write): every request the
+// upstream gets carries exactly one whole value, one that was current
+// around its time; after a rotation, new requests carry the new value (polled for,
 // within 2 s); the old value, echoed by the upstream after the rotation,
 // is still scrubbed; no connection is cut. Then a rotation to a guessable
 // value, to an empty file and to a directory missing the file are each
@@ -119,13 +119,11 @@ func (p *rotPod) all() []string {
 // rotate writes files into the value directory as the kubelet does.
 func (p *rotPod) rotate(t *testing.T, files map[string]string) {
 	t.Helper()
-	fs := map[string]kubelayout.File{}
+	lines := make(map[string]string, len(files))
 	for n, v := range files {
-		fs[n] = kubelayout.File{Data: []byte(v + "\n"), Mode: 0o600}
+		lines[n] = v + "\n"
 	}
-	if err := kubelayout.Write(p.dir, fs, nil); err != nil {
-		t.Fatal(err)
-	}
+	valuedirtest.Write(t, p.dir, lines)
 }
 
 // upstream records the value each request carried (x-rot-id names the

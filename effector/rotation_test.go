@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/internal/kubelayout"
+	"jr2.dev/boundary/internal/valuedir/valuedirtest"
 )
 
 // rotated is SENTINEL's value after TestRotation's rotation.
@@ -45,12 +45,7 @@ func TestRotation(t *testing.T) {
 	secrets := filepath.Join(r.site.dir, "secrets")
 	layout := func(v string) {
 		t.Helper()
-		if err := kubelayout.Write(secrets, map[string]kubelayout.File{
-			"SENTINEL": {Data: []byte(v + "\n"), Mode: 0o600},
-			"OTHER":    {Data: []byte("other-value-1234"), Mode: 0o600},
-		}, nil); err != nil {
-			t.Fatal(err)
-		}
+		valuedirtest.Write(t, secrets, map[string]string{"SENTINEL": v + "\n", "OTHER": "other-value-1234"})
 	}
 	os.Remove(filepath.Join(secrets, "SENTINEL"))
 	os.Remove(filepath.Join(secrets, "OTHER"))

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/kubelayout"
 	"jr2.dev/boundary/internal/valuedir"
+	"jr2.dev/boundary/internal/valuedir/valuedirtest"
 )
 
 // randomValue is a fresh value well past the guess floor.
@@ -27,21 +27,6 @@ func randomValue(t testing.TB) string {
 		b[i] = alpha[n.Int64()]
 	}
 	return string(b)
-}
-
-// kubeRotate lays files out in dir as the kubelet's atomic writer does
-// (package kubelayout): a new timestamped directory, ..data swapped to it
-// by rename, each name a link through ..data, the previous directory
-// removed, and a name no longer in files removed.
-func kubeRotate(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	fs := map[string]kubelayout.File{}
-	for n, v := range files {
-		fs[n] = kubelayout.File{Data: []byte(v), Mode: 0o600}
-	}
-	if err := kubelayout.Write(dir, fs, nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // liveFixture is a Live over a kubelet-style value directory, with its
@@ -61,7 +46,7 @@ func newLiveFixture(t *testing.T) *liveFixture {
 	for _, s := range cfg.Secrets {
 		f.vals[s.Name] = randomValue(t)
 	}
-	kubeRotate(t, f.dir, f.vals)
+	valuedirtest.Write(t, f.dir, f.vals)
 	vals, err := LoadValues(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +106,7 @@ func TestLiveFollowsRotation(t *testing.T) {
 		old := f.vals["GITHUB_TOKEN"]
 
 		f.vals["GITHUB_TOKEN"] = randomValue(t)
-		kubeRotate(t, f.dir, f.vals)
+		valuedirtest.Write(t, f.dir, f.vals)
 		waitFor(t, "the rotated value", func() bool { return f.value("GITHUB_TOKEN") == f.vals["GITHUB_TOKEN"] })
 		e := f.live.Engine()
 		if first.Latest() != e || e.Latest() != e {
@@ -191,7 +176,7 @@ func TestLiveRefusesBadSets(t *testing.T) {
 					bad[k] = v
 				}
 				c.change(bad)
-				kubeRotate(t, f.dir, bad)
+				valuedirtest.Write(t, f.dir, bad)
 				want := "action reload result refused secret GITHUB_TOKEN reason " + c.word
 				waitFor(t, want+fmt.Sprintf(" (lines so far: %q)", f.lines()), func() bool { l := f.lines(); return len(l) > 0 && l[len(l)-1] == want })
 				if f.value("GITHUB_TOKEN") != good {
@@ -203,7 +188,7 @@ func TestLiveRefusesBadSets(t *testing.T) {
 					}
 				}
 				f.vals["GITHUB_TOKEN"] = randomValue(t)
-				kubeRotate(t, f.dir, f.vals)
+				valuedirtest.Write(t, f.dir, f.vals)
 				waitFor(t, "the next good set", func() bool { return f.value("GITHUB_TOKEN") == f.vals["GITHUB_TOKEN"] })
 				if l := f.lines(); l[len(l)-1] != "action reload result ok secrets 4" {
 					t.Fatalf("last line %q", l[len(l)-1])
@@ -226,7 +211,7 @@ func TestLiveGraceWindow(t *testing.T) {
 	v0 := f.vals["GITHUB_TOKEN"]
 	rotate := func(v string) {
 		f.vals["GITHUB_TOKEN"] = v
-		kubeRotate(t, f.dir, f.vals)
+		valuedirtest.Write(t, f.dir, f.vals)
 		vals, d, err := f.live.readSet()
 		f.live.apply(vals, d, err)
 		if f.value("GITHUB_TOKEN") != v {
@@ -284,7 +269,7 @@ func TestLiveConcurrentSwap(t *testing.T) {
 	rotate := func(suffix string) {
 		f.vals["GITHUB_TOKEN"] = randomValue(t) + suffix
 		f.vals["ANTHROPIC_API_KEY"] = randomValue(t) + suffix
-		kubeRotate(t, f.dir, f.vals)
+		valuedirtest.Write(t, f.dir, f.vals)
 		want := f.vals["GITHUB_TOKEN"]
 		waitFor(t, "rotation", func() bool { return f.value("GITHUB_TOKEN") == want })
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter/scrub"
-	"jr2.dev/boundary/internal/kubelayout"
+	"jr2.dev/boundary/internal/valuedir/valuedirtest"
 )
 
 const (
@@ -21,9 +21,7 @@ const (
 func TestTakeSwapsScrubberFirst(t *testing.T) {
 	dir := t.TempDir()
 	write := func(v string) {
-		if err := kubelayout.Write(dir, map[string]kubelayout.File{"TOKEN": {Data: []byte(v + "\n"), Mode: 0o600}}, nil); err != nil {
-			t.Fatal(err)
-		}
+		valuedirtest.Write(t, dir, map[string]string{"TOKEN": v + "\n"})
 	}
 	write(v0)
 	now := time.Unix(1_800_000_000, 0)
