@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -402,4 +404,22 @@ func (w *world) testNode20EnvProxy(t *testing.T) {
 	if !ok || got.Header.Get("X-Api-Key") != standIn(keyName("node")) {
 		t.Fatalf("node 20 with no agent: the upstream saw %+v; want the request, sent direct, with the stand-in unswapped", got)
 	}
+}
+
+// syncBuffer is a bytes.Buffer two writers may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

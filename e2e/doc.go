@@ -23,18 +23,14 @@
 // reaches an upstream (stand-ins), a client (values), or the Custodian's
 // stdout and stderr (both).
 //
-// TestKubePod takes the same Custodian through Kubernetes:
-// it applies the pod's rendered objects to a real API server
-// (internal/kubetest) with the documented kubectl line, reads back the Pod
-// and the objects its volumes name, lays the volumes out as the kubelet
-// does and runs the Custodian container's own command, env, user and
-// mounts, then curl as the agent container (internal/podrun), each in the
-// Pod's own network and mount namespaces; the values exist only in the API
-// server's Secrets and, through the layout, in the Custodian's volume.
+// The rendered Pod itself is run elsewhere: controlplane's TestPodOnNode
+// applies it to a real single node (internal/nodetest: kubelet,
+// containerd, runc), which runs the Custodian and the agent from the
+// images `make images` built. Here the Custodian is a process; only its value directory is
+// updated as the kubelet does (valuedirtest.Write, the atomic writer's
+// steps), so the rotation tests run fast and under -race.
 //
 // Not covered: the Envoy run itself where no envoy binary is installed (see
-// envoy/README.md for what only that run proves); a kubelet, scheduler or
-// container runtime (podrun stands in for them, and says what it does not
-// model); an image built from the recipes (their binaries are bound where
-// the Pod's command and envoy.json name them).
+// envoy/README.md for what only that run proves); anything of a Pod — the
+// kubelet, a container runtime, an image (TestPodOnNode's).
 package e2e

@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"jr2.dev/boundary/internal/podrun"
 )
 
 // roleEnv names what a re-executed test binary is: the suite runs its
@@ -35,7 +33,6 @@ var bins struct {
 }
 
 func TestMain(m *testing.M) {
-	podrun.Child() // a Pod's container (kubepod_test.go) never returns
 	if r := os.Getenv(roleEnv); r != "" {
 		f, ok := roles[r]
 		if !ok {
