@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"jr2.dev/boundary/effector/internal/oserr"
@@ -74,30 +73,24 @@ func loadGit(dir string) ([]GitEntry, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := volumeEntries(dir, EnvGit, "mount the push credentials where it points, or unset it")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s; mount the push credentials where it points, or unset it", EnvGit, oserr.Why(err))
+		return nil, err
 	}
 	var out []GitEntry
 	for _, d := range entries {
-		name := d.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
+		if !d.dir {
+			return nil, fmt.Errorf("%s: %s is not a directory; each git.credentials entry is a directory of its own", EnvGit, sj.Quote(d.name))
 		}
-		full := filepath.Join(dir, name)
-		if st, err := os.Stat(full); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("%s: %s is not a directory; each git.credentials entry is a directory of its own", EnvGit, sj.Quote(name))
+		if !wire.ValidSecretName(d.name) {
+			return nil, fmt.Errorf("%s: %s cannot name a git.credentials entry; use 1–253 of A-Z a-z 0-9 . _ -", EnvGit, sj.Quote(d.name))
 		}
-		if !wire.ValidSecretName(name) {
-			return nil, fmt.Errorf("%s: %s cannot name a git.credentials entry; use 1–253 of A-Z a-z 0-9 . _ -", EnvGit, sj.Quote(name))
-		}
-		e, err := loadGitEntry(name, full)
+		e, err := loadGitEntry(d.name, filepath.Join(dir, d.name))
 		if err != nil {
-			return nil, fmt.Errorf("%s: entry %s: %w", EnvGit, name, err)
+			return nil, fmt.Errorf("%s: entry %s: %w", EnvGit, d.name, err)
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

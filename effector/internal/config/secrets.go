@@ -47,35 +47,57 @@ func loadSecrets(dir string) ([]Secret, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := volumeEntries(dir, EnvSecrets, "mount the secrets directory where it points")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s; mount the secrets directory where it points", EnvSecrets, oserr.Why(err))
+		return nil, err
 	}
 	var out []Secret
+	for _, e := range entries {
+		if e.dir {
+			continue
+		}
+		if !wire.ValidSecretName(e.name) || e.name == KeyLabel {
+			return nil, fmt.Errorf("%s: %s cannot name a secret; use 1–253 of A-Z a-z 0-9 . _ - (and not %q)", EnvSecrets, sj.Quote(e.name), KeyLabel)
+		}
+		v, _, err := readSecret(dir, e.name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Secret{Name: e.name, Value: v})
+	}
+	return out, nil
+}
+
+// volumeEntry is one name of a mounted volume's directory, as its link
+// (a projected volume's "..data" link, followed) resolves.
+type volumeEntry struct {
+	name string
+	dir  bool
+}
+
+// volumeEntries lists dir, the directory env points at, as a Kubernetes
+// volume holds it: names that begin with "." are the volume's own (its
+// "..data" and timestamped directories) and are left out; every other name
+// is followed through its link. In name order; an error names env, and
+// fix when dir itself cannot be read.
+func volumeEntries(dir, env, fix string) ([]volumeEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s; %s", env, oserr.Why(err), fix)
+	}
+	var out []volumeEntry
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		full := filepath.Join(dir, name)
-		st, err := os.Stat(full)
+		st, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
-			return nil, fmt.Errorf("%s: secret %s: %s", EnvSecrets, sj.Quote(name), oserr.Why(err))
+			return nil, fmt.Errorf("%s: %s: %s", env, sj.Quote(name), oserr.Why(err))
 		}
-		if st.IsDir() {
-			continue
-		}
-		if !wire.ValidSecretName(name) || name == KeyLabel {
-			return nil, fmt.Errorf("%s: %s cannot name a secret; use 1–253 of A-Z a-z 0-9 . _ - (and not %q)", EnvSecrets, sj.Quote(name), KeyLabel)
-		}
-		v, _, err := readSecret(dir, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Secret{Name: name, Value: v})
+		out = append(out, volumeEntry{name: name, dir: st.IsDir()})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, nil // os.ReadDir's order: by name
 }
 
 // readSecret reads the secret name of dir (through links, as a Secret
