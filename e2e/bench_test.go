@@ -22,9 +22,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jr2.dev/boundary/internal/benchgoal"
+	"jr2.dev/boundary/internal/testkit/benchgoal"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // BenchmarkServe measures the Custodian's hosts — `custodian serve` and
@@ -43,7 +43,7 @@ import (
 //     jr2bench build answers SIGUSR1 with its runtime counters).
 //
 // Beside Envoy + module run Envoy alone (the same envoy.json without the
-// module, internal/benchenvoy), so the module's share of Envoy's
+// module, internal/testkit/benchenvoy), so the module's share of Envoy's
 // cost is a ratio of one run, and Envoy + module on two workers
 // (--concurrency 2) at c=32 only. A host's CPU time, syscalls and profile
 // include its descendants (Envoy under custodian envoy).
@@ -248,11 +248,11 @@ func newBenchPod(b *testing.B) *benchPod {
 		render(filepath.Join(tmp, "pod-envoy"), h.RenderArgs()...)
 		p.envoy = h.Start(b, filepath.Join(tmp, "pod-envoy"), "")
 		noop := filepath.Join(tmp, "benchnoop.so")
-		if err := goBuildShared(noop, "./internal/benchnoop"); err != nil {
+		if err := goBuildShared(noop, "./internal/testkit/benchnoop"); err != nil {
 			b.Fatal(err)
 		}
 		cnoop := filepath.Join(tmp, "benchnoop-c.so")
-		if err := ccBuildShared(cnoop, "internal/benchnoop/c/noop.c"); err != nil {
+		if err := ccBuildShared(cnoop, "internal/testkit/benchnoop/c/noop.c"); err != nil {
 			b.Fatal(err)
 		}
 		p.variants = map[string]*Running{}

@@ -18,7 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jr2.dev/boundary/internal/benchenvoy"
+	"jr2.dev/boundary/internal/testkit/benchenvoy"
 )
 
 // Envoy without the module, Envoy with it on two workers, and on one
@@ -27,7 +27,7 @@ import (
 // BenchmarkServe. Both are the module render's envoy.json
 // transformed here, in the bench, not a render option: the render's
 // default output stays the one thing the e2e suite and the red team
-// test, and what is left out is stated in one place (internal/benchenvoy) that
+// test, and what is left out is stated in one place (internal/testkit/benchenvoy) that
 // fails loudly when the render's shape changes under it.
 
 // benchEnvoyVariant is one transformed copy of the module render's
@@ -40,7 +40,7 @@ type benchEnvoyVariant struct {
 	noStats     bool     // benchenvoy.WithoutStats
 	direct      string   // benchenvoy.DirectIntercept for this target
 	stderrLog   bool     // Envoy's log on stderr (the e2e suite's), not through --log-path as the pod has it
-	moduleFile  string   // benchenvoy.WithModuleFile: another module (internal/benchnoop, its C twin)
+	moduleFile  string   // benchenvoy.WithModuleFile: another module (internal/testkit/benchnoop, its C twin)
 	concurrency string   // Envoy's --concurrency
 	env         []string // set for Envoy (through env(1), so the pid is Envoy's)
 }
@@ -53,8 +53,8 @@ type namedVariant struct {
 
 // envoyVariants are the copies of the module's envoy.json the bench runs
 // beside Envoy + module; target is the bench's bound target, noop the Go
-// module that does nothing (internal/benchnoop), cnoop the C one
-// (internal/benchnoop/c).
+// module that does nothing (internal/testkit/benchnoop), cnoop the C one
+// (internal/testkit/benchnoop/c).
 func envoyVariants(target, noop, cnoop string) []namedVariant {
 	return []namedVariant{
 		{"envoy-alone", benchEnvoyVariant{noModule: true, concurrency: "1"}},
@@ -106,10 +106,10 @@ var envoyParts = []envoyPart{
 	{"the module's lines written one by one to stderr (the e2e suite's), against the pod's buffered --log-path",
 		"each jr2.custodian line out of the process at once (a line per intercepted request)",
 		"envoy-stderr", "envoy"},
-	{"a C dynamic module that does nothing: the hooks' crossings alone (internal/benchnoop/c)",
+	{"a C dynamic module that does nothing: the hooks' crossings alone (internal/testkit/benchnoop/c)",
 		"nothing itself: the floor under any dynamic module",
 		"envoy-cnoop", "envoy-alone"},
-	{"the Go runtime in Envoy: a Go module that does nothing (internal/benchnoop), beyond the C one",
+	{"the Go runtime in Envoy: a Go module that does nothing (internal/testkit/benchnoop), beyond the C one",
 		"nothing itself: the floor under any Go module; only a module without a runtime would save it",
 		"envoy-noop", "envoy-cnoop"},
 	{"the module's work beyond that: its ABI calls, the engine, its line (no mark in either)",
@@ -190,20 +190,20 @@ func (p *benchPod) startEnvoyVariant(b *testing.B, bin, dir, name string, v benc
 	}
 	if v.noModule {
 		if n := benchenvoy.WithoutModule(cfg); n == 0 {
-			b.Fatalf("bench %s: envoy.json has no dynamic_modules filter to leave out: the render changed; update internal/benchenvoy", name)
+			b.Fatalf("bench %s: envoy.json has no dynamic_modules filter to leave out: the render changed; update internal/testkit/benchenvoy", name)
 		}
 	}
 	if v.noMark && benchenvoy.WithoutMark(cfg) == 0 {
-		b.Fatalf("bench %s: envoy.json has no jr2.rbac.mark: the render changed; update internal/benchenvoy", name)
+		b.Fatalf("bench %s: envoy.json has no jr2.rbac.mark: the render changed; update internal/testkit/benchenvoy", name)
 	}
 	if v.noLogs && benchenvoy.WithoutInterceptLogs(cfg) == 0 {
-		b.Fatalf("bench %s: the intercept listener has no access log: the render changed; update internal/benchenvoy", name)
+		b.Fatalf("bench %s: the intercept listener has no access log: the render changed; update internal/testkit/benchenvoy", name)
 	}
 	if v.noStats {
 		benchenvoy.WithoutStats(cfg)
 	}
 	if v.moduleFile != "" && benchenvoy.WithModuleFile(cfg, v.moduleFile) == 0 {
-		b.Fatalf("bench %s: envoy.json names no dynamic module: the render changed; update internal/benchenvoy", name)
+		b.Fatalf("bench %s: envoy.json names no dynamic module: the render changed; update internal/testkit/benchenvoy", name)
 	}
 	direct := ""
 	if v.direct != "" {

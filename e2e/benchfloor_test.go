@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"jr2.dev/boundary/internal/benchfloor"
+	"jr2.dev/boundary/internal/testkit/benchfloor"
 )
 
-// The floor (internal/benchfloor) as a process of its own beside the
+// The floor (internal/testkit/benchfloor) as a process of its own beside the
 // hosts: the least any TLS-intercepting proxy costs here.
 func init() { roles["benchfloor"] = benchFloorMain }
 

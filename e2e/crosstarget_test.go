@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestCrossTarget: two bound targets named by DNS names, which Envoy

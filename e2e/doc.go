@@ -24,7 +24,7 @@
 // stdout and stderr (both).
 //
 // The rendered Pod itself is run elsewhere: controlplane's TestPodOnNode
-// applies it to a real single node (internal/nodetest: kubelet,
+// applies it to a real single node (internal/testkit/nodetest: kubelet,
 // containerd, runc), which runs the Custodian and the agent from the
 // images `make images` built. Here the Custodian is a process; only its value directory is
 // updated as the kubelet does (valuedirtest.Write, the atomic writer's

@@ -26,7 +26,7 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // hopName is the hop-by-hop pod's secret most of its cases send.

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/filter"
-	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 )
 
 // hostEnv restricts the suite to one host: "serve" or "envoy". Unset, the
@@ -62,7 +62,7 @@ func newEnvoyHost(t *testing.T) Host {
 	return envoyHost{bin: bin, module: bins.module}
 }
 
-// envoyBinary is the Envoy the suite runs (internal/envoybin: the pinned
+// envoyBinary is the Envoy the suite runs (internal/testkit/envoybin: the pinned
 // version), or why there is none; looked up once per test binary.
 var envoyBinary = sync.OnceValues(envoybin.Find)
 

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // nsPrefix begins the name of every network namespace the suite makes;

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 	"jr2.dev/boundary/internal/valuedir/valuedirtest"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/hostlimits"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestStopAndLimits holds both hosts to one documented stop and one set

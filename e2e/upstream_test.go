@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter/scrub"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // seen is one request an upstream received, as it arrived.

@@ -21,8 +21,8 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
-	"jr2.dev/boundary/internal/wstest"
+	"jr2.dev/boundary/internal/testkit/testpki"
+	"jr2.dev/boundary/internal/testkit/wstest"
 )
 
 const wsName = "WS_KEY"

@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // world is one rendered pod and everything around it: the upstreams its

@@ -24,7 +24,7 @@ import (
 	"jr2.dev/boundary/effector/internal/efftest"
 	"jr2.dev/boundary/effector/internal/reap/reaptest"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // denyLandlockEnv makes the test binary a launcher that installs a

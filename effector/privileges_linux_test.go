@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/effector/internal/reap/reaptest"
-	"jr2.dev/boundary/internal/caps/capstest"
+	"jr2.dev/boundary/internal/testkit/capstest"
 )
 
 // privilegeProbeEnv makes the test binary the probe a command runs: it

@@ -16,7 +16,7 @@ import (
 	"jr2.dev/boundary/effector/internal/efftest"
 	"jr2.dev/boundary/effector/internal/pushkind/pushtest"
 	"jr2.dev/boundary/effector/internal/wire"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // pushRig is a Sandbox Effector process that pushes, over a fixture whose

@@ -15,7 +15,7 @@ import (
 
 	"jr2.dev/boundary/effector/internal/call"
 	"jr2.dev/boundary/effector/internal/pushkind"
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // literals returns the string constants in the non-test Go files of dir

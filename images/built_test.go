@@ -23,7 +23,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/images"
-	"jr2.dev/boundary/internal/imagestest"
+	"jr2.dev/boundary/internal/testkit/imagestest"
 )
 
 // TestBuiltImages holds every tarball `make images` built to the

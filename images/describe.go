@@ -63,7 +63,7 @@ type Source struct {
 	Go        string `json:"go"`
 	CGO       bool   `json:"cgo"`
 	BuildMode string `json:"buildmode"`
-	// Envoy is the core Envoy release the tests run (internal/envoybin
+	// Envoy is the core Envoy release the tests run (internal/testkit/envoybin
 	// finds it): the binary itself, its symlinks resolved.
 	Envoy string `json:"envoy"`
 	// File is a regular file, relative to the repository.

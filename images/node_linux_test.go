@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"jr2.dev/boundary/internal/imagestest"
-	"jr2.dev/boundary/internal/nodetest"
+	"jr2.dev/boundary/internal/testkit/imagestest"
+	"jr2.dev/boundary/internal/testkit/nodetest"
 )
 
 // TestImagesOnNode: the tarballs `make images` built are what a real node

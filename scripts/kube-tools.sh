@@ -29,7 +29,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -x "$out/containerd" ] && [ -x "$out/containerd-shim-runc-v2" ] && [ -x "$out/ctr" ] && [ -x "$out/runc" ]; then
 	exit 0
 fi
-# The tests take binaries named by these instead (internal/kubetest).
+# The tests take binaries named by these instead (internal/testkit/kubetest).
 if [ -n "${JR2_KUBE_APISERVER:-}" ] && [ -n "${JR2_KUBECTL:-}" ] && [ -n "${JR2_ETCD:-}" ]; then
 	exit 0
 fi

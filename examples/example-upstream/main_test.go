@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // TestUsage: the usage names every flag the command defines and no other,

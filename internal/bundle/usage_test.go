@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // TestUsageListsEveryFlag: verify's usage names exactly VerifyFlags and

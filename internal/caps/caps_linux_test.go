@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/internal/caps"
-	"jr2.dev/boundary/internal/caps/capstest"
+	"jr2.dev/boundary/internal/testkit/capstest"
 )
 
 // childEnv makes the re-executed test binary the child that drops its

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/internal/landlock"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // childEnv names the function a re-executed test binary runs instead of

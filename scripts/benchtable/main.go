@@ -17,7 +17,7 @@
 // it; each {ROW UNIT} in it is replaced by that row's measured value, so a
 // floor measured in the same run stands beside the figure. With
 // JR2_BENCH_GOALS set, each goal row is appended to that file as figure,
-// measured, goal, mark, limit (tab separated; internal/benchgoal), the
+// measured, goal, mark, limit (tab separated; internal/testkit/benchgoal), the
 // lines make bench's summary prints.
 //
 // Lines that report a failure (FAIL, panic, --- FAIL) pass through to
@@ -35,7 +35,7 @@ import (
 	"strconv"
 	"strings"
 
-	"jr2.dev/boundary/internal/benchgoal"
+	"jr2.dev/boundary/internal/testkit/benchgoal"
 )
 
 type row struct {

@@ -42,7 +42,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"jr2.dev/boundary/images"
-	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 )
 
 func main() {
@@ -308,7 +308,7 @@ func gatherSources(root, build string, d *images.Description) (map[string]source
 			}
 		case s.Envoy != "":
 			if s.Envoy != envoybin.Pinned {
-				return nil, nil, fmt.Errorf("source %s: envoy %s; the tests run Envoy %s (internal/envoybin)", n, s.Envoy, envoybin.Pinned)
+				return nil, nil, fmt.Errorf("source %s: envoy %s; the tests run Envoy %s (internal/testkit/envoybin)", n, s.Envoy, envoybin.Pinned)
 			}
 			bin, err := envoybin.Find()
 			if errors.Is(err, envoybin.ErrNone) && os.Getenv("JR2_E2E_HOST") == "serve" && os.Getenv("JR2_REQUIRE_ALL") != "1" {

@@ -13,7 +13,7 @@ import (
 // disabled on every bound target's CONNECT, where nothing saves one, so
 // Envoy never warns "Did not find filter state with key:
 // envoy.stream.upstream_address" once per request, which a user reads as
-// a fault (the real Envoy's log is checked by internal/readmewalk's
+// a fault (the real Envoy's log is checked by internal/testkit/readmewalk's
 // TestReadmeEnvoy).
 func TestGuardOnlyOnTheTunnel(t *testing.T) {
 	m := hcm(t, listener(t, build(t, config("ws-7f3a")), bootstrap.ListenerEgress))

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/controlplane/internal/cli"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 func run(args ...string) (code int, stdout, stderr string) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/controlplane/internal/cli"
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // TestUsageListsEveryFlag: each command's section of Usage names exactly

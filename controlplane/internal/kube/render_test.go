@@ -18,7 +18,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/pki"
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // renderPod runs a whole render of held into a fresh DIR with a CA made

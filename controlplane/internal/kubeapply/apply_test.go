@@ -23,8 +23,8 @@ import (
 	"jr2.dev/boundary/controlplane/internal/cli"
 	"jr2.dev/boundary/controlplane/internal/kube"
 	"jr2.dev/boundary/controlplane/internal/manifesttest"
-	"jr2.dev/boundary/internal/kubetest"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/kubetest"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/controlplane/internal/pki"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 var now = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)

@@ -26,7 +26,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter/pluginconf"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 )
 
 // renderPlane renders manifest name (under testdata/manifests) for one data
@@ -191,7 +191,7 @@ func TestDataPlanesDifferOnlyInTheEngine(t *testing.T) {
 }
 
 // envoyBinary is the Envoy to validate with, at the pinned version
-// (internal/envoybin). Without one the test fails, naming the fix, unless
+// (internal/testkit/envoybin). Without one the test fails, naming the fix, unless
 // JR2_E2E_HOST=serve says the run has no Envoy on purpose (then it skips,
 // loudly); another version always fails.
 func envoyBinary(t *testing.T) string {

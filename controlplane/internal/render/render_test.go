@@ -29,7 +29,7 @@ import (
 	"jr2.dev/boundary/controlplane/internal/render"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under controlplane/testdata/golden")

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 )
 
 // The test binary runs as `custodian envoy` when this names its argv.

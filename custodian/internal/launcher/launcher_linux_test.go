@@ -24,7 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/internal/landlock"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // modeEnv makes the test binary play a part in a subprocess: "probe" (the

@@ -26,10 +26,10 @@ import (
 	"jr2.dev/boundary/custodian/internal/broker"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
-	"jr2.dev/boundary/internal/benchfloor"
-	"jr2.dev/boundary/internal/benchgoal"
+	"jr2.dev/boundary/internal/testkit/benchfloor"
+	"jr2.dev/boundary/internal/testkit/benchgoal"
 	"jr2.dev/boundary/internal/bundle"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // benchClients is how many clients send at once in BenchmarkHTTPS.
@@ -351,7 +351,7 @@ func benchUpstream(b *testing.B) *benchUp {
 	return &benchUp{addr: addr, port: port, caFile: ca.WriteFile(b, dir, "ca.pem"), dir: dir}
 }
 
-// floorRole is internal/benchfloor with the upstream's own leaf (the
+// floorRole is internal/testkit/benchfloor with the upstream's own leaf (the
 // load trusts its CA): the least a TLS-intercepting proxy costs here.
 func floorRole() int {
 	dir := os.Args[1]

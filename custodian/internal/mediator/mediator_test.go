@@ -23,8 +23,8 @@ import (
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
-	"jr2.dev/boundary/internal/wstest"
+	"jr2.dev/boundary/internal/testkit/testpki"
+	"jr2.dev/boundary/internal/testkit/wstest"
 )
 
 // sentinel is the held value: it must reach the upstream and appear in no

@@ -12,7 +12,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/mode"
-	"jr2.dev/boundary/internal/wstest"
+	"jr2.dev/boundary/internal/testkit/wstest"
 )
 
 // The contained run carries a WebSocket to a bound target

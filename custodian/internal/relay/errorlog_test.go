@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/logline"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // The capture itself is logline's (ErrorLog, CaptureStdLog); this is what

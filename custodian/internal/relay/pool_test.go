@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // scripted is a TLS upstream that answers each connection's requests as

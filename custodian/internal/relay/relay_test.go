@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // flushCounter is a ResponseWriter that counts its flushes.

@@ -14,7 +14,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/gitcred"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestGitCloneOverHTTPS: stock git in a contained run

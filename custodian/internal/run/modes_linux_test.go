@@ -15,7 +15,7 @@ import (
 
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/bundle"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // witness is an HTTPS upstream that logs every request it gets (method,

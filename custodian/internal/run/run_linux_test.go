@@ -27,8 +27,8 @@ import (
 	"jr2.dev/boundary/custodian/internal/launcher"
 	"jr2.dev/boundary/custodian/internal/runtest"
 	"jr2.dev/boundary/internal/bundle"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // sentinel is the held value of the tests: the upstream must get it; the

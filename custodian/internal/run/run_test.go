@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/launcher"
-	"jr2.dev/boundary/internal/usagetest"
+	"jr2.dev/boundary/internal/testkit/usagetest"
 )
 
 // modeEnv makes the test binary play a part in a subprocess: "probe" (the

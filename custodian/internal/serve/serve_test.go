@@ -24,7 +24,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/wstest"
+	"jr2.dev/boundary/internal/testkit/wstest"
 )
 
 type wsSeen = wstest.Seen

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 var update = flag.Bool("update", false, "rewrite the want lines of testdata/refuse")

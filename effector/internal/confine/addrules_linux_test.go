@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/internal/landlock"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // A top-level entry the walk listed can vanish before its rule is added

@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/confine"
-	"jr2.dev/boundary/internal/caps/capstest"
+	"jr2.dev/boundary/internal/testkit/capstest"
 	"jr2.dev/boundary/internal/landlock"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // modeEnv makes the re-executed test binary play a part: "confine" is

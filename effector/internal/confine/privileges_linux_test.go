@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"jr2.dev/boundary/internal/caps/capstest"
+	"jr2.dev/boundary/internal/testkit/capstest"
 )
 
 // nobody is the non-root uid (and gid) the confiner runs as.

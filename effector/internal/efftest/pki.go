@@ -12,7 +12,7 @@ import (
 	"crypto/x509"
 	"testing"
 
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // PKI is a CA and one server leaf it signed.

@@ -16,7 +16,7 @@ import (
 	"jr2.dev/boundary/effector/internal/confine"
 	"jr2.dev/boundary/effector/internal/keep"
 	"jr2.dev/boundary/effector/internal/reap/reaptest"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // mainEnv makes the re-executed test binary run keep.Main, as `effector

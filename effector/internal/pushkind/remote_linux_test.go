@@ -19,7 +19,7 @@ import (
 	"jr2.dev/boundary/effector/internal/reap"
 	"jr2.dev/boundary/effector/internal/wire"
 	"jr2.dev/boundary/filter/scrub"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // TestMain makes the test binary the Effector's own binary: `confine` and

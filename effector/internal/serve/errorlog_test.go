@@ -11,7 +11,7 @@ import (
 
 	"jr2.dev/boundary/effector/internal/efftest"
 	"jr2.dev/boundary/internal/logline"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestHTTPServerErrorLog: what net/http prints itself

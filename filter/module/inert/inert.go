@@ -2,7 +2,7 @@
 // callouts, opens no streams, schedules nothing and ignores watermarks
 // still must export, because Envoy resolves every hook when it loads a
 // module. Both of the project's modules link it: the Custodian's
-// (filter/module) and the bench's (internal/benchnoop).
+// (filter/module) and the bench's (internal/testkit/benchnoop).
 //
 // Invariant: every hook here does nothing and returns nothing; none is
 // ever reached while the importing module makes no callout, stream or

@@ -32,7 +32,7 @@
 //
 // # Why it stays
 //
-// The node tests (internal/nodetest) run the real kubelet, whose writer
+// The node tests (internal/testkit/nodetest) run the real kubelet, whose writer
 // these steps are; but a node takes a minute and runs one at a time, while
 // the watchers' consistency under many rotations and many requests is a
 // property to check on every `go test`, with the race detector. This

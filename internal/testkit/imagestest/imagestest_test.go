@@ -12,7 +12,7 @@ import (
 // TestFindNamesTheFix: with no index, an index of another description, an
 // image the index lacks or a missing tarball, find says what to run.
 func TestFindNamesTheFix(t *testing.T) {
-	desc, err := os.ReadFile("../../images/images.json")
+	desc, err := os.ReadFile("../../../images/images.json")
 	if err != nil {
 		t.Fatal(err)
 	}

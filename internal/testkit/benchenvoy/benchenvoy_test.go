@@ -14,7 +14,7 @@ import (
 func TestWithoutModule(t *testing.T) {
 	for _, size := range []string{"small", "large"} {
 		t.Run(size, func(t *testing.T) {
-			data, err := os.ReadFile("../../controlplane/testdata/golden/" + size + "/envoy.json")
+			data, err := os.ReadFile("../../../controlplane/testdata/golden/" + size + "/envoy.json")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestWithoutModule(t *testing.T) {
 // TestRelocate: every listener with a socket address moves to its own
 // loopback port, the internal ones stay, the admin socket moves.
 func TestRelocate(t *testing.T) {
-	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy.json")
+	data, err := os.ReadFile("../../../controlplane/testdata/golden/small/envoy.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestRelocate(t *testing.T) {
 // TestParts: each part transform touches its part only.
 func TestParts(t *testing.T) {
 	load := func(t *testing.T) map[string]any {
-		data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy.json")
+		data, err := os.ReadFile("../../../controlplane/testdata/golden/small/envoy.json")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestParts(t *testing.T) {
 
 // TestWithoutMark: the mark goes, the module stays.
 func TestWithoutMark(t *testing.T) {
-	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy.json")
+	data, err := os.ReadFile("../../../controlplane/testdata/golden/small/envoy.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestWithoutMark(t *testing.T) {
 // TestPartsAddressTargets: a target named by its address has an intercept
 // listener of its own; both transforms find it.
 func TestPartsAddressTargets(t *testing.T) {
-	data, err := os.ReadFile("../../controlplane/testdata/golden/large/envoy.json")
+	data, err := os.ReadFile("../../../controlplane/testdata/golden/large/envoy.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPartsAddressTargets(t *testing.T) {
 
 // TestWithModuleFile: every module reference moves, nothing else changes.
 func TestWithModuleFile(t *testing.T) {
-	data, err := os.ReadFile("../../controlplane/testdata/golden/small/envoy.json")
+	data, err := os.ReadFile("../../../controlplane/testdata/golden/small/envoy.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package nodetest runs a real single-node Kubernetes for tests: etcd and
-// kube-apiserver (internal/kubetest), kube-controller-manager,
+// kube-apiserver (internal/testkit/kubetest), kube-controller-manager,
 // kube-scheduler, containerd with its runc shim, runc with seccomp, the
 // bridge CNI plugin and a kubelet registered to the API server — the
 // releases scripts/kube-tools.sh builds — so a Pod applied with kubectl is

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"jr2.dev/boundary/internal/kubetest"
+	"jr2.dev/boundary/internal/testkit/kubetest"
 )
 
 // Environment of the inner run.

@@ -22,7 +22,7 @@
 // Find fails, naming `make images`, when the index or a tarball is missing
 // or the index was built from another images/images.json. Only
 // JR2_KUBE_TESTS=skip turns a missing image into a loud skip, as for the
-// API server (internal/kubetest), and never under JR2_REQUIRE_ALL=1. An
+// API server (internal/testkit/kubetest), and never under JR2_REQUIRE_ALL=1. An
 // image the builder omitted on purpose (custodian-envoy without an Envoy,
 // under JR2_E2E_HOST=serve) is skipped loudly when asked for, unless
 // JR2_REQUIRE_ALL=1.

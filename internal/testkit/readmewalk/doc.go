@@ -8,7 +8,7 @@
 // the default listen addresses are free whatever else runs). The
 // core-Envoy block runs after the by-hand block in the same shell, as a
 // reader pastes it, with the pinned Envoy the e2e suite finds
-// (internal/envoybin) on PATH as envoy and the module built where `make
+// (internal/testkit/envoybin) on PATH as envoy and the module built where `make
 // module` puts it; the modes block runs twice in one directory, and once
 // more with a run refused, which must fail the block. It also starts an
 // Effector from examples/effector.json, so every file of examples/ is

@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"jr2.dev/boundary/internal/kubetest"
+	"jr2.dev/boundary/internal/testkit/kubetest"
 )
 
 // Options are what a node is started with.

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/internal/envoybin"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 	"jr2.dev/boundary/internal/hostlimits"
 )
 
 // TestReadmeEnvoy: the by-hand block and then, in the same shell, the
 // README's core-Envoy block, as written (pasted, it must work): Envoy found as
-// the e2e suite finds it (internal/envoybin) is on PATH as envoy, and the
+// the e2e suite finds it (internal/testkit/envoybin) is on PATH as envoy, and the
 // module is built where `make module` puts it (bin/, beside examples/).
 // The re-render works (the by-hand block left the upstream running), Envoy
 // takes the same curl with the same outcome — the upstream got the value
@@ -114,7 +114,7 @@ func TestReadmeEnvoy(t *testing.T) {
 	}
 }
 
-// envoyBinary is the Envoy the e2e suite runs (internal/envoybin, the
+// envoyBinary is the Envoy the e2e suite runs (internal/testkit/envoybin, the
 // pinned release). Without one the walk fails, naming the fix, unless
 // JR2_E2E_HOST=serve says the run has no Envoy on purpose (then it skips,
 // loudly, unless JR2_REQUIRE_ALL=1); another release always fails.

@@ -12,7 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"jr2.dev/boundary/internal/kubetest"
+	"jr2.dev/boundary/internal/testkit/kubetest"
 )
 
 // TestNodeReady: the node registers with its address and the kubelet and

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"jr2.dev/boundary/internal/kubetest"
+	"jr2.dev/boundary/internal/testkit/kubetest"
 )
 
 // Pinned releases of the node's parts (scripts/kube-tools.sh).

@@ -23,11 +23,11 @@ import (
 	"time"
 
 	"jr2.dev/boundary/filter/scrub"
-	"jr2.dev/boundary/internal/landlock/landlocktest"
+	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 
 // root is the repository, two directories up.
-const root = "../.."
+const root = "../../.."
 
 // blocks returns the README's marked shell blocks by name, and the toml
 // block of its `custodian run` section (the policy it shows).

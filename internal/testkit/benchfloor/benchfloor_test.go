@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // A request through the floor reaches its CONNECT target over verified TLS

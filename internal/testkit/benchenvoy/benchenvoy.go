@@ -94,7 +94,7 @@ func Relocate(cfg map[string]any, adminSock string, port func() int) (map[string
 		addrs[name] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	if addrs["egress"] == "" || addrs["health"] == "" {
-		return nil, errors.New("envoy.json has no egress or health listener: the render changed; update internal/benchenvoy")
+		return nil, errors.New("envoy.json has no egress or health listener: the render changed; update internal/testkit/benchenvoy")
 	}
 	if admin, ok := cfg["admin"].(map[string]any); ok {
 		admin["address"] = map[string]any{"pipe": map[string]any{"path": adminSock, "mode": 384}}
@@ -187,7 +187,7 @@ func DirectIntercept(cfg map[string]any, target string) (string, error) {
 		l = listener(cfg, "intercept")
 	}
 	if l == nil || connectionManager(l) == nil {
-		return "", errors.New("envoy.json has no intercept listener with a connection manager: the render changed; update internal/benchenvoy")
+		return "", errors.New("envoy.json has no intercept listener with a connection manager: the render changed; update internal/testkit/benchenvoy")
 	}
 	delete(l, "internal_listener")
 	l["address"] = map[string]any{"socket_address": map[string]any{"address": "127.0.0.1", "port_value": 0}}
