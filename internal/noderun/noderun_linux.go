@@ -88,12 +88,15 @@ func Demo(ctx context.Context, c Config) int {
 		fmt.Fprintf(c.Err, "node-demo: %v\n", err)
 		return 1
 	}
+	claimed := time.Now()
 	cmd := h.Command(innerDemo, exe, os.Args[1:]...)
 	cmd.Stdout, cmd.Stderr = c.Out, c.Err
 	// A signal reaches the inner half too (one process group): it stops
 	// the node and ends; this half waits for it and then releases.
 	runErr := cmd.Run()
-	if !report(c.Out, h) {
+	ok := report(c.Out, h)
+	fmt.Fprintf(c.Err, "node-demo: %.1fs from the machine's node lock to the host check\n", time.Since(claimed).Seconds())
+	if !ok {
 		return 1
 	}
 	if runErr != nil {
@@ -129,12 +132,14 @@ func demoInner(ctx context.Context, c Config) int {
 		fmt.Fprintf(c.Err, "node-demo: %v\n", err)
 		return 1
 	}
+	t0 := time.Now()
 	n, err := up(ctx, imgs)
 	if err != nil {
 		fmt.Fprintf(c.Err, "node-demo: %v\n", err)
 		return 1
 	}
 	defer n.Stop()
+	fmt.Fprintf(c.Err, "node-demo: the node is up and ready in %.1fs\n", time.Since(t0).Seconds())
 	err = demo.RunOnNode(ctx, demo.NodeOptions{
 		Controlplane: c.Controlplane, Kubectl: n.API.Tools.Kubectl, Kubeconfig: n.API.Kubeconfig,
 		ListenIP: nodetest.NodeIP, CustodianImage: imgs["custodian-envoy"].Ref, AgentImage: imgs["agent"].Ref,
@@ -516,7 +521,9 @@ func Down(ctx context.Context, c Config) int {
 			return 1
 		}
 		deadline := time.Now().Add(downWait)
-		for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		// The lock is free once Serve's files are closed; its process is
+		// gone a moment later.
+		for syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !gone(pid) {
 			if time.Now().After(deadline) {
 				fmt.Fprintf(c.Err, "node-down: pid %d still runs %s after its SIGTERM; its log is %s\n", pid, downWait, filepath.Join(c.State, logFile))
 				return 1
@@ -549,6 +556,17 @@ func Down(ctx context.Context, c Config) int {
 	}
 	fmt.Fprintf(c.Out, "%s\n", hostUnchanged)
 	return 0
+}
+
+// gone reports whether process pid has ended: no such process, or one
+// that has exited and waits only for its parent to reap it.
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z") || strings.HasPrefix(rest, "X")
 }
 
 func tail(s string, n int) string {

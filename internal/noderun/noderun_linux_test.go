@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -159,8 +158,8 @@ func TestNodeUpDown(t *testing.T) {
 	if code != 0 || !strings.Contains(out, hostUnchanged) {
 		t.Errorf("jr2-node down: exit %d\n%s\n%s", code, out, stderr)
 	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("the runner (pid %d) is still there after down: %v", pid, err)
+	if !gone(pid) {
+		t.Errorf("the runner (pid %d) is still there after down", pid)
 	}
 	if c, err := net.Dial("tcp", server); err == nil {
 		c.Close()

@@ -61,7 +61,7 @@ func snapshotHost() (hostState, error) {
 			return nil
 		})
 	}
-	cs, err := controllers()
+	cs, err := hierarchies()
 	if err != nil {
 		return nil, err
 	}

@@ -240,6 +240,23 @@ func controllers() ([]string, error) {
 	return cs, nil
 }
 
+// hierarchies are the controllers and, on a hybrid host, the cgroup2
+// mounted at unified: runc makes each container's cgroup there too, below
+// the cgroupRoot, so a node's removal and the host's comparison cover it
+// though the kubelet uses only the controllers.
+func hierarchies() ([]string, error) {
+	cs, err := controllers()
+	if err != nil {
+		return nil, err
+	}
+	u := filepath.Join(cgroupBase, "unified")
+	var st syscall.Statfs_t
+	if syscall.Statfs(u, &st) == nil && st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
+		cs = append(cs, u)
+	}
+	return cs, nil
+}
+
 // makeCgroups makes name in every controller; cpuset's gets its parent's
 // cpus and mems, which a new cpuset lacks.
 func makeCgroups(name string) error {
@@ -267,10 +284,10 @@ func makeCgroups(name string) error {
 	return nil
 }
 
-// removeCgroups removes name's tree in every controller, leaves first,
+// removeCgroups removes name's tree in every hierarchy, leaves first,
 // retrying while the kernel still counts a dying task.
 func removeCgroups(name string) error {
-	cs, err := controllers()
+	cs, err := hierarchies()
 	if err != nil {
 		return err
 	}
@@ -305,7 +322,7 @@ func removeCgroups(name string) error {
 // removeStaleCgroups removes the cgroupRoots a killed run left (none of
 // their tasks lives: the PID namespace ended with the run).
 func removeStaleCgroups(l Logger) {
-	cs, err := controllers()
+	cs, err := hierarchies()
 	if err != nil {
 		return
 	}
