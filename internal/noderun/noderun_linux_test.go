@@ -101,7 +101,8 @@ func TestNodeDemo(t *testing.T) {
 }
 
 // TestNodeUpDown: `make node-up`'s program leaves a node running that the
-// host's kubectl reaches through the printed kubeconfig; a second up
+// host's kubectl reaches through the printed kubeconfig (a pod run and
+// kubectl exec in it included); a second up
 // refuses, naming make node-down; down stops it and leaves nothing: the
 // runner's process and its forwarding port are gone, its cgroupRoot is
 // removed, the state directory is gone, and the host check passed.
@@ -138,6 +139,21 @@ func TestNodeUpDown(t *testing.T) {
 	get, err := exec.Command(tools.Kubectl, "--kubeconfig", kc, "get", "nodes", "-o", "name").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(get)) != "node/"+nodetest.NodeName {
 		t.Errorf("kubectl --kubeconfig %s get nodes: %v %q; want node/%s", kc, err, get, nodetest.NodeName)
+	}
+	// kubectl exec is an upgraded connection, through the same forward.
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tools.Kubectl, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	agent := imagestest.Find(t, "agent")["agent"].Ref
+	kubectl("run", "probe", "--image="+agent, "--image-pull-policy=Never", "--restart=Never")
+	kubectl("wait", "--for=condition=Ready", "pod/probe", "--timeout=180s")
+	if out := kubectl("exec", "probe", "--", "sh", "-c", "echo exec-through-the-forward"); strings.TrimSpace(out) != "exec-through-the-forward" {
+		t.Errorf("kubectl exec through the forward printed %q", out)
 	}
 	cfg, err := clientcmd.LoadFromFile(kc)
 	if err != nil {
