@@ -96,13 +96,14 @@ func TestDemoFailsWithACause(t *testing.T) {
 }
 
 // TestNodeLinesAreDocumented: every kubectl line the node demo runs is
-// one docs/kubernetes.md shows, as written.
+// one docs/kubernetes.md shows, as written (the exec line with HOST:PORT
+// for the upstream's address).
 func TestNodeLinesAreDocumented(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join("..", "docs", "kubernetes.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range append(NodeLines, "kubectl logs "+nodePod+" -c custodian") {
+	for _, line := range append(NodeLines, curlLine("HOST:PORT"), "kubectl logs "+nodePod+" -c custodian") {
 		if !strings.Contains(string(page), "\n"+line+"\n") {
 			t.Errorf("docs/kubernetes.md does not show the line %q", line)
 		}
