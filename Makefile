@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null; git ls-files --others --exclude-standard '*.go' 2>/dev/null)
 
-.PHONY: all test tools envoy kube-tools images vet fmt-check unit plugin module effector bench bench-serve fuzz demo clean
+.PHONY: all test tools envoy kube-tools images vet fmt-check unit plugin module effector bench bench-serve fuzz demo node-demo node-up node-down clean
 
 all: test
 
@@ -116,6 +116,30 @@ demo:
 	$(GO) build -o $(BIN)/custodian ./custodian
 	$(GO) build -o $(BIN)/controlplane ./controlplane
 	$(GO) run ./demo/cmd/demo --bin $(BIN)
+
+# The same main job on a real single node of this machine (package
+# noderun, internal/testkit/nodetest): kubelet, containerd and runc in namespaces
+# of their own; the example pod applied with the documented kubectl
+# lines, curl in its agent container (kubectl exec); what the upstream
+# got, the scrubbed echo and a refusal toward another host; then the
+# node removed and the host checked unchanged. Needs root; builds what it
+# needs as make test does (cached).
+NODE := $(BIN)/jr2-node
+node-demo: envoy e2e/node/node_modules kube-tools images
+	$(GO) build -o $(BIN)/controlplane ./controlplane
+	$(GO) build -o $(NODE) ./internal/testkit/noderun/cmd/jr2-node
+	$(NODE) demo --bin $(BIN)
+
+# The node left running for you: prints its kubeconfig and the kubectl
+# line; `make node-down` stops it and removes everything (processes,
+# mounts, cgroups, .cache/node/), checking the host unchanged.
+node-up: envoy e2e/node/node_modules kube-tools images
+	$(GO) build -o $(NODE) ./internal/testkit/noderun/cmd/jr2-node
+	$(NODE) up
+
+node-down:
+	$(GO) build -o $(NODE) ./internal/testkit/noderun/cmd/jr2-node
+	$(NODE) down
 
 clean:
 	rm -rf $(BIN)

@@ -103,20 +103,8 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	got := up.take()
-	if len(got) != 1 {
-		return fmt.Errorf("the upstream received %d requests, want 1", len(got))
-	}
-	if got[0] != fingerprint(value) {
-		return fmt.Errorf("the upstream received a credential with fingerprint %s, not the value", got[0])
-	}
-	fmt.Fprintf(w, "   the upstream received x-api-key with fingerprint %s: the value, not the stand-in\n", got[0])
-	fmt.Fprintf(w, "   the upstream echoed it back (as text, base64, hex and percent-encoded); the client saw %d:\n", status)
-	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
-		fmt.Fprintf(w, "     %s\n", line)
-	}
-	if status != 200 || leaks(body, value) {
-		return fmt.Errorf("the client saw %d and the echo was not scrubbed", status)
+	if err := swapped(w, up, "client", status, body, value); err != nil {
+		return err
 	}
 
 	u = "https://" + up.target + "/admin/keys"
@@ -135,6 +123,30 @@ func Run(ctx context.Context, o Options, w io.Writer) (err error) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	fmt.Fprintf(w, "\ndone in %.1fs; everything it started is stopped and removed.\n", time.Since(start).Seconds())
+	return nil
+}
+
+// swapped checks and tells the swap: up received one request, with the
+// value (values[0]), and the client (who) saw 200 and the echo with no
+// form of any of values; it writes what each side saw.
+func swapped(w io.Writer, up *upstream, who string, status int, body string, values ...string) error {
+	got := up.take()
+	if len(got) != 1 {
+		return fmt.Errorf("the upstream received %d requests, want 1", len(got))
+	}
+	if got[0] != fingerprint(values[0]) {
+		return fmt.Errorf("the upstream received a credential with fingerprint %s, not the value", got[0])
+	}
+	fmt.Fprintf(w, "   the upstream received x-api-key with fingerprint %s: the value, not the stand-in\n", got[0])
+	fmt.Fprintf(w, "   the upstream echoed it back (as text, base64, hex and percent-encoded); the %s saw %d:\n", who, status)
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		fmt.Fprintf(w, "     %s\n", line)
+	}
+	for _, v := range values {
+		if status != 200 || leaks(body, v) {
+			return fmt.Errorf("the %s saw %d and the echo was not scrubbed", who, status)
+		}
+	}
 	return nil
 }
 
@@ -169,6 +181,7 @@ func leaks(s, value string) bool {
 type upstream struct {
 	target string
 	caPEM  string // the CA its certificate chains to
+	l      net.Listener
 	srv    *http.Server
 	mu     sync.Mutex
 	got    []string // fingerprints of the x-api-key values received
@@ -206,45 +219,68 @@ func (u *upstream) close() { u.srv.Close() }
 // any bound host.
 const upstreamIP = "127.0.0.2"
 
-// startUpstream listens on upstreamIP and serves with a certificate from a
-// CA of its own, issued the way controlplane issues every leaf: a second
-// `ca init` and a render that binds the upstream's address.
+// startUpstream is one upstream on upstreamIP (startUpstreams).
 func startUpstream(ctx context.Context, o Options, tmp string) (*upstream, error) {
-	l, err := net.Listen("tcp", upstreamIP+":0")
+	ups, err := startUpstreams(ctx, o.Controlplane, filepath.Join(tmp, "upstream"), upstreamIP, 1)
 	if err != nil {
 		return nil, err
 	}
-	u := &upstream{target: l.Addr().String()}
-	dir := filepath.Join(tmp, "upstream")
+	return ups[0], nil
+}
+
+// startUpstreams listens n times on ip and serves each with a certificate
+// from a CA of their own, issued the way controlplane issues every leaf: a
+// second `ca init` and a render that binds the upstreams' addresses. On an
+// error none is left listening.
+func startUpstreams(ctx context.Context, controlplane, dir, ip string, n int) (ups []*upstream, err error) {
+	defer func() {
+		if err != nil {
+			for _, u := range ups {
+				if u.srv != nil {
+					u.close()
+				} else {
+					u.l.Close()
+				}
+			}
+			ups = nil
+		}
+	}()
+	var hosts []string
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			return ups, err
+		}
+		ups = append(ups, &upstream{target: l.Addr().String(), l: l})
+		hosts = append(hosts, l.Addr().String())
+	}
 	ca := filepath.Join(dir, "ca")
-	m := fmt.Sprintf(`{"pod":"upstream-cert","orchestrator":"127.0.0.1:9","secrets":[{"name":"UPSTREAM","hosts":[%q]}]}`, u.target)
+	h, _ := json.Marshal(hosts)
+	m := fmt.Sprintf(`{"pod":"upstream-cert","orchestrator":"127.0.0.1:9","secrets":[{"name":"UPSTREAM","hosts":%s}]}`, h)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		l.Close()
-		return nil, err
+		return ups, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "held.json"), []byte(m), 0o600); err != nil {
-		l.Close()
-		return nil, err
+		return ups, err
 	}
-	if _, err := tool(ctx, o.Controlplane, "ca", "init", "--dir", ca); err != nil {
-		l.Close()
-		return nil, err
+	if _, err := tool(ctx, controlplane, "ca", "init", "--dir", ca); err != nil {
+		return ups, err
 	}
-	if _, err := tool(ctx, o.Controlplane, "render", "--manifest", filepath.Join(dir, "held.json"), "--ca", ca,
+	if _, err := tool(ctx, controlplane, "render", "--manifest", filepath.Join(dir, "held.json"), "--ca", ca,
 		"--out", filepath.Join(dir, "out"), "--values-dir", filepath.Join(dir, "none"), "--allow-local-targets"); err != nil {
-		l.Close()
-		return nil, err
+		return ups, err
 	}
-	base := filepath.Join(dir, "out", contract.LeafBase(u.target))
-	cert, err := tls.LoadX509KeyPair(base+".crt", base+".key")
-	if err != nil {
-		l.Close()
-		return nil, err
+	for _, u := range ups {
+		base := filepath.Join(dir, "out", contract.LeafBase(u.target))
+		cert, err := tls.LoadX509KeyPair(base+".crt", base+".key")
+		if err != nil {
+			return ups, err
+		}
+		u.caPEM = filepath.Join(ca, "ca.crt")
+		u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+		go u.srv.Serve(tls.NewListener(u.l, &tls.Config{Certificates: []tls.Certificate{cert}}))
 	}
-	u.caPEM = filepath.Join(ca, "ca.crt")
-	u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
-	go u.srv.Serve(tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}}))
-	return u, nil
+	return ups, nil
 }
 
 // render writes the value file and the example pod's manifest, makes the

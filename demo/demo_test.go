@@ -94,3 +94,18 @@ func TestDemoFailsWithACause(t *testing.T) {
 		t.Fatalf("Run with no custodian: %v", err)
 	}
 }
+
+// TestNodeLinesAreDocumented: every kubectl line the node demo runs is
+// one docs/kubernetes.md shows, as written (the exec line with HOST:PORT
+// for the upstream's address).
+func TestNodeLinesAreDocumented(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "docs", "kubernetes.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range append(NodeLines, curlLine("HOST:PORT"), "kubectl logs "+nodePod+" -c custodian") {
+		if !strings.Contains(string(page), "\n"+line+"\n") {
+			t.Errorf("docs/kubernetes.md does not show the line %q", line)
+		}
+	}
+}

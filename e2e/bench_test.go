@@ -22,8 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jr2.dev/boundary/internal/testkit/benchgoal"
 	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/testkit/benchgoal"
 	"jr2.dev/boundary/internal/testkit/testpki"
 )
 

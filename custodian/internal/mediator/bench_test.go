@@ -26,9 +26,9 @@ import (
 	"jr2.dev/boundary/custodian/internal/broker"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
+	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testkit/benchfloor"
 	"jr2.dev/boundary/internal/testkit/benchgoal"
-	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/testkit/testpki"
 )
 

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"jr2.dev/boundary/effector/internal/confine"
-	"jr2.dev/boundary/internal/testkit/capstest"
 	"jr2.dev/boundary/internal/landlock"
+	"jr2.dev/boundary/internal/testkit/capstest"
 	"jr2.dev/boundary/internal/testkit/landlocktest"
 )
 

@@ -70,6 +70,17 @@ func Find(t testing.TB, names ...string) map[string]Image {
 	return m
 }
 
+// Lookup is Find for a caller that is not a test (a runner of the node by
+// hand): an image missing, or omitted by the builder, is an error naming
+// the fix.
+func Lookup(names ...string) (map[string]Image, error) {
+	m, omitted, err := find(names)
+	if err == nil && omitted != "" {
+		err = fmt.Errorf("%s; run %s with every tool", omitted, Build)
+	}
+	return m, err
+}
+
 // Tars are the images' tarballs, sorted.
 func Tars(m map[string]Image) []string {
 	var out []string

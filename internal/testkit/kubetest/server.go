@@ -97,6 +97,17 @@ func StartArgs(t testing.TB, apiserverArgs ...string) *Server {
 	return s
 }
 
+// StartServer is StartArgs for a caller that is not a test: the caller
+// stops the server (Stop). A missing binary is an error that is
+// ErrMissing (errors.Is).
+func StartServer(apiserverArgs ...string) (*Server, error) {
+	tools, err := FindTools()
+	if err != nil {
+		return nil, err
+	}
+	return start(tools, apiserverArgs...)
+}
+
 func requireTools(t testing.TB) Tools {
 	t.Helper()
 	tools, err := FindTools()

@@ -23,6 +23,12 @@
 // output and exit, removes what the kernel keeps after the namespaces end
 // (the node's cgroups), and checks that the host is as it was.
 //
+// The same two halves serve a program that is not a test
+// (internal/noderun: make node-demo, node-up): Claim is the outer half's
+// start (the lock, the host's snapshot, the cgroupRoot), Host.Command the
+// inner run, Host.Release its end (the cgroups removed, the host
+// compared); inside, Up brings the node up and Node.Stop ends it.
+//
 // # What the node changes, in order, and where it is undone
 //
 //  1. The mount namespace is made private, then shared within itself (the
@@ -44,14 +50,17 @@
 //     rest; the inner binary dies with the outer (Pdeathsig).
 //  5. cgroups are the host's (v1 here): the kubelet's cgroupRoot,
 //     /jr2-node-<id>, is made in every mounted controller before it starts
-//     and removed by the outer call once the inner run is over. A run
+//     and removed by the outer call once the inner run is over, with what
+//     runc makes below the same name in the hybrid host's cgroup2
+//     (/sys/fs/cgroup/unified), which the host check covers too. A run
 //     killed before it can remove them leaves empty ones, which the next
 //     Start removes.
 //
 // # One node at a time
 //
-// Start's outer call holds an flock on .cache/kube/nodetest.lock from
-// before the host's first snapshot to after its last, so the nodes of
+// Start's outer call (Claim to Release) holds an flock on
+// .cache/kube/nodetest.lock from before the host's first snapshot to after
+// its last, so the nodes of
 // test binaries run side by side (go test ./... runs packages in
 // parallel) take turns: a second node's cgroupRoot would read as a change
 // of the host, and a starting node would remove another's not yet in use
@@ -67,8 +76,9 @@
 // # Invariant
 //
 // The host's sysctls, top-level cgroups, mounts and network interfaces,
-// addresses and routes are the same after Start's test as before it; the
-// outer call fails the test when they are not. The e2e suite's veths
+// addresses and routes (but a route's use counters) are the same after
+// Start's test as before it; the outer call fails the test when they are
+// not (Release names each change). The e2e suite's veths
 // (je<pid>x<n>h), which that suite makes and removes in its own run beside
 // a node's, are left out of the comparison with their sysctls and routes.
 package nodetest

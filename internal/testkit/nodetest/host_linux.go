@@ -61,7 +61,7 @@ func snapshotHost() (hostState, error) {
 			return nil
 		})
 	}
-	cs, err := controllers()
+	cs, err := hierarchies()
 	if err != nil {
 		return nil, err
 	}
@@ -101,21 +101,41 @@ func snapshotHost() (hostState, error) {
 		sort.Strings(as)
 		s["interface "+i.Name] = fmt.Sprintf("%s %s", i.Flags, strings.Join(as, ","))
 	}
-	for _, f := range []string{"/proc/net/route", "/proc/net/ipv6_route"} {
+	for f, counters := range routeCounters {
 		b, _ := os.ReadFile(f)
-		var lines []string
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			// The device is the first field of /proc/net/route, the last
-			// of ipv6_route.
-			if f := strings.Fields(l); len(f) > 0 && (otherTests.MatchString(f[0]) || otherTests.MatchString(f[len(f)-1])) {
-				continue
-			}
-			lines = append(lines, l)
-		}
-		sort.Strings(lines)
+		lines := routes(string(b), counters)
 		s["routes "+f] = strings.Join(lines, "\n")
 	}
 	return s, nil
+}
+
+// routeCounters are the fields of each route table that count the
+// route's use (RefCnt and Use), which change whenever a socket uses it.
+var routeCounters = map[string][2]int{"/proc/net/route": {4, 5}, "/proc/net/ipv6_route": {6, 7}}
+
+// routes are a route table's lines, sorted, each its fields but the
+// counters, rejoined with one space (so the padding of the line that
+// happened to be the file's last is no change either), without the
+// routes of other tests' interfaces.
+func routes(table string, counters [2]int) []string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(table), "\n") {
+		// The device is the first field of /proc/net/route, the last of
+		// ipv6_route.
+		fs := strings.Fields(l)
+		if len(fs) == 0 || otherTests.MatchString(fs[0]) || otherTests.MatchString(fs[len(fs)-1]) {
+			continue
+		}
+		var kept []string
+		for i, v := range fs {
+			if i != counters[0] && i != counters[1] {
+				kept = append(kept, v)
+			}
+		}
+		lines = append(lines, strings.Join(kept, " "))
+	}
+	sort.Strings(lines)
+	return lines
 }
 
 // diff names every entry that differs, in order.

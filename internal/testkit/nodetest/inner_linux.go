@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -61,15 +60,28 @@ type nodeProc struct {
 	done chan struct{}
 }
 
-func startInner(t *testing.T, o Options) *Node {
-	t.Helper()
+// Up brings the node up inside the namespaces Host.Command made (the
+// inner run; Start calls it for a test): its own mounts, kernel settings
+// and network, the API server, containerd with o's images imported, the
+// controller-manager, the scheduler and the kubelet, and waits until the
+// node is Ready and schedulable. Stop ends it. On an error everything
+// Up started is stopped; a missing binary is kubetest.ErrMissing
+// (errors.Is).
+func Up(o Options) (_ *Node, err error) {
+	if Inner() == "" {
+		return nil, fmt.Errorf("nodetest: Up runs only inside the namespaces Host.Command makes (no %s)", envInner)
+	}
 	tools, err := FindTools()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	dir := os.Getenv(envDir)
 	n := &Node{Tools: tools, dir: dir, sock: filepath.Join(dir, "containerd", "containerd.sock")}
-	t.Cleanup(n.stop)
+	defer func() {
+		if err != nil {
+			n.Stop()
+		}
+	}()
 	for _, step := range []struct {
 		what string
 		do   func() error
@@ -79,7 +91,7 @@ func startInner(t *testing.T, o Options) *Node {
 		{"bring up the node's network", n.network},
 	} {
 		if err := step.do(); err != nil {
-			t.Fatalf("nodetest: %s: %v", step.what, err)
+			return nil, fmt.Errorf("nodetest: %s: %w", step.what, err)
 		}
 	}
 	// Every temporary file of the run (the API server's, the test's own)
@@ -87,25 +99,36 @@ func startInner(t *testing.T, o Options) *Node {
 	tmp := filepath.Join(dir, "tmp")
 	os.MkdirAll(tmp, 0o1777)
 	os.Setenv("TMPDIR", tmp)
-	n.API = kubetest.StartArgs(t, "--kubelet-preferred-address-types=InternalIP")
+	if n.API, err = kubetest.StartServer("--kubelet-preferred-address-types=InternalIP"); err != nil {
+		return nil, err
+	}
 	if err := n.containerd(o); err != nil {
-		t.Fatalf("nodetest: containerd: %v", err)
+		return nil, fmt.Errorf("nodetest: containerd: %w", err)
 	}
 	for _, img := range o.Images {
 		if out, err := n.Ctr("images", "import", img); err != nil {
-			t.Fatalf("nodetest: ctr images import %s: %v\n%s", img, err, out)
+			return nil, fmt.Errorf("nodetest: ctr images import %s: %v\n%s", img, err, out)
 		}
 	}
 	if err := n.control(); err != nil {
-		t.Fatalf("nodetest: %v", err)
+		return nil, fmt.Errorf("nodetest: %w", err)
 	}
 	if err := n.kubelet(); err != nil {
-		t.Fatalf("nodetest: the kubelet: %v", err)
+		return nil, fmt.Errorf("nodetest: the kubelet: %w", err)
 	}
 	if err := n.waitReady(); err != nil {
-		t.Fatalf("nodetest: %v", err)
+		return nil, fmt.Errorf("nodetest: %w", err)
 	}
-	return n
+	return n, nil
+}
+
+// Stop stops the node: its parts (stop), then the API server. It is safe
+// to call more than once.
+func (n *Node) Stop() {
+	n.stop()
+	if n.API != nil {
+		n.API.Stop()
+	}
 }
 
 // privateMounts: the namespace's mounts stop propagating to the host, then

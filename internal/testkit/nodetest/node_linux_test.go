@@ -58,9 +58,23 @@ func TestHostCheckSeesACgroup(t *testing.T) {
 		removeCgroups(name)
 		t.Fatal(err)
 	}
+	// runc's own below the same name in the hybrid host's cgroup2, which
+	// the kubelet does not make.
+	unified := filepath.Join(cgroupBase, "unified", name)
+	hs, _ := hierarchies()
+	if len(hs) > 0 && hs[len(hs)-1] == filepath.Dir(unified) {
+		if err := os.MkdirAll(filepath.Join(unified, "kubepods"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		unified = ""
+	}
 	after, _ := snapshotHost()
 	if d := before.diff(after); !strings.Contains(strings.Join(d, "\n"), name+" is new") {
 		t.Errorf("the host check did not see the cgroup %s: %q", name, d)
+	}
+	if d := before.diff(after); unified != "" && !strings.Contains(strings.Join(d, "\n"), "cgroup "+unified+" is new") {
+		t.Errorf("the host check did not see the cgroup %s: %q", unified, d)
 	}
 	removeStaleCgroups(t)
 	again, _ := snapshotHost()
@@ -141,4 +155,31 @@ func rootAndLock(t *testing.T, what string) (release func()) {
 		t.Fatal(err)
 	}
 	return release
+}
+
+// TestHostCheckRoutes: a route's use counters, the padding of the line
+// last in the file and the order of lines are no change of the host; a
+// route's own fields are, and another test's interface is left out.
+func TestHostCheckRoutes(t *testing.T) {
+	v4 := routeCounters["/proc/net/route"]
+	was := "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n" +
+		"eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000   \n" +
+		"eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF   \n" +
+		"je12x1h\t000300C0\t00000000\t0001\t0\t0\t0\t00FFFFFF   \n"
+	for _, tc := range []struct {
+		name, table string
+		same        bool
+	}{
+		{"counters, padding and order", "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n" +
+			"eth0\t000200C0\t00000000\t0001\t3\t17\t0\t00FFFFFF   \n" +
+			"eth0\t00000000\t010200C0\t0003\t1\t2\t0\t00000000", true},
+		{"a new gateway", "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n" +
+			"eth0\t00000000\t020200C0\t0003\t0\t0\t0\t00000000\n" +
+			"eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF", false},
+	} {
+		a, b := strings.Join(routes(was, v4), "\n"), strings.Join(routes(tc.table, v4), "\n")
+		if (a == b) != tc.same {
+			t.Errorf("%s: the same routes %v, want %v:\n%s\n--\n%s", tc.name, a == b, tc.same, a, b)
+		}
+	}
 }

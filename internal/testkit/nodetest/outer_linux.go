@@ -37,63 +37,50 @@ const cgroupBase = "/sys/fs/cgroup"
 // returns nil; inside, it returns the running node. See the package doc.
 func Start(t *testing.T, o Options) *Node {
 	t.Helper()
-	if name := os.Getenv(envInner); name != "" {
+	if name := Inner(); name != "" {
 		if name != t.Name() {
 			t.Fatalf("nodetest: the inner run is for %s, not %s: call Start first in a top-level test", name, t.Name())
 		}
-		return startInner(t, o)
+		n, err := Up(o)
+		if err != nil {
+			if errors.Is(err, kubetest.ErrMissing) {
+				skipOrFail(t, err)
+			}
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Stop)
+		return n
 	}
 	runOuter(t)
 	return nil
 }
+
+// Inner is what the inner run is for (a test's name, or a runner's word:
+// what Host.Command was given); "" outside a node's namespaces.
+func Inner() string { return os.Getenv(envInner) }
 
 func runOuter(t *testing.T) {
 	t.Helper()
 	if strings.Contains(t.Name(), "/") {
 		t.Fatal("nodetest.Start must be called in a top-level test: the inner run selects it by name")
 	}
-	if _, err := FindTools(); err != nil {
+	h, err := Claim(t)
+	if err != nil {
 		skipOrFail(t, err)
 	}
-	if os.Geteuid() != 0 {
-		skipOrFail(t, missing("a node needs root (namespaces, mounts, cgroups, the bridge): run the tests as root"))
-	}
-	release, err := lockMachine(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	removeStaleCgroups(t)
-	before, err := snapshotHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := make([]byte, 4)
-	rand.Read(id)
-	cg := cgroupPrefix + hex.EncodeToString(id)
-	if err := makeCgroups(cg); err != nil {
-		removeCgroups(cg)
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-
 	args := []string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.v", "-test.count=1"}
 	if d, ok := t.Deadline(); ok {
 		args = append(args, "-test.timeout="+time.Until(d).Round(time.Second).String())
 	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), envInner+"="+t.Name(), envCgroup+"="+cg, envDir+"="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
-		Pdeathsig:  syscall.SIGKILL,
-	}
+	cmd := h.Command(t.Name(), os.Args[0], args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		h.Release()
 		t.Fatal(err)
 	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
-		removeCgroups(cg)
+		h.Release()
 		t.Fatalf("start the node's namespaces: %v", err)
 	}
 	sc := bufio.NewScanner(out)
@@ -107,16 +94,11 @@ func runOuter(t *testing.T) {
 	}
 	waitErr := cmd.Wait()
 
-	// The PID namespace is gone with its first process: the cgroups are
-	// empty, perhaps after a moment.
-	if err := removeCgroups(cg); err != nil {
+	changes, err := h.Release()
+	if err != nil {
 		t.Error(err)
 	}
-	after, err := snapshotHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range before.diff(after) {
+	for _, d := range changes {
 		t.Errorf("the host changed during the node's run: %s", d)
 	}
 	switch {
@@ -125,6 +107,102 @@ func runOuter(t *testing.T) {
 	case skipped:
 		t.Skip("the test inside the node's namespaces skipped; its output says why")
 	}
+}
+
+// Logger is where Claim says what it waits for and removes (a
+// *testing.T, or a runner's log).
+type Logger interface {
+	Logf(format string, args ...any)
+}
+
+// Host is a node's claim on the machine: the host's side of its run. It
+// holds the machine's node lock from before the host's first snapshot
+// (Claim) to after its last (Release), and the kubelet's cgroupRoot.
+type Host struct {
+	// Cgroup is the kubelet's cgroupRoot, made in every controller.
+	Cgroup string
+	// Dir is where the inner run mounts its tmpfs: an empty directory on
+	// the host.
+	Dir     string
+	before  hostState
+	release func()
+	done    bool
+}
+
+// Claim readies the host for one node: it checks the node's binaries and
+// root, takes the machine's node lock (waiting, and saying so to l, while
+// another node runs), removes the cgroupRoots a killed run left,
+// snapshots the host and makes this node's cgroupRoot. A missing binary
+// or root is an error that is kubetest.ErrMissing (errors.Is). Release
+// undoes it; nothing is held when Claim fails.
+func Claim(l Logger) (h *Host, err error) {
+	if _, err := FindTools(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, missing("a node needs root (namespaces, mounts, cgroups, the bridge): run it as root")
+	}
+	release, err := lockMachine(l)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	removeStaleCgroups(l)
+	before, err := snapshotHost()
+	if err != nil {
+		return nil, err
+	}
+	id := make([]byte, 4)
+	rand.Read(id)
+	cg := cgroupPrefix + hex.EncodeToString(id)
+	if err := makeCgroups(cg); err != nil {
+		removeCgroups(cg)
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "jr2-node-")
+	if err != nil {
+		removeCgroups(cg)
+		return nil, err
+	}
+	return &Host{Cgroup: cg, Dir: dir, before: before, release: release}, nil
+}
+
+// Command is the inner run: bin with args in new mount, network and PID
+// namespaces, its environment naming inner (what Inner returns there), the
+// cgroupRoot and the directory; it dies with the process that started it
+// (Pdeathsig), and every process of the node with it.
+func (h *Host) Command(inner, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), envInner+"="+inner, envCgroup+"="+h.Cgroup, envDir+"="+h.Dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWNET | syscall.CLONE_NEWPID,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	return cmd
+}
+
+// Release ends the claim once the inner run is over: it removes the
+// cgroupRoot (empty once the PID namespace is gone, perhaps after a
+// moment) and the directory, snapshots the host again and releases the
+// lock. changes name what differs on the host from Claim's snapshot; err
+// is a cgroup still there. A second call does nothing.
+func (h *Host) Release() (changes []string, err error) {
+	if h.done {
+		return nil, nil
+	}
+	h.done = true
+	defer h.release()
+	err = removeCgroups(h.Cgroup)
+	os.Remove(h.Dir)
+	after, serr := snapshotHost()
+	if serr != nil {
+		return nil, errors.Join(err, serr)
+	}
+	return h.before.diff(after), err
 }
 
 func skipOrFail(t *testing.T, err error) {
@@ -162,6 +240,23 @@ func controllers() ([]string, error) {
 	return cs, nil
 }
 
+// hierarchies are the controllers and, on a hybrid host, the cgroup2
+// mounted at unified: runc makes each container's cgroup there too, below
+// the cgroupRoot, so a node's removal and the host's comparison cover it
+// though the kubelet uses only the controllers.
+func hierarchies() ([]string, error) {
+	cs, err := controllers()
+	if err != nil {
+		return nil, err
+	}
+	u := filepath.Join(cgroupBase, "unified")
+	var st syscall.Statfs_t
+	if syscall.Statfs(u, &st) == nil && st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
+		cs = append(cs, u)
+	}
+	return cs, nil
+}
+
 // makeCgroups makes name in every controller; cpuset's gets its parent's
 // cpus and mems, which a new cpuset lacks.
 func makeCgroups(name string) error {
@@ -189,10 +284,10 @@ func makeCgroups(name string) error {
 	return nil
 }
 
-// removeCgroups removes name's tree in every controller, leaves first,
+// removeCgroups removes name's tree in every hierarchy, leaves first,
 // retrying while the kernel still counts a dying task.
 func removeCgroups(name string) error {
-	cs, err := controllers()
+	cs, err := hierarchies()
 	if err != nil {
 		return err
 	}
@@ -226,8 +321,8 @@ func removeCgroups(name string) error {
 
 // removeStaleCgroups removes the cgroupRoots a killed run left (none of
 // their tasks lives: the PID namespace ended with the run).
-func removeStaleCgroups(t *testing.T) {
-	cs, err := controllers()
+func removeStaleCgroups(l Logger) {
+	cs, err := hierarchies()
 	if err != nil {
 		return
 	}
@@ -238,9 +333,9 @@ func removeStaleCgroups(t *testing.T) {
 			if e.IsDir() && strings.HasPrefix(e.Name(), cgroupPrefix) && !seen[e.Name()] {
 				seen[e.Name()] = true
 				if err := removeCgroups(e.Name()); err != nil {
-					t.Logf("nodetest: a cgroupRoot an earlier run left is still in use: %v", err)
+					l.Logf("nodetest: a cgroupRoot an earlier run left is still in use: %v", err)
 				} else {
-					t.Logf("nodetest: removed the cgroupRoot %s an earlier, killed run left", e.Name())
+					l.Logf("nodetest: removed the cgroupRoot %s an earlier, killed run left", e.Name())
 				}
 			}
 		}
@@ -254,8 +349,7 @@ func removeStaleCgroups(t *testing.T) {
 // not yet in use. The lock is an flock on a file beside the node's
 // binaries (.cache/kube/, shared by every checkout that shares .cache), so
 // the kernel releases it when its holder dies, however it ends.
-func lockMachine(t *testing.T) (release func(), err error) {
-	t.Helper()
+func lockMachine(l Logger) (release func(), err error) {
 	dir, err := kubetest.CacheDir()
 	if err != nil {
 		return nil, err
@@ -265,7 +359,7 @@ func lockMachine(t *testing.T) (release func(), err error) {
 		return nil, fmt.Errorf("nodetest: the machine's node lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); errors.Is(err, syscall.EWOULDBLOCK) {
-		t.Logf("nodetest: waiting for another test binary's node to end (one node at a time on a machine)")
+		l.Logf("nodetest: waiting for another test binary's node to end (one node at a time on a machine)")
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 	}
 	if err != nil {

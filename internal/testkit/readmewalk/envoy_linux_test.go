@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"jr2.dev/boundary/internal/testkit/envoybin"
 	"jr2.dev/boundary/internal/hostlimits"
+	"jr2.dev/boundary/internal/testkit/envoybin"
 )
 
 // TestReadmeEnvoy: the by-hand block and then, in the same shell, the
