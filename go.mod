@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/envoyproxy/envoy v1.39.1
 	github.com/envoyproxy/go-control-plane/contrib v1.36.1-0.20260713214202-ca8ce173c36f
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
@@ -18,6 +19,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.2 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect

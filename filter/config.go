@@ -90,6 +90,18 @@ type SecretConfig struct {
 	Targets []string `json:"targets"`
 	Headers []string `json:"headers"`
 	Paths   []string `json:"paths,omitempty"`
+	// AWS makes the secret an AWS key that signs requests (SigV4) rather
+	// than a value that rides a header: see AWSConfig. nil for the latter.
+	AWS *AWSConfig `json:"aws,omitempty"`
+}
+
+// ValueNames are the files of the value directory that hold s's value:
+// its name, or an AWS secret's parts (contract.AWSValueNames).
+func (s *SecretConfig) ValueNames() []string {
+	if s.AWS != nil {
+		return contract.AWSValueNames(s.Name, s.AWS.SessionToken)
+	}
+	return []string{s.Name}
 }
 
 // Default listen addresses (ADR-0059).
@@ -178,6 +190,11 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.name: %s is held twice; hold each name once", at, s.Name)
 		}
 		seen[s.Name] = true
+		if s.AWS != nil {
+			if err := checkAWS(at, &s, seen); err != nil {
+				return err
+			}
+		}
 		if s.StandIn != contract.StandIn(s.Name) {
 			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, contract.StandIn(s.Name), s.Name)
 		}

@@ -22,31 +22,31 @@ func TestDecideControl(t *testing.T) {
 		read   bool
 		remove []string
 	}{
-		{"surface", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok)}, 0, "", "/agents/a-1/surface", true, nil},
-		{"events", Request{"POST", "127.0.0.1:8081", "/agents/a-1/events", hs("authorization", tok, "x-api-key", "k")}, 0, "", "/agents/a-1/events", false, []string{"x-api-key"}},
-		{"delivery with query", Request{"GET", "127.0.0.1:8081", "/agents/a-1/deliveries/d.2?wait=25", hs("Authorization", "bearer "+contract.StandIn(contract.TokenName))}, 0, "", "/agents/a-1/deliveries/d.2?wait=25", true, nil},
-		{"fetch", Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", tok)}, 0, "", "/sandboxes/ws-7f3a/fetch", false, nil},
-		{"range dropped", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok, "range", "bytes=0-3")}, 0, "", "/agents/a-1/surface", true, []string{"range"}},
-		{"unknown route", Request{"GET", "127.0.0.1:8081", "/agents", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"wrong method", Request{"GET", "127.0.0.1:8081", "/agents/a/events", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"extra segment", Request{"GET", "127.0.0.1:8081", "/agents/a/surface/x", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"dot id", Request{"GET", "127.0.0.1:8081", "/agents/../surface", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"encoded id", Request{"GET", "127.0.0.1:8081", "/agents/a%2fb/surface", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"orchestrator path", Request{"GET", "127.0.0.1:8081", "/sandboxes/ws-7f3a/fetch", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"404 before 403", Request{"GET", "127.0.0.1:8081", "/admin", nil}, 404, notRoute, "", false, nil},
-		{"no bearer", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", nil}, 403, needs, "", false, nil},
-		{"real token", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+tokenValue)}, 403, needs, "", false, nil},
-		{"other stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+ghSI)}, 403, needs, "", false, nil},
-		{"bare stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", contract.StandIn(contract.TokenName))}, 403, needs, "", false, nil},
-		{"twice", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok, "authorization", tok)}, 400,
+		{"surface", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok), ""}, 0, "", "/agents/a-1/surface", true, nil},
+		{"events", Request{"POST", "127.0.0.1:8081", "/agents/a-1/events", hs("authorization", tok, "x-api-key", "k"), ""}, 0, "", "/agents/a-1/events", false, []string{"x-api-key"}},
+		{"delivery with query", Request{"GET", "127.0.0.1:8081", "/agents/a-1/deliveries/d.2?wait=25", hs("Authorization", "bearer "+contract.StandIn(contract.TokenName)), ""}, 0, "", "/agents/a-1/deliveries/d.2?wait=25", true, nil},
+		{"fetch", Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", tok), ""}, 0, "", "/sandboxes/ws-7f3a/fetch", false, nil},
+		{"range dropped", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface", hs("authorization", tok, "range", "bytes=0-3"), ""}, 0, "", "/agents/a-1/surface", true, []string{"range"}},
+		{"unknown route", Request{"GET", "127.0.0.1:8081", "/agents", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"wrong method", Request{"GET", "127.0.0.1:8081", "/agents/a/events", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"extra segment", Request{"GET", "127.0.0.1:8081", "/agents/a/surface/x", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"dot id", Request{"GET", "127.0.0.1:8081", "/agents/../surface", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"encoded id", Request{"GET", "127.0.0.1:8081", "/agents/a%2fb/surface", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"orchestrator path", Request{"GET", "127.0.0.1:8081", "/sandboxes/ws-7f3a/fetch", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"404 before 403", Request{"GET", "127.0.0.1:8081", "/admin", nil, ""}, 404, notRoute, "", false, nil},
+		{"no bearer", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", nil, ""}, 403, needs, "", false, nil},
+		{"real token", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+tokenValue), ""}, 403, needs, "", false, nil},
+		{"other stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", "Bearer "+ghSI), ""}, 403, needs, "", false, nil},
+		{"bare stand-in", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", contract.StandIn(contract.TokenName)), ""}, 403, needs, "", false, nil},
+		{"twice", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok, "authorization", tok), ""}, 400,
 			"jr2 custodian: header authorization was sent more than once; send it once", "", false, nil},
-		{"twice, joined by a proxy", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok+","+tok)}, 400,
+		{"twice, joined by a proxy", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok+","+tok), ""}, 400,
 			"jr2 custodian: header authorization was sent more than once; send it once", "", false, nil},
-		{"fragment", Request{"GET", "127.0.0.1:8081", "/agents/a/surface#x", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"fragment in the query", Request{"GET", "127.0.0.1:8081", "/agents/a/surface?a#x", hs("authorization", tok)}, 404, notRoute, "", false, nil},
-		{"underscore", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok, "x_y", "1")}, 400,
+		{"fragment", Request{"GET", "127.0.0.1:8081", "/agents/a/surface#x", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"fragment in the query", Request{"GET", "127.0.0.1:8081", "/agents/a/surface?a#x", hs("authorization", tok), ""}, 404, notRoute, "", false, nil},
+		{"underscore", Request{"GET", "127.0.0.1:8081", "/agents/a/surface", hs("authorization", tok, "x_y", "1"), ""}, 400,
 			`jr2 custodian: header x_y has "_" in its name; header names here use "-"`, "", false, nil},
-		{"stand-in elsewhere", Request{"GET", "127.0.0.1:8081", "/agents/a/surface?k=" + anthSI, hs("authorization", tok)}, 403,
+		{"stand-in elsewhere", Request{"GET", "127.0.0.1:8081", "/agents/a/surface?k=" + anthSI, hs("authorization", tok), ""}, 403,
 			"jr2 custodian: the stand-in of ANTHROPIC_API_KEY is in the query; a stand-in rides only a header its secret is bound to, and is never sent upstream", "", false, nil},
 	}
 	for _, c := range cases {
@@ -85,7 +85,7 @@ func TestControlFetchWithoutSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := e.DecideControl(&Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", "Bearer "+contract.StandIn(contract.TokenName))})
+	d := e.DecideControl(&Request{"POST", "127.0.0.1:8081", "/fetch", hs("authorization", "Bearer "+contract.StandIn(contract.TokenName)), ""})
 	if d.Reply == nil || d.Reply.Status != 404 || d.Reply.Body != "jr2 custodian: POST /fetch is not served here: this pod has no Sandbox" {
 		t.Fatalf("got %+v", d.Reply)
 	}

@@ -22,6 +22,10 @@ type Request struct {
 	// Headers are every other header, in order, repeated names kept. A host
 	// removes hop-by-hop headers (and those Connection names) first.
 	Headers []Header
+	// ContentLength is the request's content-length as sent, "" when it
+	// has none: the transport's framing, so not among Headers, but a
+	// SigV4 signature may cover it (sigv4.go).
+	ContentLength string
 }
 
 // Reply is an answer the Custodian makes itself; nothing goes upstream.
@@ -73,6 +77,14 @@ type Decision struct {
 	// the host sends it with "Connection: Upgrade" and "Upgrade:
 	// websocket".
 	WebSocket bool
+	// NeedBody is set when the engine needs the request body to decide:
+	// a SigV4 request toward a bound AWS key that names no
+	// x-amz-content-sha256 signed the body's hash. The host holds the
+	// body, at most MaxSignedBody bytes (past them it answers
+	// BodyTooLarge), and decides again with DecideRequestBody; nothing
+	// else of this decision applies. Reply is set too (ReasonBodySize), so
+	// a host that does not read NeedBody refuses the request.
+	NeedBody bool
 	// Read is set on the control listener for the routes that only read
 	// (the surface, a delivery): the host may retry them on any reset. Any
 	// other forwarded request is retried only on a reset before it was sent.

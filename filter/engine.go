@@ -53,6 +53,7 @@ type boundTarget struct {
 	withPort  string            // canonical host (defPort only) and host:port
 	ridesAuth bool              // ridesAuthorization(secrets)
 	slots     []slot            // every (secret, header) pair, table order
+	aws       *held             // the AWS key bound to the target, if any (sigv4.go)
 	byCred    map[int32][]int32 // credential index -> indexes into slots (only when slots is long)
 }
 
@@ -74,6 +75,7 @@ type held struct {
 	value   []byte
 	headers []string
 	paths   []string
+	aws     *awsKey // an AWS key (sigv4.go); nil for a value that rides a header
 
 	// Precomputed so a swap allocates nothing: the value as a string, the
 	// Secrets of a decision that swaps this secret alone, and, per header
@@ -110,6 +112,10 @@ func newBoundTarget(t string, secrets []*held, credIdx map[string]int) *boundTar
 	b := &boundTarget{secrets: secrets, ridesAuth: ridesAuthorization(secrets)}
 	b.hostOf(t, 443)
 	for _, s := range secrets {
+		if s.aws != nil {
+			b.aws = s // no slot: its key signs, it rides no header (sigv4.go)
+			continue
+		}
 		for j, hn := range s.headers {
 			b.slots = append(b.slots, slot{secret: s, j: j, cred: int32(credIdx[hn])})
 		}
@@ -169,6 +175,26 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 	}
 	var secrets []scrub.Secret
 	for _, s := range c.Secrets {
+		if s.AWS != nil {
+			h, parts, err := newAWSHeld(&s, values)
+			if err != nil {
+				return nil, err
+			}
+			e.secrets = append(e.secrets, h)
+			e.byName[s.Name] = h
+			for _, t := range s.Targets {
+				e.byTarget[t] = append(e.byTarget[t], h)
+			}
+			for _, hd := range s.Headers {
+				e.cred[hd] = true
+			}
+			e.standIns = append(e.standIns, s.StandIn)
+			for _, p := range parts {
+				e.standIns = append(e.standIns, contract.StandIn(p.Name))
+				secrets = append(secrets, scrub.Secret{Name: p.Name, Value: p.Value, Built: retired[p.Name]})
+			}
+			continue
+		}
 		v, ok := values[s.Name]
 		if !ok {
 			return nil, fmt.Errorf("held secret %s: no value was loaded", s.Name)

@@ -182,14 +182,14 @@ func TestDecideRequestAllocs(t *testing.T) {
 		want   float64
 	}{
 		{"stand-in alone, 100 secrets (the benchmark)", e, "h050.example.com:443", benchRequest(), 0},
-		{"Go's spelling of names and host", e, "h050.example.com:443", Request{"POST", "H050.example.com:443", "/v1/messages", hs("X-Key-050", contract.StandIn("SECRET_050"), "User-Agent", "x", "Accept-Encoding", "gzip")}, 0},
-		{"gateway of 100", e, "gateway.example.com:443", Request{"GET", "gateway.example.com", "/v1/models", hs("x-key-099", contract.StandIn("SECRET_099"), "accept", "application/json")}, 0},
-		{"bearer", w, wide, Request{"GET", "gw.example.com", "/w?x=1", hs("x-a", "Bearer "+contract.StandIn("WIDE_0"), "accept", "*/*")}, 0},
-		{"a credential removed", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", contract.StandIn("WIDE_0"), "Authorization", "Bearer x")}, 1},
-		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", contract.StandIn("WIDE_0"))}, 1},
-		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+contract.StandIn("WIDE_0"))}, 2},
-		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", contract.StandIn("WIDE_0")))}, 2},
-		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+contract.StandIn(contract.TokenName))}, 0},
+		{"Go's spelling of names and host", e, "h050.example.com:443", Request{"POST", "H050.example.com:443", "/v1/messages", hs("X-Key-050", contract.StandIn("SECRET_050"), "User-Agent", "x", "Accept-Encoding", "gzip"), ""}, 0},
+		{"gateway of 100", e, "gateway.example.com:443", Request{"GET", "gateway.example.com", "/v1/models", hs("x-key-099", contract.StandIn("SECRET_099"), "accept", "application/json"), ""}, 0},
+		{"bearer", w, wide, Request{"GET", "gw.example.com", "/w?x=1", hs("x-a", "Bearer "+contract.StandIn("WIDE_0"), "accept", "*/*"), ""}, 0},
+		{"a credential removed", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", contract.StandIn("WIDE_0"), "Authorization", "Bearer x"), ""}, 1},
+		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", contract.StandIn("WIDE_0")), ""}, 1},
+		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+contract.StandIn("WIDE_0")), ""}, 2},
+		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", contract.StandIn("WIDE_0"))), ""}, 2},
+		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+contract.StandIn(contract.TokenName)), ""}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -89,7 +89,11 @@ func (e *Engine) DecideRequest(target string, r *Request) Decision {
 
 // decideRequest fills d (its Target set) in place: the Decision is large,
 // and is copied once, by DecideRequest.
-func (e *Engine) decideRequest(d *Decision, r *Request) {
+func (e *Engine) decideRequest(d *Decision, r *Request) { e.decideRequestPayload(d, r, "") }
+
+// decideRequestPayload is decideRequest with the hash of the request's
+// body, when a host read it for a SigV4 signature (DecideRequestBody).
+func (e *Engine) decideRequestPayload(d *Decision, r *Request, payload string) {
 	target := d.Target
 	bt := e.bound[target]
 	if bt == nil {
@@ -140,6 +144,11 @@ func (e *Engine) decideRequest(d *Decision, r *Request) {
 		norm = d.Path[:n]
 	}
 
+	// An AWS key bound to the target: a request signed with its stand-in
+	// key id is checked and signed again (sigv4.go).
+	if bt.aws != nil && e.decideSigV4(d, r, bt, info, path, query, norm, payload) {
+		return
+	}
 	// Which headers hold a swappable stand-in (computed now, answered in
 	// the rules' order).
 	var swapBuf [4]swap
@@ -277,7 +286,7 @@ func swapsHeader(swaps []swap, name string) bool {
 // a header the swap reads.
 func ridesAuthorization(bound []*held) bool {
 	for _, s := range bound {
-		if containsStr(s.headers, "authorization") {
+		if s.aws == nil && containsStr(s.headers, "authorization") {
 			return true
 		}
 	}

@@ -243,7 +243,7 @@ func TestValuesSpelledByTheAgent(t *testing.T) {
 	if r := e2.Unreachable(lower[1:]+".example:443", "x"); strings.Contains(r.Body, lower[1:]) {
 		t.Fatalf("unreachable leaks: %s", r.Body)
 	}
-	d := e.DecideRequest(anth, &Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-"+githubValue+"_a", "1")})
+	d := e.DecideRequest(anth, &Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "x-"+githubValue+"_a", "1"), ""})
 	if d.Reply == nil || strings.Contains(d.Reply.Body, githubValue) || !strings.Contains(d.Reply.Body, "[secret:GITHUB_TOKEN]") {
 		t.Fatalf("rule 2 reply: %+v", d.Reply)
 	}

@@ -25,17 +25,17 @@ func TestDecideUpgradeRefusals(t *testing.T) {
 		body   string
 		reason string
 	}{
-		{"h2c", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: []string{"h2c"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"TLS/1.0", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: []string{"TLS/1.0"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"websocket and h2c", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: []string{"websocket, h2c"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"two Upgrade headers", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: []string{"websocket", "websocket"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"POST", anth, Request{"POST", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: ws}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"with a body", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: ws, Body: true}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
-		{"unbound target", "ws.example:443", Request{"GET", "ws.example", "/v1/x", wsHeaders}, Upgrade{Tokens: ws}, 421, "jr2 custodian: ws.example:443 is not a bound target", ReasonTarget},
-		{"rules 1-11: no stand-in", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("sec-websocket-key", "k")}, Upgrade{Tokens: ws}, 403, "jr2 custodian: needs the stand-in of ANTHROPIC_API_KEY in x-api-key", ReasonNoStandIn},
-		{"rules 1-11: stand-in in the subprotocol", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "sec-websocket-protocol", "key."+anthSI)}, Upgrade{Tokens: ws}, 403,
+		{"h2c", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: []string{"h2c"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"TLS/1.0", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: []string{"TLS/1.0"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"websocket and h2c", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: []string{"websocket, h2c"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"two Upgrade headers", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: []string{"websocket", "websocket"}}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"POST", anth, Request{"POST", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: ws}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"with a body", anth, Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: ws, Body: true}, 400, "jr2 custodian: " + UpgradeText, ReasonUpgrade},
+		{"unbound target", "ws.example:443", Request{"GET", "ws.example", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: ws}, 421, "jr2 custodian: ws.example:443 is not a bound target", ReasonTarget},
+		{"rules 1-11: no stand-in", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("sec-websocket-key", "k"), ""}, Upgrade{Tokens: ws}, 403, "jr2 custodian: needs the stand-in of ANTHROPIC_API_KEY in x-api-key", ReasonNoStandIn},
+		{"rules 1-11: stand-in in the subprotocol", anth, Request{"GET", "api.anthropic.com", "/v1/x", hs("x-api-key", anthSI, "sec-websocket-protocol", "key."+anthSI), ""}, Upgrade{Tokens: ws}, 403,
 			"jr2 custodian: the stand-in of ANTHROPIC_API_KEY is in header sec-websocket-protocol; a stand-in rides only a header its secret is bound to, and is never sent upstream", ReasonStandIn},
-		{"rules 1-11: host", anth, Request{"GET", "evil.example", "/v1/x", wsHeaders}, Upgrade{Tokens: ws}, 421, "jr2 custodian: the Host header must name api.anthropic.com:443", ReasonHost},
+		{"rules 1-11: host", anth, Request{"GET", "evil.example", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: ws}, 421, "jr2 custodian: the Host header must name api.anthropic.com:443", ReasonHost},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,7 +60,7 @@ func TestDecideUpgradeRefusals(t *testing.T) {
 func TestDecideUpgradeForwards(t *testing.T) {
 	e := testEngine(t)
 	for _, tok := range []string{"websocket", "WebSocket", " websocket "} {
-		d := e.DecideUpgrade(anth, &Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{Tokens: []string{tok}})
+		d := e.DecideUpgrade(anth, &Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{Tokens: []string{tok}})
 		if d.Reply != nil || !d.WebSocket {
 			t.Fatalf("%q: %+v", tok, d.Reply)
 		}
@@ -71,7 +71,7 @@ func TestDecideUpgradeForwards(t *testing.T) {
 			t.Fatalf("no swap: %v", d.Set)
 		}
 	}
-	d := e.DecideUpgrade(anth, &Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders}, Upgrade{})
+	d := e.DecideUpgrade(anth, &Request{"GET", "api.anthropic.com", "/v1/x", wsHeaders, ""}, Upgrade{})
 	if d.Reply != nil || d.WebSocket || slices.Contains(d.Remove, ExtensionsHeader) {
 		t.Fatalf("no upgrade: %+v", d)
 	}

@@ -28,9 +28,9 @@ func LoadValues(c *Config) (map[string][]byte, error) {
 // loadValues is LoadValues, writing every byte it reads to h when h is not
 // nil.
 func loadValues(c *Config, h hash.Hash) (map[string][]byte, error) {
-	names := make([]string, len(c.Secrets))
-	for i, s := range c.Secrets {
-		names[i] = s.Name
+	names := make([]string, 0, len(c.Secrets))
+	for i := range c.Secrets {
+		names = append(names, c.Secrets[i].ValueNames()...)
 	}
 	return valuedir.Read(c.ValuesDir, names, valuedir.Header, h)
 }

@@ -336,7 +336,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 func renderNotes(w io.Writer, m *manifest.Manifest, valuesDir string, local bool, noProxy []string) {
 	names := make([]string, 0, len(m.Secrets)+1)
 	for _, s := range m.Secrets {
-		names = append(names, s.Name)
+		names = append(names, s.ValueNames()...)
 	}
 	names = append(names, contract.TokenName)
 	fmt.Fprintf(w, "controlplane render: the Custodian starts only with one value file per held secret in %s: %s (%s is the Sandbox token the control listener presents to the Orchestrator; every pod holds it)\n",

@@ -178,7 +178,9 @@ func Values(m *manifest.Manifest) []ValueRef {
 	}
 	var out []ValueRef
 	for _, s := range m.Secrets {
-		out = append(out, ref(s.Name, s.From))
+		for _, n := range s.ValueNames() {
+			out = append(out, ref(n, s.From))
+		}
 	}
 	return append(out, ref(contract.TokenName, m.TokenFrom))
 }

@@ -31,6 +31,7 @@ func (k kind) String() string {
 type value struct {
 	kind   kind
 	str    string // a string's text
+	truth  bool   // a boolean's value
 	items  []*value
 	keys   []string
 	fields map[string]*value
@@ -94,7 +95,7 @@ func tree(path string, raw json.RawMessage) (*value, error) {
 	case 'n':
 		return &value{kind: kNull}, nil
 	case 't', 'f':
-		return &value{kind: kBool}, nil
+		return &value{kind: kBool, truth: raw[0] == 't'}, nil
 	}
 	return &value{kind: kNumber}, nil
 }

@@ -72,6 +72,7 @@ import (
 	"strconv"
 	"strings"
 
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/tchar"
@@ -115,6 +116,25 @@ type Secret struct {
 	// means the per-pod convention Secret, jr2-held-secrets-<pod>, key
 	// Name.
 	From *SecretKeyRef
+	// AWS is set on a secret of the AWS kind (the manifest's "aws"
+	// object): an access key that signs requests, held as its parts
+	// (ValueNames), which ride no header the manifest names.
+	AWS *AWS
+}
+
+// AWS is the "aws" object of a held secret: {"sessionToken": true} when
+// the key is a temporary one with a session token.
+type AWS struct {
+	SessionToken bool
+}
+
+// ValueNames are the value files (and convention Secret keys) of s: its
+// name, or an AWS secret's parts (contract.AWSValueNames).
+func (s *Secret) ValueNames() []string {
+	if s.AWS != nil {
+		return contract.AWSValueNames(s.Name, s.AWS.SessionToken)
+	}
+	return []string{s.Name}
 }
 
 // Problem is one refusal.
@@ -304,6 +324,7 @@ func (c *checker) stringList(obj *value, path, key, what string) stringList {
 
 type secretsChecker struct {
 	*checker
+	awsAt string            // the path of the first aws secret
 	names map[string]string // name -> path of its first entry
 	owner map[string]string // target + " " + header -> secret
 	token **SecretKeyRef    // Manifest.TokenFrom
@@ -318,7 +339,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	if f := v.fields["value"]; f != nil {
 		s.add(member(at, "value"), "R4", "a held manifest never holds a value (render would write it into files and objects); put the value in a Secret of yours and write valueFrom: {\"secretKeyRef\": {\"name\": …, \"key\": …}}")
 	}
-	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "valueFrom", "value"}, "a secret has name, hosts, headers, paths and valueFrom")
+	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "valueFrom", "value", "aws"}, "a secret has name, hosts, headers, paths, valueFrom and aws")
 	name, missing := s.text(v, at, "name")
 	if missing {
 		s.add(member(at, "name"), "shape", "missing or empty; write the variable name the Harness reads")
@@ -337,7 +358,10 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	}
 	sec := Secret{Name: name, From: s.valueFrom(at, v)}
 	headers := s.stringList(v, at, "headers", "header names")
+	sec.AWS = s.aws(at, name, v, headers.present)
 	switch {
+	case sec.AWS != nil:
+		sec.Headers = append([]string(nil), filter.AWSHeaders...)
 	case !headers.present:
 		sec.Headers = append([]string(nil), contract.DefaultHeaders...)
 	case headers.empty:
@@ -350,6 +374,9 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 		s.add(member(at, "hosts"), "R5", "missing or empty; list the hosts %s is bound to, as \"host\" or \"host:port\"", name)
 	}
 	sec.Targets = s.targets(name, hosts.items, hosts.paths, sec.Headers)
+	if sec.AWS != nil {
+		s.awsHosts(hosts.items, hosts.paths)
+	}
 	paths := s.stringList(v, at, "paths", "path prefixes")
 	if paths.empty {
 		s.add(member(at, "paths"), "R12", "empty; leave paths out to allow every path, or list path prefixes such as \"/v1/\"")
@@ -373,6 +400,9 @@ func (s *secretsChecker) name(at, name string) bool {
 		return false
 	case contract.ProxyOrTrustVar(upper):
 		s.add(at, "R2", "%s: render sets the Harness's proxy and trust variables itself, so none can be held; hold the credential under another name", name)
+		return false
+	case contract.SigningVar(upper) && strings.HasPrefix(upper, "AWS_"):
+		s.add(at, "R2", "%s is a part of an AWS key, which signs the request and never rides it; hold the key as one secret with an aws object ({\"name\": \"AWS\", \"hosts\": […], \"aws\": {}}: its parts are value files, docs/manifest.md), or run the tool that signs as an Effector command effect with the key in its env (docs/effector.md)", name)
 		return false
 	case contract.SigningVar(upper):
 		s.add(at, "R2", "%s is a signing credential: it signs the request and never rides it, so the Custodian has no stand-in to swap; run the tool that signs as an Effector command effect with the secret in its env (docs/effector.md), or hold a bearer token instead", name)

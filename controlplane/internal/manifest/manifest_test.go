@@ -40,6 +40,57 @@ func TestSpecExample(t *testing.T) {
 	}
 }
 
+// TestAWSSecret: an aws secret rides SigV4's headers, its parts are keys
+// of the convention Secret, and render gives the Harness a stand-in per
+// part in the variables the AWS SDKs read.
+func TestAWSSecret(t *testing.T) {
+	b := []byte(`{"pod":"p","orchestrator":"o.svc:4000","secrets":[{"name":"AWS","hosts":["bedrock-runtime.us-east-1.amazonaws.com","s3.us-east-1.amazonaws.com"],"paths":["/"],"aws":{"sessionToken":true}}]}`)
+	m, err := manifest.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := manifest.Secret{Name: "AWS", Targets: []string{"bedrock-runtime.us-east-1.amazonaws.com:443", "s3.us-east-1.amazonaws.com:443"}, Headers: filter.AWSHeaders, Paths: []string{"/"}, AWS: &manifest.AWS{SessionToken: true}}
+	if len(m.Secrets) != 1 || !reflect.DeepEqual(m.Secrets[0], want) {
+		t.Fatalf("secret\n got: %+v\nwant: %+v", m.Secrets, want)
+	}
+	if got := m.Secrets[0].ValueNames(); strings.Join(got, ",") != "AWS_ACCESS_KEY_ID,AWS_SECRET_ACCESS_KEY,AWS_SESSION_TOKEN" {
+		t.Errorf("value names %v", got)
+	}
+	c := render.Config(m, "values")
+	cj, err := json.Marshal(c.Secrets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"aws":{"sessionToken":true}`; !strings.Contains(string(cj), want) {
+		t.Errorf("custodian.json secret %s lacks %s", cj, want)
+	}
+	env := string(render.HarnessEnv(c, true, "/ca"))
+	for _, line := range []string{
+		"AWS_ACCESS_KEY_ID=jr2-held-AWS_ACCESS_KEY_ID\n",
+		"AWS_SECRET_ACCESS_KEY=jr2-held-AWS_SECRET_ACCESS_KEY\n",
+		"AWS_SESSION_TOKEN=jr2-held-AWS_SESSION_TOKEN\n",
+	} {
+		if !strings.Contains(env, line) {
+			t.Errorf("harness.env lacks %q:\n%s", line, env)
+		}
+	}
+	if strings.Contains(env, "AWS=") || strings.Contains(env, "GIT_CONFIG") {
+		t.Errorf("harness.env holds the secret's own name or a git helper for it:\n%s", env)
+	}
+	// Without a session token the Harness still gets its stand-in (the
+	// engine removes it), and no value file is asked for.
+	m2, err := manifest.Parse([]byte(strings.Replace(string(b), `{"sessionToken":true}`, `{}`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.Secrets[0].ValueNames(); len(got) != 2 {
+		t.Errorf("value names without a token: %v", got)
+	}
+	if !strings.Contains(string(render.HarnessEnv(render.Config(m2, "values"), true, "/ca")), "AWS_SESSION_TOKEN=jr2-held-AWS_SESSION_TOKEN\n") {
+		t.Error("harness.env without a token lacks the token's stand-in")
+	}
+}
+
 // TestTarget: every spelling a hosts entry may take, and its canonical
 // target.
 func TestTarget(t *testing.T) {
@@ -209,7 +260,11 @@ func TestKitAndSigningNamesRefused(t *testing.T) {
 		}
 	}
 	for _, n := range contract.SigningVars {
-		cases = append(cases, tc{doc(n), "R2", n + " is a signing credential"}, tc{doc(strings.ToLower(n)), "R2", "Effector"})
+		want := n + " is a signing credential"
+		if strings.HasPrefix(n, "AWS_") {
+			want = n + " is a part of an AWS key"
+		}
+		cases = append(cases, tc{doc(n), "R2", want}, tc{doc(strings.ToLower(n)), "R2", "Effector"})
 	}
 	for _, h := range []string{"x-amz-security-token", "x-amz-date", "x-amz-content-sha256"} {
 		cases = append(cases, tc{doc("AWS_TOKEN", h), "R6", "SigV4 signs every x-amz-* header"})

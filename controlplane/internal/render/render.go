@@ -370,13 +370,17 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 		Listeners:    filter.Listeners{Control: filter.DefaultControl, Egress: filter.DefaultEgress, Health: filter.DefaultHealth},
 	}
 	for _, s := range m.Secrets {
-		c.Secrets = append(c.Secrets, filter.SecretConfig{
+		sc := filter.SecretConfig{
 			Name:    s.Name,
 			StandIn: contract.StandIn(s.Name),
 			Targets: s.Targets,
 			Headers: s.Headers,
 			Paths:   s.Paths,
-		})
+		}
+		if s.AWS != nil {
+			sc.AWS = &filter.AWSConfig{SessionToken: s.AWS.SessionToken}
+		}
+		c.Secrets = append(c.Secrets, sc)
 	}
 	c.Secrets = append(c.Secrets, filter.SecretConfig{
 		Name:    contract.TokenName,
@@ -402,7 +406,10 @@ func marshalConfig(c *filter.Config) ([]byte, error) {
 	return b, nil
 }
 
-// HarnessEnv is harness.env: each stand-in (the token's included); and, when
+// HarnessEnv is harness.env: each stand-in (the token's included; an AWS
+// secret's three, one per part, in the variables the AWS SDKs read: the
+// session token's too, so that a client signs as it would with a
+// temporary key, whether the real key has one or not); and, when
 // the pod holds a secret of the manifest, the proxy and trust variables of
 // ADR-0059. A pod that holds only the token gets no proxy: its HTTPS goes
 // direct (ADR-0059, "Two Harness env shapes").
@@ -410,7 +417,13 @@ func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	var b bytes.Buffer
 	line := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
 	for _, s := range c.Secrets {
-		line(s.Name, s.StandIn)
+		if s.AWS == nil {
+			line(s.Name, s.StandIn)
+			continue
+		}
+		for _, p := range contract.AWSParts {
+			line(p.Env, contract.StandIn(p.Of(s.Name)))
+		}
 	}
 	if !holds {
 		return b.Bytes()
@@ -452,7 +465,7 @@ const GitUser = gitcred.User
 func gitHelpers(c *filter.Config, line func(k, v string)) {
 	var bs []gitcred.Binding
 	for _, s := range c.Secrets {
-		if !contains(s.Headers, "authorization") {
+		if s.AWS != nil || !contains(s.Headers, "authorization") {
 			continue
 		}
 		for _, t := range s.Targets {
