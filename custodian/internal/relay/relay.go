@@ -89,7 +89,7 @@ func FullDuplex(w http.ResponseWriter, r *http.Request) (settle func()) {
 // and those Connection names, are the transport's and never forwarded:
 // Outbound copies the same list).
 func RequestOf(r *http.Request) filter.Request {
-	req := filter.Request{Method: r.Method, Authority: r.Host, Path: Target(r)}
+	req := filter.Request{Method: r.Method, Authority: r.Host, Path: Target(r), ContentLength: r.Header.Get("Content-Length")}
 	for _, k := range endToEnd(r.Header) {
 		for _, v := range r.Header[k] {
 			req.Headers = append(req.Headers, filter.Header{Name: k, Value: v})

@@ -39,6 +39,9 @@ func (ic *interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	eng := s.eng.Latest() // this request, and its answer, are decided with one set of values
 	req := relay.RequestOf(r)
 	d := eng.DecideUpgrade(ic.target, &req, relay.UpgradeOf(r))
+	if d.NeedBody {
+		d = relay.SignedBody(eng, ic.target, r, &req)
+	}
 	if d.Reply != nil {
 		s.log.Log(d.LogFields(0)...)
 		relay.WriteReply(w, d.Reply)

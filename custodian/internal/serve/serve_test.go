@@ -183,6 +183,7 @@ type fixture struct {
 	orch     *httptest.Server
 	orchSeen chan *http.Request
 	jca      *testpki.CA
+	uca      *testpki.CA // the upstreams' CA, set for newFixtureEdit's edit
 	srv      *Server
 	log      *syncBuf
 	control  string
@@ -202,6 +203,13 @@ func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
 
 // newFixtureWith is newFixture with the Options changed by opt.
 func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *fixture {
+	return newFixtureEdit(t, resolver, opt, nil)
+}
+
+// newFixtureEdit is newFixtureWith whose config edit changes before it is
+// written (edit may write more files into the directory, dir, and start
+// upstreams under f.uca).
+func newFixtureEdit(t *testing.T, resolver *net.Resolver, opt func(*Options), edit func(f *fixture, dir string, cfg *filter.Config)) *fixture {
 	f := &fixture{t: t, log: &syncBuf{}, orchSeen: make(chan *http.Request, 16)}
 	uca := testpki.NewCA(t, "upstream test CA")
 	f.jca = testpki.NewCA(t, "jr2 test CA")
@@ -233,12 +241,16 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
+	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
+	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
+	if edit != nil {
+		f.uca = uca
+		edit(f, dir, &cfg)
+	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
-	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
 	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue+"\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "values", contract.TokenName), []byte(tokenValue), 0o600))
-	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
 	for _, tg := range []string{f.up.target, f.dead} {
 		leaf := f.jca.Leaf(t, "127.0.0.1")
 		base := filepath.Join(dir, contract.LeafBase(tg))

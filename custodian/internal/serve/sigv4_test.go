@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/sigv4test"
+	"jr2.dev/boundary/internal/contract"
+)
+
+// awsUpstream is a TLS upstream for the bound AWS hosts that checks, as
+// AWS would, that each request is signed with the real key.
+type awsUpstream struct {
+	srv      *httptest.Server
+	port     string
+	verified atomic.Int32
+	failures chan string
+}
+
+func newAWSUpstream(t *testing.T, f *fixture) *awsUpstream {
+	u := &awsUpstream{failures: make(chan string, 64)}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var hs []filter.Header
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				hs = append(hs, filter.Header{Name: k, Value: v})
+			}
+		}
+		if err := sigv4test.Verify(r.Method, r.Host, r.URL.RequestURI(), hs, r.Header.Get("Content-Length"), body); err != nil {
+			u.failures <- r.URL.Path + ": " + err.Error()
+			http.Error(w, "SignatureDoesNotMatch", 403)
+			return
+		}
+		u.verified.Add(1)
+		// An upstream that echoes what it got: the real parts must be
+		// scrubbed from the answer.
+		io.WriteString(w, "ok "+r.Header.Get("Authorization")+" "+r.Header.Get("X-Amz-Security-Token")+" "+string(body))
+	}))
+	leaf := f.uca.Leaf(t, sigv4test.S3, sigv4test.Bedrock)
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf.TLS}}
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	_, u.port, _ = net.SplitHostPort(u.srv.Listener.Addr().String())
+	return u
+}
+
+// TestSigV4 runs the shared SigV4 table (package sigv4test) through
+// custodian serve over real HTTP: the agent's client signs with the
+// stand-ins, the upstream checks the real key's signature; each refusal is
+// the engine's, nothing of it upstream; the real parts are in no answer
+// and no log line.
+func TestSigV4(t *testing.T) {
+	var up *awsUpstream
+	f := newFixtureEdit(t, fakeDNS(t), nil, func(f *fixture, dir string, cfg *filter.Config) {
+		up = newAWSUpstream(t, f)
+		targets := []string{sigv4test.S3 + ":" + up.port, sigv4test.Bedrock + ":" + up.port}
+		cfg.Secrets = append([]filter.SecretConfig{sigv4test.Secret(targets...)}, cfg.Secrets...)
+		must(t, sigv4test.WriteValues(filepath.Join(dir, "values")))
+		for _, tg := range targets {
+			leaf := f.jca.Leaf(t, strings.Split(tg, ":")[0])
+			base := filepath.Join(dir, contract.LeafBase(tg))
+			must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
+			must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
+		}
+	})
+	forwarded := 0
+	for _, c := range sigv4test.Cases(time.Now().UTC(), up.port) {
+		t.Run(c.Name, func(t *testing.T) {
+			host := c.Host
+			req, err := http.NewRequest(c.Method, "https://"+host+c.Path, bytes.NewReader([]byte(c.Body)))
+			must(t, err)
+			if c.Body == "" {
+				req.Body, req.ContentLength = nil, 0
+			}
+			for _, h := range c.Headers {
+				req.Header[h.Name] = append(req.Header[h.Name], h.Value)
+			}
+			resp, err := f.client().Do(req)
+			must(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, v := range sigv4test.Sentinels {
+				if strings.Contains(string(b), v) {
+					t.Errorf("the answer holds a real part: %q", b)
+				}
+			}
+			if c.Status == 0 {
+				forwarded++
+				if resp.StatusCode != 200 || !strings.HasPrefix(string(b), "ok ") {
+					select {
+					case why := <-up.failures:
+						t.Fatalf("%d %q; the upstream: %s", resp.StatusCode, b, why)
+					default:
+						t.Fatalf("%d %q", resp.StatusCode, b)
+					}
+				}
+				return
+			}
+			if resp.StatusCode != c.Status || !strings.HasPrefix(string(b), "jr2 custodian: ") {
+				t.Fatalf("want %d from the Custodian, got %d %q", c.Status, resp.StatusCode, b)
+			}
+			waitLog(t, f.log, "action=refuse target="+host+" reason="+c.Reason+"\n")
+		})
+	}
+	if n := int(up.verified.Load()); n != forwarded {
+		t.Errorf("the upstream verified %d requests, want %d (a refusal reached it)", n, forwarded)
+	}
+	waitLog(t, f.log, "secret=AWS method=POST status=200\n")
+	for _, v := range append(sigv4test.Sentinels, "jr2-held-") {
+		if strings.Contains(f.log.String(), v) {
+			t.Errorf("a log line holds %q", v)
+		}
+	}
+}
+
+// TestSigV4BodyTooLarge: a body the engine must hash is held up to
+// filter.MaxSignedBody bytes; past it, the engine's 413 and nothing
+// upstream.
+func TestSigV4BodyTooLarge(t *testing.T) {
+	var up *awsUpstream
+	f := newFixtureEdit(t, fakeDNS(t), nil, func(f *fixture, dir string, cfg *filter.Config) {
+		up = newAWSUpstream(t, f)
+		tg := sigv4test.Bedrock + ":" + up.port
+		cfg.Secrets = append([]filter.SecretConfig{sigv4test.Secret(tg)}, cfg.Secrets...)
+		must(t, sigv4test.WriteValues(filepath.Join(dir, "values")))
+		leaf := f.jca.Leaf(t, sigv4test.Bedrock)
+		base := filepath.Join(dir, contract.LeafBase(tg))
+		must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
+		must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
+	})
+	host := sigv4test.Bedrock + ":" + up.port
+	big := strings.Repeat("x", filter.MaxSignedBody+1)
+	req, err := http.NewRequest("POST", "https://"+host+"/model/m/invoke", strings.NewReader(big))
+	must(t, err)
+	must(t, sigv4test.Sign(req, sigv4test.StandIns, "bedrock", []byte(big), time.Now().UTC()))
+	resp, err := f.client().Do(req)
+	must(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "may be at most 16777216 bytes") {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	waitLog(t, f.log, "action=refuse target="+host+" reason="+filter.ReasonBodySize+"\n")
+	if up.verified.Load() != 0 {
+		t.Error("the oversized request reached the upstream")
+	}
+}

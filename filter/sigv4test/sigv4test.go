@@ -1,0 +1,317 @@
+// Package sigv4test is the one table of SigV4 requests every host of the
+// engine runs toward a bound AWS key (filter/sigv4.go): each case a
+// request an SDK signed with the stand-ins, and what must come of it — a
+// forward the upstream verifies with the real key (Verify), or the
+// engine's refusal, its status and reason. custodian serve runs it over
+// real HTTP, both Envoy adapters through the stream machine's suite
+// (filter/stream/streamtest), so the body a host must hold for the hash
+// and the headers it must set are proven the same everywhere.
+//
+// Requests are signed with the AWS SDK for Go v2's signer at the time
+// given (the hosts' clock: now), as a client holding the stand-ins signs.
+//
+// Invariant: test code only; nothing outside _test.go files and test
+// helpers imports it.
+package sigv4test
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/internal/contract"
+)
+
+// The held key: its name, and sentinel parts that must reach no log, reply
+// or answer.
+const (
+	Name        = "AWS"
+	KeyIDValue  = "AKIASIGV4TESTKEYID7Q"
+	SecretValue = "SENTINEL-sigv4test/secret+Kq7Zr2Vw9Ty4Hn6Xp3"
+	TokenValue  = "SENTINEL-sigv4test-token-Fw0GZXIvYXdzE9Lm2Qx8"
+)
+
+// The bound hosts.
+const (
+	S3      = "s3.us-east-1.amazonaws.com"
+	Bedrock = "bedrock-runtime.us-east-1.amazonaws.com"
+)
+
+// Sentinels are the parts a host must never show the agent or log (the
+// key id is scrubbed from answers too).
+var Sentinels = []string{KeyIDValue, SecretValue, TokenValue}
+
+// StandIns are the credentials the agent signs with (harness.env's
+// AWS_*); Real the key the Custodian holds.
+var (
+	StandIns = aws.Credentials{
+		AccessKeyID:     contract.StandIn(contract.AWSKeyID.Of(Name)),
+		SecretAccessKey: contract.StandIn(contract.AWSSecret.Of(Name)),
+		SessionToken:    contract.StandIn(contract.AWSToken.Of(Name)),
+	}
+	Real = aws.Credentials{AccessKeyID: KeyIDValue, SecretAccessKey: SecretValue, SessionToken: TokenValue}
+)
+
+// Secret is the held secret bound to targets (host:port each), with a
+// session token.
+func Secret(targets ...string) filter.SecretConfig {
+	return filter.SecretConfig{Name: Name, StandIn: contract.StandIn(Name), Targets: targets, Headers: filter.AWSHeaders, AWS: &filter.AWSConfig{SessionToken: true}}
+}
+
+// WriteValues writes the key's value files into dir.
+func WriteValues(dir string) error {
+	for n, v := range map[string]string{contract.AWSKeyID.Of(Name): KeyIDValue, contract.AWSSecret.Of(Name): SecretValue, contract.AWSToken.Of(Name): TokenValue} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(v+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Case is one signed request and its outcome.
+type Case struct {
+	Name   string
+	Method string
+	Host   string // the Host it was signed for: a bound host, and the port unless 443
+	// Path is the request target (a presigned one holds its signature).
+	Path string
+	// Headers are the request's, names as Go's client writes them,
+	// content-length aside.
+	Headers []filter.Header
+	// Body is what is sent (a case may sign another).
+	Body string
+	// Status is the refusal's, 0 for a forward; Reason its word.
+	Status int
+	Reason string
+}
+
+// ContentLength is c's content-length as a client sends it, "" when none.
+func (c Case) ContentLength() string {
+	if c.Body == "" {
+		return ""
+	}
+	return strconv.Itoa(len(c.Body))
+}
+
+// unsigned is a request before signing.
+type unsigned struct {
+	method, host, path string
+	headers            map[string]string
+	body               string
+	sha                string // x-amz-content-sha256 sent, "" for none
+	service, region    string
+}
+
+func (u unsigned) signer() *v4.Signer {
+	return v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = u.service == "s3" })
+}
+
+func (u unsigned) request() *http.Request {
+	url_, err := url.Parse("https://" + u.host + u.path)
+	if err != nil {
+		panic(err)
+	}
+	r := &http.Request{Method: u.method, URL: url_, Host: u.host, Header: http.Header{}, ContentLength: int64(len(u.body))}
+	for k, v := range u.headers {
+		r.Header.Set(k, v)
+	}
+	if u.sha != "" {
+		r.Header.Set("X-Amz-Content-Sha256", u.sha)
+	}
+	return r
+}
+
+func hashOf(b string) string {
+	s := sha256.Sum256([]byte(b))
+	return hex.EncodeToString(s[:])
+}
+
+// sign signs u with creds at when, as an SDK client does.
+func (u unsigned) sign(creds aws.Credentials, when time.Time) Case {
+	r := u.request()
+	payload := u.sha
+	if payload == "" {
+		payload = hashOf(u.body)
+	}
+	if err := u.signer().SignHTTP(context.Background(), creds, r, payload, u.service, u.region, when); err != nil {
+		panic(err)
+	}
+	c := Case{Method: u.method, Host: u.host, Path: r.URL.RequestURI(), Body: u.body}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			c.Headers = append(c.Headers, filter.Header{Name: k, Value: v})
+		}
+	}
+	return c
+}
+
+// presign presigns u with creds at when.
+func (u unsigned) presign(creds aws.Credentials, when time.Time, expires int) Case {
+	u.sha = "" // a presigned URL carries no header of its own
+	r := u.request()
+	r.URL.RawQuery = "X-Amz-Expires=" + strconv.Itoa(expires)
+	uri, _, err := u.signer().PresignHTTP(context.Background(), creds, r, "UNSIGNED-PAYLOAD", u.service, u.region, when)
+	if err != nil {
+		panic(err)
+	}
+	pu, err := url.Parse(uri)
+	if err != nil {
+		panic(err)
+	}
+	return Case{Method: u.method, Host: u.host, Path: pu.RequestURI()}
+}
+
+// Cases are the table, signed at now toward the bound hosts on port (""
+// for 443).
+func Cases(now time.Time, port string) []Case {
+	at := func(h string) string {
+		if port == "" {
+			return h
+		}
+		return h + ":" + port
+	}
+	get := unsigned{method: "GET", host: at(S3), path: "/bucket/some%20key.txt", sha: "UNSIGNED-PAYLOAD", service: "s3", region: "us-east-1"}
+	put := unsigned{method: "PUT", host: at(S3), path: "/bucket/k", body: "object body", service: "s3", region: "us-east-1", headers: map[string]string{"Content-Type": "text/plain"}}
+	put.sha = hashOf(put.body)
+	invoke := unsigned{method: "POST", host: at(Bedrock), path: "/model/anthropic.claude-v2/invoke", body: `{"prompt":"hi"}`, service: "bedrock", region: "us-east-1",
+		headers: map[string]string{"Content-Type": "application/json", "Accept": "application/json"}}
+	eu := get
+	eu.region = "eu-west-1"
+	chunked := put
+	chunked.sha = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+	named := func(n string, c Case) Case { c.Name = n; return c }
+	tampered := invoke.sign(StandIns, now)
+	tampered.Body = `{"prompt":"bye"}`
+	wrong := named("signed with another secret key: 403", get.sign(aws.Credentials{AccessKeyID: StandIns.AccessKeyID, SecretAccessKey: "not the stand-in"}, now))
+	wrong.Status, wrong.Reason = 403, filter.ReasonSignature
+	refuse := func(c Case, status int, reason string) Case { c.Status, c.Reason = status, reason; return c }
+	return []Case{
+		named("s3 get, UNSIGNED-PAYLOAD", get.sign(StandIns, now)),
+		named("s3 put, x-amz-content-sha256", put.sign(StandIns, now)),
+		named("bedrock invoke, the body hashed by the host", invoke.sign(StandIns, now)),
+		named("s3 presigned get", get.presign(StandIns, now, 900)),
+		refuse(named("another region: 403", eu.sign(StandIns, now)), 403, filter.ReasonScope),
+		refuse(named("the body changed after signing: 403", tampered), 403, filter.ReasonSignature),
+		refuse(named("dated 20 minutes ago: 403", get.sign(StandIns, now.Add(-20*time.Minute))), 403, filter.ReasonSignedDate),
+		refuse(named("signed chunks: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),
+		wrong,
+	}
+}
+
+// Sign signs r (its body b) with creds for service in us-east-1 at when,
+// as an SDK client that names no x-amz-content-sha256 does.
+func Sign(r *http.Request, creds aws.Credentials, service string, b []byte, when time.Time) error {
+	return v4.NewSigner().SignHTTP(context.Background(), creds, r, hashOf(string(b)), service, "us-east-1", when)
+}
+
+// Verify checks, as AWS would, that a request the Custodian forwarded is
+// signed with the real key (and carries its session token): the SigV4
+// signature recomputed with Real over the headers it names, header-signed
+// or presigned. host is the Host the upstream got.
+func Verify(method, host, path string, hs []filter.Header, contentLength string, body []byte) error {
+	get := func(n string) string {
+		for _, h := range hs {
+			if strings.EqualFold(h.Name, n) {
+				return h.Value
+			}
+		}
+		return ""
+	}
+	rawPath, rawQuery, _ := strings.Cut(path, "?")
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return err
+	}
+	presigned := q.Get("X-Amz-Signature") != ""
+	var cred, signed, sig, date string
+	if presigned {
+		cred, signed, sig, date = q.Get("X-Amz-Credential"), q.Get("X-Amz-SignedHeaders"), q.Get("X-Amz-Signature"), q.Get("X-Amz-Date")
+		if q.Get("X-Amz-Security-Token") != TokenValue {
+			return errors.New("the presigned query does not carry the real session token")
+		}
+	} else {
+		auth := get("Authorization")
+		for _, f := range strings.Split(strings.TrimPrefix(auth, "AWS4-HMAC-SHA256 "), ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(f), "=")
+			switch k {
+			case "Credential":
+				cred = v
+			case "SignedHeaders":
+				signed = v
+			case "Signature":
+				sig = v
+			}
+		}
+		date = get("X-Amz-Date")
+		if get("X-Amz-Security-Token") != TokenValue {
+			return errors.New("the request does not carry the real session token")
+		}
+	}
+	parts := strings.Split(cred, "/")
+	if len(parts) != 5 || parts[0] != KeyIDValue {
+		return errors.New("the credential is not the real key id's")
+	}
+	when, err := time.Parse("20060102T150405Z", date)
+	if err != nil {
+		return errors.New("no X-Amz-Date")
+	}
+	r := &http.Request{Method: method, URL: &url.URL{Scheme: "https", Host: host, Opaque: "//" + host + rawPath}, Host: host, Header: http.Header{}}
+	for _, n := range strings.Split(signed, ";") {
+		switch n {
+		case "host", "x-amz-date", "x-amz-security-token":
+			continue
+		case "content-length":
+			r.ContentLength, _ = strconv.ParseInt(contentLength, 10, 64)
+			continue
+		}
+		for _, h := range hs {
+			if strings.EqualFold(h.Name, n) {
+				r.Header[n] = append(r.Header[n], h.Value)
+			}
+		}
+	}
+	s := v4.NewSigner(func(o *v4.SignerOptions) {
+		o.DisableURIPathEscaping = parts[3] == "s3"
+		o.DisableHeaderHoisting = true
+	})
+	var got string
+	if presigned {
+		q.Del("X-Amz-Signature")
+		q.Del("X-Amz-Security-Token")
+		r.URL.RawQuery = q.Encode()
+		uri, _, err := s.PresignHTTP(context.Background(), Real, r, "UNSIGNED-PAYLOAD", parts[3], parts[2], when)
+		if err != nil {
+			return err
+		}
+		pu, _ := url.Parse(uri)
+		got = pu.Query().Get("X-Amz-Signature")
+	} else {
+		r.URL.RawQuery = rawQuery
+		payload := get("X-Amz-Content-Sha256")
+		if payload == "" {
+			payload = hashOf(string(body))
+		}
+		if err := s.SignHTTP(context.Background(), Real, r, payload, parts[3], parts[2], when); err != nil {
+			return err
+		}
+		a := r.Header.Get("Authorization")
+		got = a[strings.LastIndex(a, "Signature=")+len("Signature="):]
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
+		return errors.New("the signature does not verify with the real key")
+	}
+	return nil
+}
