@@ -20,6 +20,13 @@ func TestConformance(t *testing.T) {
 	streamtest.Run(t, sdkDriver{})
 }
 
+// TestSigV4: the shared SigV4 table through the golang filter's adapter,
+// over its fakes (streamtest.SigV4): the request held for its body where
+// the engine hashes it, each chunk taken, the headers set at the last.
+func TestSigV4(t *testing.T) {
+	streamtest.SigV4(t, sdkDriver{})
+}
+
 // TestRotation: the values' reload through the golang filter's adapter,
 // over its fakes (streamtest.Rotation).
 func TestRotation(t *testing.T) {
@@ -62,6 +69,7 @@ type sdkStream struct {
 	panicOn   string
 	destroyed bool
 	lines     []string
+	req       *fakeHeaders // the request's header map, for BodyStream
 }
 
 func toFake(hs []filter.Header) *fakeHeaders {
@@ -106,6 +114,33 @@ func (s *sdkStream) RequestHeaders(hs []filter.Header) ([]filter.Header, bool) {
 	st := s.f.DecodeHeaders(m, true)
 	return fields(h), s.stop("DecodeHeaders", st)
 }
+
+func (s *sdkStream) RequestHeadersEnd(hs []filter.Header, end bool) ([]filter.Header, bool) {
+	s.cb.phase = decodeHeaders
+	s.req = toFake(hs)
+	switch st := s.f.DecodeHeaders(s.req, end); st {
+	case api.StopAndBufferWatermark:
+		return fields(s.req), true
+	default:
+		return fields(s.req), s.stop("DecodeHeaders", st)
+	}
+}
+
+func (s *sdkStream) RequestData(chunk []byte, end bool) ([]byte, bool) {
+	b := &fakeBuffer{b: append([]byte(nil), chunk...)}
+	switch st := s.f.DecodeData(b, end); st {
+	case api.StopNoBuffer:
+		return b.Bytes(), true
+	default:
+		return b.Bytes(), s.stop("DecodeData", st)
+	}
+}
+
+func (s *sdkStream) RequestTrailers() bool {
+	return s.stop("DecodeTrailers", s.f.DecodeTrailers(headers()))
+}
+
+func (s *sdkStream) Request() []filter.Header { return fields(s.req) }
 
 func (s *sdkStream) ResponseHeaders(hs []filter.Header, end bool) ([]filter.Header, bool) {
 	s.cb.phase = encodeHeaders

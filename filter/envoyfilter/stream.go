@@ -61,8 +61,31 @@ func status(s stream.Status) api.StatusType {
 	return api.Continue
 }
 
-func (f *goFilter) DecodeHeaders(h api.RequestHeaderMap, _ bool) api.StatusType {
-	return status(f.m.RequestHeaders(requestHeaders{h}))
+// DecodeHeaders decides the request. One the machine holds for its body
+// (a SigV4 signature over the body's hash) waits for each chunk
+// (StopAndBufferWatermark: the SDK calls DecodeData per chunk, keeping
+// the header map changeable until the headers go on).
+func (f *goFilter) DecodeHeaders(h api.RequestHeaderMap, endStream bool) api.StatusType {
+	st := f.m.RequestHeadersEnd(requestHeaders{h}, endStream)
+	if st == stream.Held {
+		return api.StopAndBufferWatermark
+	}
+	return status(st)
+}
+
+// DecodeData passes a request chunk to the machine: a chunk it holds is
+// taken (StopNoBuffer drops Envoy's copy), and the last carries the whole
+// body on.
+func (f *goFilter) DecodeData(buf api.BufferInstance, endStream bool) api.StatusType {
+	st := f.m.RequestData(body{buf}, endStream)
+	if st == stream.Held {
+		return api.StopNoBuffer
+	}
+	return status(st)
+}
+
+func (f *goFilter) DecodeTrailers(api.RequestTrailerMap) api.StatusType {
+	return status(f.m.RequestTrailers())
 }
 
 func (f *goFilter) EncodeHeaders(h api.ResponseHeaderMap, endStream bool) api.StatusType {

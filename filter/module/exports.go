@@ -78,18 +78,18 @@ func envoy_dynamic_module_on_http_filter_new(conf, envoyFilter C.uintptr_t) C.ui
 }
 
 //export envoy_dynamic_module_on_http_filter_request_headers
-func envoy_dynamic_module_on_http_filter_request_headers(p1 C.uintptr_t, h C.uintptr_t, p2 C.bool) C.int {
-	return C.int(requestHeadersHook(func() abi { return cabi{f: p1} }, uintptr(h)))
+func envoy_dynamic_module_on_http_filter_request_headers(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) C.int {
+	return C.int(requestHeadersEndHook(func() abi { return cabi{f: p1} }, uintptr(h), bool(endStream)))
 }
 
 //export envoy_dynamic_module_on_http_filter_request_body
-func envoy_dynamic_module_on_http_filter_request_body(p1 C.uintptr_t, h C.uintptr_t, p2 C.bool) C.int {
-	return statusContinue
+func envoy_dynamic_module_on_http_filter_request_body(p1 C.uintptr_t, h C.uintptr_t, endStream C.bool) C.int {
+	return C.int(requestBodyHook(uintptr(h), bool(endStream)))
 }
 
 //export envoy_dynamic_module_on_http_filter_request_trailers
 func envoy_dynamic_module_on_http_filter_request_trailers(p1 C.uintptr_t, h C.uintptr_t) C.int {
-	return statusContinue
+	return C.int(requestTrailersHook(uintptr(h)))
 }
 
 //export envoy_dynamic_module_on_http_filter_response_headers

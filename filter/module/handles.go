@@ -175,13 +175,40 @@ func routeOf(h uintptr) *routeConfig {
 // pointer) is failed closed with the fixed 502 on the ABI envoy gives for
 // it, never held open.
 func requestHeadersHook(envoy func() abi, h uintptr) (st int32) {
+	return requestHeadersEndHook(envoy, h, false)
+}
+
+// requestHeadersEndHook is requestHeadersHook told whether the request
+// ends with its headers.
+func requestHeadersEndHook(envoy func() abi, h uintptr, endStream bool) (st int32) {
 	f := filterOf(h)
 	if f == nil {
 		(&moduleFilter{x: envoy()}).fail()
 		return statusStopIteration
 	}
 	defer guard(f, &st, statusStopIteration)
-	return int32(f.requestHeaders())
+	return int32(f.requestHeaders(endStream))
+}
+
+// The request body and trailers hooks of a stream with no filter stop:
+// its request was failed closed.
+
+func requestBodyHook(h uintptr, endStream bool) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		return statusStopNoBuffer
+	}
+	defer guard(f, &st, statusStopNoBuffer)
+	return int32(f.requestBody(endStream))
+}
+
+func requestTrailersHook(h uintptr) (st int32) {
+	f := filterOf(h)
+	if f == nil {
+		return statusStopIteration
+	}
+	defer guard(f, &st, statusStopIteration)
+	return int32(f.requestTrailers())
 }
 
 // The response hooks of a stream with no filter stop: its request was

@@ -18,6 +18,7 @@ const (
 	responseHeader  = 2
 	responseTrailer = 3
 
+	receivedRequestBody  = 0
 	receivedResponseBody = 2
 	bufferedResponseBody = 3
 )
@@ -153,7 +154,7 @@ type moduleFilter struct {
 	// The header maps and the body as the machine's Headers and Body,
 	// kept here so that handing them to it boxes nothing per hook.
 	reqHdr, respHdr, respTrl headerMap
-	respBody                 body
+	reqBody, respBody        body
 	// The copies out of Envoy: the request's and the response's headers
 	// (each read once per stream) and the chunk now passing.
 	reqCopy, respCopy headerCopy
@@ -233,8 +234,10 @@ func (c headerCopy) emptied() headerCopy {
 const FailedBody = "jr2 custodian: internal error in the Envoy module; nothing was passed on"
 
 // requestHeaders starts the stream's machine with the route's config and
-// decides the request.
-func (f *moduleFilter) requestHeaders() int {
+// decides the request. A request the machine holds for its body (a SigV4
+// signature over the body's hash) stops here, and goes on from
+// requestBody once the body is whole.
+func (f *moduleFilter) requestHeaders(endStream bool) int {
 	cfg := stream.NoConfig
 	if f.conf != nil {
 		cfg = stream.NoRouteConfig
@@ -249,7 +252,38 @@ func (f *moduleFilter) requestHeaders() int {
 	f.m.Reset(cfg, f)
 	f.started = true
 	f.reqHdr = headerMap{f, requestHeader, &f.reqCopy}
-	return headersStatus(f.m.RequestHeaders(&f.reqHdr))
+	return headersStatus(f.m.RequestHeadersEnd(&f.reqHdr, endStream))
+}
+
+// requestBody passes a request chunk to the machine: one it holds is
+// taken out of Envoy's buffer into the machine's (stop, Envoy buffering
+// nothing, so Envoy's buffer limit never answers first), and the last
+// carries the whole body on with the headers the engine decided. Envoy
+// keeps the request headers until then, and a filter may change them
+// while their iteration is stopped.
+func (f *moduleFilter) requestBody(endStream bool) int {
+	if f.failed {
+		f.x.drainBody(receivedRequestBody, drainAll)
+		return statusStopNoBuffer
+	}
+	if !f.started {
+		return statusContinue
+	}
+	f.reqBody = body{f, receivedRequestBody}
+	if f.m.RequestData(&f.reqBody, endStream) != stream.Continue {
+		return statusStopNoBuffer
+	}
+	return statusContinue
+}
+
+func (f *moduleFilter) requestTrailers() int {
+	if f.failed {
+		return statusStopIteration
+	}
+	if !f.started {
+		return statusContinue
+	}
+	return headersStatus(f.m.RequestTrailers())
 }
 
 // The encode hooks of a stream whose request the module never saw (Envoy
@@ -275,7 +309,7 @@ func (f *moduleFilter) responseBody(endStream bool) int {
 	if !f.started {
 		return statusContinue
 	}
-	f.respBody = body{f}
+	f.respBody = body{f, receivedResponseBody}
 	if f.m.ResponseData(&f.respBody, endStream) == stream.Answered {
 		return statusStopNoBuffer
 	}
@@ -319,7 +353,7 @@ func (f *moduleFilter) fail() {
 }
 
 func headersStatus(s stream.Status) int {
-	if s == stream.Answered {
+	if s != stream.Continue {
 		return statusStopIteration
 	}
 	return statusContinue
@@ -364,20 +398,23 @@ func (h headerMap) Set(name, value string) { h.f.x.setHeader(h.kind, name, value
 func (h headerMap) Add(name, value string) { h.f.x.addHeader(h.kind, name, value) }
 func (h headerMap) Del(name string)        { h.f.x.setHeader(h.kind, name, "") }
 
-// body is the response chunk now passing (the ABI's received response
-// body) as the machine's Body: a copy in the filter's buffer, valid until
-// the next chunk.
-type body struct{ f *moduleFilter }
+// body is the chunk now passing (the ABI's received request or response
+// body, by kind) as the machine's Body: a copy in the filter's buffer,
+// valid until the next chunk.
+type body struct {
+	f    *moduleFilter
+	kind int
+}
 
 func (b body) Bytes() []byte {
-	b.f.chunk = b.f.x.body(receivedResponseBody, b.f.chunk[:0])
+	b.f.chunk = b.f.x.body(b.kind, b.f.chunk[:0])
 	return b.f.chunk
 }
 
 func (b body) Set(p []byte) error {
-	b.f.x.drainBody(receivedResponseBody, drainAll)
+	b.f.x.drainBody(b.kind, drainAll)
 	if len(p) > 0 {
-		b.f.x.appendBody(receivedResponseBody, p)
+		b.f.x.appendBody(b.kind, p)
 	}
 	return nil
 }

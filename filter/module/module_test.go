@@ -30,6 +30,7 @@ const (
 type fakeABI struct {
 	hdr      map[int][]filter.Header
 	chunk    []byte     // the received response body now passing
+	reqChunk []byte     // the received request body now passing
 	appended []byte     // what went to the buffered response body
 	reply    *fakeReply // the last of replies
 	replies  []fakeReply
@@ -105,16 +106,23 @@ func (x *fakeABI) addHeader(kind int, name, value string) {
 func (x *fakeABI) body(kind int, into []byte) []byte {
 	x.boom("body")
 	x.boom("response body")
-	if kind != receivedResponseBody {
-		return into
+	switch kind {
+	case receivedResponseBody:
+		return append(into, x.chunk...)
+	case receivedRequestBody:
+		return append(into, x.reqChunk...)
 	}
-	return append(into, x.chunk...)
+	return into
 }
 
 func (x *fakeABI) drainBody(kind int, n int) {
-	if kind == receivedResponseBody {
+	switch kind {
+	case receivedResponseBody:
 		n = min(n, len(x.chunk))
 		x.chunk = x.chunk[n:]
+	case receivedRequestBody:
+		n = min(n, len(x.reqChunk))
+		x.reqChunk = x.reqChunk[n:]
 	}
 }
 
@@ -122,6 +130,8 @@ func (x *fakeABI) appendBody(kind int, b []byte) {
 	switch kind {
 	case receivedResponseBody:
 		x.chunk = append(x.chunk, b...)
+	case receivedRequestBody:
+		x.reqChunk = append(x.reqChunk, b...)
 	case bufferedResponseBody:
 		x.appended = append(x.appended, b...)
 	}
@@ -238,7 +248,7 @@ func TestAdapterPanicFailsClosed(t *testing.T) {
 	var st int32
 	func() {
 		defer guard(f, &st, statusStopIteration)
-		st = int32(f.requestHeaders())
+		st = int32(f.requestHeaders(false))
 	}()
 	if st != statusStopIteration || x.reply == nil || x.reply.status != 502 || x.reply.body != FailedBody {
 		t.Fatalf("status %d, reply %+v", st, x.reply)
@@ -267,7 +277,7 @@ func TestConnectionTarget(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f, x := newStream(fc, rc, swapRequest...)
 			x.target = c.target
-			f.requestHeaders()
+			f.requestHeaders(false)
 			if c.status == 0 {
 				if x.reply != nil || x.mark == nil || !*x.mark || header(x.hdr[requestHeader], "x-api-key") != anthropicValue {
 					t.Fatalf("reply %+v, mark %v, x-api-key %q; want the swap, marked", x.reply, x.mark, header(x.hdr[requestHeader], "x-api-key"))
@@ -335,12 +345,25 @@ func TestNoFilterFailsClosed(t *testing.T) {
 // (filter/stream/streamtest), here over the fake ABI, through the very
 // hook functions the exports call.
 func TestConformance(t *testing.T) {
+	streamtest.Run(t, moduleDriver{lines: captureLogs(t)})
+}
+
+// captureLogs sends the module's lines, info and error, to the list it
+// returns until the test ends.
+func captureLogs(t *testing.T) *[]string {
 	var lines []string
 	info, errs := logInfo, logError
 	logInfo = func(l string) { lines = append(lines, l) }
 	logError = logInfo
 	t.Cleanup(func() { logInfo, logError = info, errs })
-	streamtest.Run(t, moduleDriver{lines: &lines})
+	return &lines
+}
+
+// TestSigV4: the shared SigV4 table through the module's hooks
+// (streamtest.SigV4): the request held for its body where the engine
+// hashes it, the headers set once it is whole.
+func TestSigV4(t *testing.T) {
+	streamtest.SigV4(t, moduleDriver{lines: captureLogs(t)})
 }
 
 // TestRotation: the values' reload through the module
@@ -436,6 +459,24 @@ func (s *abiStream) RequestHeaders(hs []filter.Header) ([]filter.Header, bool) {
 	st := requestHeadersHook(func() abi { return s.x }, s.h)
 	return s.x.hdr[requestHeader], s.stop("request headers", st, statusStopIteration)
 }
+
+func (s *abiStream) RequestHeadersEnd(hs []filter.Header, end bool) ([]filter.Header, bool) {
+	s.x.hdr[requestHeader] = envoyMap(hs)
+	st := requestHeadersEndHook(func() abi { return s.x }, s.h, end)
+	return s.x.hdr[requestHeader], s.stop("request headers", st, statusStopIteration)
+}
+
+func (s *abiStream) RequestData(chunk []byte, end bool) ([]byte, bool) {
+	s.x.reqChunk = append([]byte(nil), chunk...)
+	st := requestBodyHook(s.h, end)
+	return s.x.reqChunk, s.stop("request body", st, statusStopNoBuffer)
+}
+
+func (s *abiStream) RequestTrailers() bool {
+	return s.stop("request trailers", requestTrailersHook(s.h), statusStopIteration)
+}
+
+func (s *abiStream) Request() []filter.Header { return s.x.hdr[requestHeader] }
 
 func (s *abiStream) ResponseHeaders(hs []filter.Header, end bool) ([]filter.Header, bool) {
 	s.x.hdr[responseHeader] = envoyMap(hs)

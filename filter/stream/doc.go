@@ -48,6 +48,15 @@
 //     scrubber (package filter/wsframe); malformed framing passes the
 //     Custodian's close frame and drops what follows. The agent's bytes
 //     (request data) pass unchanged.
+//   - A request whose decision needs its body (filter.Decision.NeedBody:
+//     a SigV4 signature over the body's hash, sigv4.go): RequestHeadersEnd
+//     holds it (Held: the adapter stops the headers), RequestData takes
+//     each chunk into the machine's buffer (at most filter.MaxSignedBody;
+//     past it the engine's 413) and, at the last, decides with
+//     DecideRequestBody, applies the decision to the held headers and lets
+//     the whole body go on in that chunk. A held request that ends in
+//     trailers is refused (RequestTrailers): its body cannot go before
+//     them. Any other request's body passes untouched.
 //   - Done: the scrubber is released, and a forwarded request that ended
 //     before any response gets its action=intercept line (status=0).
 //

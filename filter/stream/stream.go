@@ -75,6 +75,12 @@ const (
 	// Answered: the machine sent a local reply, or dropped what followed a
 	// refused response; stop iteration.
 	Answered
+	// Held: the machine holds the request until its body is whole (a
+	// SigV4 signature covers the body's hash: filter.Decision.NeedBody).
+	// For request headers the adapter stops iteration; for a request
+	// chunk, which the machine took (Body.Set to empty), it stops without
+	// Envoy buffering it. The last chunk carries the whole body on.
+	Held
 )
 
 // Stream is the machine of one request and its response. Its methods are
@@ -97,6 +103,13 @@ type Stream struct {
 	body      *filter.Body      // the response body scrubber, while a body flows
 	frames    *wsframe.Scrubber // the upstream's WebSocket frames' scrubber, after a 101
 	broken    bool              // the response was cut off; drop whatever follows
+
+	// A request held for its body (Held): its headers as the engine read
+	// them, the header map to apply the decision to, the body so far.
+	holding bool
+	held    filter.Request
+	heldHdr Headers
+	heldBuf []byte
 
 	// What a stream reuses when Reset makes it the machine of the next
 	// one: a passed request and its answer allocate nothing once these
@@ -142,6 +155,7 @@ func (s *Stream) Reset(cfg *Config, host Host) {
 		reqHdrs: Emptied(s.reqHdrs),
 		resHdrs: Emptied(s.resHdrs),
 		out:     Emptied(s.out),
+		heldBuf: Emptied(s.heldBuf),
 		fields:  Emptied(s.fields),
 		line:    Emptied(s.line),
 	}
@@ -162,8 +176,14 @@ func Emptied[T any](b []T) []T {
 }
 
 // RequestHeaders decides the request by the route's role and applies the
-// verdict.
-func (s *Stream) RequestHeaders(h Headers) (status Status) {
+// verdict: RequestHeadersEnd of headers a body follows.
+func (s *Stream) RequestHeaders(h Headers) (status Status) { return s.RequestHeadersEnd(h, false) }
+
+// RequestHeadersEnd is RequestHeaders, told whether the request ends with
+// its headers (no body follows). A request whose decision needs its body
+// (filter.Decision.NeedBody) is decided at once with an empty body when
+// none follows, else Held until RequestData has it whole.
+func (s *Stream) RequestHeadersEnd(h Headers, endStream bool) (status Status) {
 	defer s.recoverPanic(false, &status)
 	s.target = "-"
 	if m := s.cfg.broken; m != nil {
@@ -206,18 +226,76 @@ func (s *Stream) RequestHeaders(h Headers) (status Status) {
 		return s.forwardDecision(d)
 	case pluginconf.RoleIntercept:
 		d := e.DecideUpgrade(s.cfg.route.Target, &r, UpgradeOf(r.Headers))
-		if d.Reply != nil {
-			return s.reply(false, d.Reply, d.LogFields(0))
+		if d.NeedBody && endStream {
+			d = e.DecideRequestBody(s.cfg.route.Target, &r, nil)
+		} else if d.NeedBody {
+			s.holding, s.held, s.heldHdr, s.target = true, r, h, s.cfg.route.Target
+			return Held
 		}
-		applyRequest(h, &d)
-		// The Host rule let any spelling of the target through (case, a
-		// trailing dot, :443); the upstream gets the target's own, as from
-		// the Go host.
-		h.Set(":authority", s.cfg.upstream)
-		return s.forwardDecision(d)
+		return s.intercept(h, d)
 	}
 	// ParseRoute admits no other role; a config built around one is a bug.
 	return s.misconfigured("the route's role is unknown")
+}
+
+// intercept applies an intercepted request's decision.
+func (s *Stream) intercept(h Headers, d filter.Decision) Status {
+	if d.Reply != nil {
+		return s.reply(false, d.Reply, d.LogFields(0))
+	}
+	applyRequest(h, &d)
+	// The Host rule let any spelling of the target through (case, a
+	// trailing dot, :443); the upstream gets the target's own, as from
+	// the Go host.
+	h.Set(":authority", s.cfg.upstream)
+	return s.forwardDecision(d)
+}
+
+// RequestData takes one chunk of a request Held for its body: the chunk
+// is taken out of Envoy's stream (b.Set to empty) into the machine's
+// buffer, at most filter.MaxSignedBody bytes (past them the engine's 413);
+// at the last chunk the request is decided with the whole body
+// (filter.Engine.DecideRequestBody), and the body goes on in that chunk.
+// A request not held passes untouched.
+func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
+	defer s.recoverPanic(false, &status)
+	if !s.holding {
+		return Continue
+	}
+	s.heldBuf = append(s.heldBuf, b.Bytes()...)
+	if len(s.heldBuf) > filter.MaxSignedBody {
+		s.holding = false
+		d := s.eng.BodyTooLarge(s.target)
+		return s.reply(false, d.Reply, d.LogFields(0))
+	}
+	if !endStream {
+		if err := b.Set(nil); err != nil {
+			panic(err)
+		}
+		return Held
+	}
+	s.holding = false
+	d := s.eng.DecideRequestBody(s.target, &s.held, s.heldBuf)
+	if d.Reply == nil {
+		if err := b.Set(s.heldBuf); err != nil {
+			panic(err)
+		}
+	}
+	return s.intercept(s.heldHdr, d)
+}
+
+// RequestTrailers ends a request Held for its body that ended with
+// trailers: the body cannot be put back before them, so the request is
+// refused with the answer of a host that cannot hold a body (the engine's
+// NeedBody reply). A request not held passes.
+func (s *Stream) RequestTrailers() (status Status) {
+	defer s.recoverPanic(false, &status)
+	if !s.holding {
+		return Continue
+	}
+	s.holding = false
+	d := s.eng.DecideUpgrade(s.target, &s.held, filter.Upgrade{})
+	return s.reply(false, d.Reply, d.LogFields(0))
 }
 
 // misconfigured answers 500: the stream has no config it can decide with.
@@ -486,6 +564,7 @@ func requestOf(all []filter.Header) filter.Request {
 	r.Method = firstValue(all, ":method")
 	r.Authority = firstValue(all, ":authority")
 	r.Path = firstValue(all, ":path")
+	r.ContentLength = firstValue(all, "content-length")
 	r.Headers = withoutPseudo(all)
 	return r
 }
