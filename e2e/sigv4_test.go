@@ -1,0 +1,229 @@
+//go:build linux
+
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/testkit/testpki"
+)
+
+// The bound AWS hosts of the SigV4 pod.
+const (
+	awsS3      = "s3.us-east-1.amazonaws.com"
+	awsBedrock = "bedrock-runtime.us-east-1.amazonaws.com"
+	awsName    = "AWS"
+)
+
+// TestSigV4Clients: real AWS clients through the Custodian with only
+// harness.env (the AWS_* stand-ins, HTTPS_PROXY, the trust variables) and
+// the endpoints, against an upstream that checks every SigV4 signature
+// with the REAL key using botocore's own signer (e2e/python/
+// sigv4_upstream.py): a Bedrock InvokeModel (a JSON POST whose body the
+// Custodian hashes), an S3 put, a get, a presigned get, and a client
+// signing for another region, which the Custodian refuses before the
+// upstream. The bound names resolve to the local upstream in the
+// Custodian's mount namespace (its /etc/hosts); the clients reach them only
+// through HTTPS_PROXY. The real key id, secret key and session token
+// appear in no answer, no log line of the Custodian or the upstream, and
+// no argv of any process the test started.
+func TestSigV4Clients(t *testing.T) {
+	py := filepath.Join(suiteDir(), "..", ".cache", "python-aws", "venv", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		t.Fatal("e2e: boto3 is not installed for the AWS clients: run make .cache/python-aws/venv (make tools does)")
+	}
+	for _, host := range hostsToRun(t) {
+		run(t, host.Name(), func(t *testing.T) { testSigV4Clients(t, host, py) })
+	}
+}
+
+// awsPod is a rendered pod holding one AWS key bound to the two hosts on
+// the upstream's port, with its upstream and running Custodian.
+type awsPod struct {
+	port  string
+	real  map[string]string // part -> value
+	env   []string          // a client's whole environment
+	run   *Running
+	up    *exec.Cmd
+	upErr *output
+	cmds  []*exec.Cmd // every process the test started, for their argv
+}
+
+func randomHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func newAWSPod(t *testing.T, host Host, py string) *awsPod {
+	tmp := t.TempDir()
+	p := &awsPod{real: map[string]string{
+		"id":     "AKIA" + strings.ToUpper(randomHex(t, 8)),
+		"secret": "SENTINEL/aws+" + randomHex(t, 16),
+		"token":  "SENTINEL-aws-token/" + randomHex(t, 24) + "==",
+	}}
+	ca := testpki.NewCA(t, "e2e sigv4 upstream CA")
+	leaf := ca.Leaf(t, awsS3, awsBedrock)
+	mustWrite(t, filepath.Join(tmp, "up.crt"), string(leaf.CertPEM), 0o644)
+	mustWrite(t, filepath.Join(tmp, "up.key"), string(leaf.KeyPEM), 0o600)
+	creds, _ := json.Marshal(p.real)
+	mustWrite(t, filepath.Join(tmp, "creds.json"), string(creds), 0o600)
+
+	portFile := filepath.Join(tmp, "port")
+	p.up = exec.Command(py, filepath.Join(suiteDir(), "python", "sigv4_upstream.py"))
+	p.up.Env = []string{"SIGV4_CREDS=" + filepath.Join(tmp, "creds.json"), "SIGV4_CERT=" + filepath.Join(tmp, "up.crt"),
+		"SIGV4_KEY=" + filepath.Join(tmp, "up.key"), "SIGV4_PORT_FILE=" + portFile, "PATH=" + os.Getenv("PATH")}
+	p.upErr = &output{}
+	stderr, err := p.up.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.upErr.read(stderr, "")
+	p.cmds = append(p.cmds, p.up)
+	t.Cleanup(func() { p.up.Process.Kill(); p.up.Wait() })
+	for i := 0; ; i++ {
+		if b, err := os.ReadFile(portFile); err == nil {
+			p.port = string(b)
+			break
+		}
+		if i > 300 {
+			t.Fatalf("the SigV4 upstream did not start: %s", p.upErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	values := map[string]string{
+		contract.TokenName:             sentinel(t, contract.TokenName),
+		contract.AWSKeyID.Of(awsName):  p.real["id"],
+		contract.AWSSecret.Of(awsName): p.real["secret"],
+		contract.AWSToken.Of(awsName):  p.real["token"],
+	}
+	m := manifest{Pod: podName, Orchestrator: serveLoopback(t, http.NotFoundHandler()), Sandbox: podName,
+		Secrets: []manifestSecret{{Name: awsName, Hosts: []string{awsS3 + ":" + p.port, awsBedrock + ":" + p.port}, AWS: map[string]bool{"sessionToken": true}}}}
+	dir, _ := renderLocalPod(t, tmp, host, m, ca, values)
+	hosts := filepath.Join(tmp, "hosts")
+	mustWrite(t, hosts, "127.0.0.1 localhost\n127.0.0.1 "+awsS3+"\n127.0.0.1 "+awsBedrock+"\n", 0o644)
+	p.run = host.Start(t, dir, hosts)
+	p.cmds = append(p.cmds, p.run.cmd)
+
+	hb, err := os.ReadFile(filepath.Join(dir, "harness.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(tmp, "home")
+	mustMkdir(t, home)
+	p.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8",
+		"AWS_ENDPOINT_URL_S3=https://" + awsS3 + ":" + p.port,
+		"AWS_ENDPOINT_URL_BEDROCK_RUNTIME=https://" + awsBedrock + ":" + p.port,
+		"AWS_EC2_METADATA_DISABLED=true"}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(hb), "\n"), "\n") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "HTTPS_PROXY" || k == "https_proxy" {
+			kv = k + "=http://" + p.run.Egress
+		}
+		p.env = append(p.env, kv)
+	}
+	return p
+}
+
+// noRealPart fails when a real part of the key is in s.
+func (p *awsPod) noRealPart(t *testing.T, where, s string) {
+	t.Helper()
+	for part, v := range p.real {
+		if strings.Contains(s, v) {
+			t.Errorf("%s holds the real %s", where, part)
+		}
+	}
+}
+
+// stepResult is one line aws_client.py prints.
+type stepResult struct {
+	Step   string `json:"step"`
+	OK     bool   `json:"ok"`
+	Status int    `json:"status"`
+	Body   string `json:"body"`
+}
+
+func testSigV4Clients(t *testing.T, host Host, py string) {
+	p := newAWSPod(t, host, py)
+	for _, kv := range p.env {
+		if strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY=") && kv != "AWS_SECRET_ACCESS_KEY="+contract.StandIn(contract.AWSSecret.Of(awsName)) {
+			t.Fatalf("harness.env's secret key is not the stand-in")
+		}
+	}
+	cmd := exec.Command(py, filepath.Join(suiteDir(), "python", "aws_client.py"), "invoke", "put", "get", "presigned", "other-region")
+	cmd.Env = p.env
+	p.cmds = append(p.cmds, cmd)
+	out, err := cmd.CombinedOutput()
+	p.noRealPart(t, "boto3's output", string(out))
+	if err != nil {
+		t.Fatalf("boto3: %v\n%s", err, out)
+	}
+	got := map[string]stepResult{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r stepResult
+		if json.Unmarshal([]byte(l), &r) == nil {
+			got[r.Step] = r
+		}
+	}
+	for _, c := range []struct {
+		step   string
+		ok     bool
+		status int
+		body   string
+	}{
+		{"invoke", true, 200, "hello from bedrock"},
+		{"put", true, 200, ""},
+		{"get", true, 200, "hello through the custodian"},
+		{"presigned", true, 200, "hello through the custodian"},
+		{"other-region", false, 403, ""},
+	} {
+		r, ok := got[c.step]
+		if !ok || r.OK != c.ok || r.Status != c.status || !strings.Contains(r.Body, c.body) {
+			t.Errorf("boto3 %s: %+v; want ok=%v status %d holding %q (upstream: %s)", c.step, r, c.ok, c.status, c.body, p.upErr.String())
+		}
+	}
+	if r := got["invoke"]; !strings.Contains(r.Body, "[secret:"+contract.AWSKeyID.Of(awsName)+"] [secret:"+contract.AWSToken.Of(awsName)+"]") {
+		t.Errorf("the upstream's echo of the real key id and token was not scrubbed: %q", r.Body)
+	}
+	if t.Failed() {
+		t.Logf("the Custodian's output:\n%s", p.run.out.String())
+	}
+	p.checkStats(t, 4)
+	p.run.out.waitPrefix(t, lineFor("action", "refuse", "target", awsS3+":"+p.port, "reason", "signature-scope"), 10*time.Second, p.run.exited)
+	p.noRealPart(t, "the Custodian's output", p.run.out.String())
+	p.noRealPart(t, "the upstream's stderr", p.upErr.String())
+	for _, c := range p.cmds {
+		p.noRealPart(t, "argv of "+filepath.Base(c.Path), strings.Join(c.Args, " "))
+	}
+}
+
+// checkStats asks the upstream how many requests it verified with the real
+// key (want) and refused (none: every refusal was the Custodian's).
+func (p *awsPod) checkStats(t *testing.T, want int) {
+	t.Helper()
+	c := exec.Command("curl", "-sS", "--max-time", "10", "-k", "--noproxy", "*", "--resolve", awsS3+":"+p.port+":127.0.0.1", "https://"+awsS3+":"+p.port+"/__stats")
+	b, err := c.Output()
+	if err != nil {
+		t.Fatalf("the upstream's stats: %v", err)
+	}
+	var s struct{ Verified, Refused int }
+	if err := json.Unmarshal(b, &s); err != nil || s.Verified != want || s.Refused != 0 {
+		t.Errorf("the upstream verified %d and refused %d (%s); want %d verified, none refused: %s", s.Verified, s.Refused, b, want, p.upErr.String())
+	}
+}
