@@ -3,16 +3,25 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testkit/testpki"
@@ -166,13 +175,53 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 			t.Fatalf("harness.env's secret key is not the stand-in")
 		}
 	}
-	cmd := exec.Command(py, filepath.Join(suiteDir(), "python", "aws_client.py"), "invoke", "put", "get", "presigned", "other-region")
-	cmd.Env = p.env
-	p.cmds = append(p.cmds, cmd)
+	steps := []string{"invoke", "put", "get", "presigned", "other-region"}
+	verified := 0
+	for _, c := range []struct {
+		name string
+		cmd  *exec.Cmd
+		body string
+	}{
+		{"boto3", exec.Command(py, append([]string{filepath.Join(suiteDir(), "python", "aws_client.py")}, steps...)...), "hello through the custodian"},
+		// The Go client's Bedrock call runs in a process of its own: under
+		// Envoy, while a tunnel to one bound name is open (the SDK keeps
+		// its connection), a tunnel to another bound name on the same port
+		// is judged as the first's target (421 "the Host header must name
+		// bedrock-runtime…"): a defect of the Envoy data plane's shared
+		// intercept listener, not of SigV4, that custodian serve does not
+		// have. It fails closed; it is reported, not hidden here.
+		{"the AWS SDK for Go, Bedrock", exec.Command(bins.self, steps[0]), ""},
+		{"the AWS SDK for Go", exec.Command(bins.self, steps[1:]...), "hello from the go sdk"},
+	} {
+		run(t, c.name, func(t *testing.T) {
+			c.cmd.Env = p.env
+			if c.cmd.Path == bins.self {
+				c.cmd.Env = append(append([]string(nil), p.env...), roleEnv+"=awsgoclient")
+			}
+			p.cmds = append(p.cmds, c.cmd)
+			p.client(t, c.name, c.cmd, c.body)
+		})
+		for _, a := range c.cmd.Args[1:] {
+			if slices.Contains(steps, a) && a != "other-region" { // refused by the Custodian, never upstream
+				verified++
+			}
+		}
+		p.checkStats(t, verified)
+	}
+	p.run.out.waitPrefix(t, lineFor("action", "refuse", "target", awsS3+":"+p.port, "reason", "signature-scope"), 10*time.Second, p.run.exited)
+	p.noRealPart(t, "the Custodian's output", p.run.out.String())
+	p.noRealPart(t, "the upstream's stderr", p.upErr.String())
+	for _, c := range p.cmds {
+		p.noRealPart(t, "argv of "+filepath.Base(c.Path), strings.Join(c.Args, " "))
+	}
+}
+
+// client runs one AWS client's steps and checks each outcome.
+func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string) {
 	out, err := cmd.CombinedOutput()
-	p.noRealPart(t, "boto3's output", string(out))
+	p.noRealPart(t, name+"'s output", string(out))
 	if err != nil {
-		t.Fatalf("boto3: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", name, err, out)
 	}
 	got := map[string]stepResult{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -189,27 +238,23 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 	}{
 		{"invoke", true, 200, "hello from bedrock"},
 		{"put", true, 200, ""},
-		{"get", true, 200, "hello through the custodian"},
-		{"presigned", true, 200, "hello through the custodian"},
+		{"get", true, 200, object},
+		{"presigned", true, 200, object},
 		{"other-region", false, 403, ""},
 	} {
+		if !slices.Contains(cmd.Args[1:], c.step) {
+			continue
+		}
 		r, ok := got[c.step]
 		if !ok || r.OK != c.ok || r.Status != c.status || !strings.Contains(r.Body, c.body) {
-			t.Errorf("boto3 %s: %+v; want ok=%v status %d holding %q (upstream: %s)", c.step, r, c.ok, c.status, c.body, p.upErr.String())
+			t.Errorf("%s %s: %+v; want ok=%v status %d holding %q (upstream: %s)", name, c.step, r, c.ok, c.status, c.body, p.upErr.String())
 		}
 	}
-	if r := got["invoke"]; !strings.Contains(r.Body, "[secret:"+contract.AWSKeyID.Of(awsName)+"] [secret:"+contract.AWSToken.Of(awsName)+"]") {
+	if r, ran := got["invoke"]; ran && !strings.Contains(r.Body, "[secret:"+contract.AWSKeyID.Of(awsName)+"] [secret:"+contract.AWSToken.Of(awsName)+"]") {
 		t.Errorf("the upstream's echo of the real key id and token was not scrubbed: %q", r.Body)
 	}
 	if t.Failed() {
 		t.Logf("the Custodian's output:\n%s", p.run.out.String())
-	}
-	p.checkStats(t, 4)
-	p.run.out.waitPrefix(t, lineFor("action", "refuse", "target", awsS3+":"+p.port, "reason", "signature-scope"), 10*time.Second, p.run.exited)
-	p.noRealPart(t, "the Custodian's output", p.run.out.String())
-	p.noRealPart(t, "the upstream's stderr", p.upErr.String())
-	for _, c := range p.cmds {
-		p.noRealPart(t, "argv of "+filepath.Base(c.Path), strings.Join(c.Args, " "))
 	}
 }
 
@@ -226,4 +271,90 @@ func (p *awsPod) checkStats(t *testing.T, want int) {
 	if err := json.Unmarshal(b, &s); err != nil || s.Verified != want || s.Refused != 0 {
 		t.Errorf("the upstream verified %d and refused %d (%s); want %d verified, none refused: %s", s.Verified, s.Refused, b, want, p.upErr.String())
 	}
+}
+
+func init() { roles["awsgoclient"] = awsGoClientMain }
+
+// awsGoClientMain is the AWS SDK for Go v2 as a Go tool in the Harness
+// runs it: the stand-ins from AWS_*, the endpoints from
+// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_BEDROCK_RUNTIME, the proxy
+// (HTTPS_PROXY) and the roots (SSL_CERT_FILE) as Go reads them. It runs
+// aws_client.py's steps and prints the same lines.
+func awsGoClientMain() int {
+	creds := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: os.Getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: os.Getenv("AWS_SESSION_TOKEN")}, nil
+	})
+	cfg := aws.Config{Region: "us-east-1", Credentials: creds, RetryMaxAttempts: 1}
+	s3c := func(region string) *s3.Client {
+		c := cfg
+		c.Region = region
+		return s3.NewFromConfig(c, func(o *s3.Options) {
+			o.BaseEndpoint = aws.String(os.Getenv("AWS_ENDPOINT_URL_S3"))
+			o.UsePathStyle = true
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bucket, key, data := aws.String("e2e-bucket"), aws.String("dir/go object.txt"), "hello from the go sdk"
+	read := func(rc io.ReadCloser) string { b, _ := io.ReadAll(rc); rc.Close(); return string(b) }
+	steps := map[string]func() (int, string, error){
+		"invoke": func() (int, string, error) {
+			c := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
+				o.BaseEndpoint = aws.String(os.Getenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME"))
+			})
+			out, err := c.InvokeModel(ctx, &bedrockruntime.InvokeModelInput{ModelId: aws.String("anthropic.claude-v2"), Body: []byte(`{"prompt":"hi"}`),
+				ContentType: aws.String("application/json"), Accept: aws.String("application/json")})
+			if err != nil {
+				return 0, "", err
+			}
+			return 200, string(out.Body), nil
+		},
+		"put": func() (int, string, error) {
+			_, err := s3c("us-east-1").PutObject(ctx, &s3.PutObjectInput{Bucket: bucket, Key: key, Body: strings.NewReader(data)})
+			return 200, "", err
+		},
+		"get": func() (int, string, error) {
+			out, err := s3c("us-east-1").GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key})
+			if err != nil {
+				return 0, "", err
+			}
+			return 200, read(out.Body), nil
+		},
+		"presigned": func() (int, string, error) {
+			req, err := s3.NewPresignClient(s3c("us-east-1")).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key}, s3.WithPresignExpires(5*time.Minute))
+			if err != nil {
+				return 0, "", err
+			}
+			resp, err := http.Get(req.URL)
+			if err != nil {
+				return 0, "", err
+			}
+			return resp.StatusCode, read(resp.Body), nil
+		},
+		"other-region": func() (int, string, error) {
+			out, err := s3c("eu-west-1").GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key})
+			if err != nil {
+				return 0, "", err
+			}
+			return 200, read(out.Body), nil
+		},
+	}
+	for _, name := range os.Args[1:] {
+		f, ok := steps[name]
+		if !ok {
+			continue
+		}
+		status, body, err := f()
+		r := stepResult{Step: name, OK: err == nil && status == 200, Status: status, Body: body}
+		if err != nil {
+			var re interface{ HTTPStatusCode() int }
+			if errors.As(err, &re) {
+				r.Status = re.HTTPStatusCode()
+			}
+			r.Body = err.Error()
+		}
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+	}
+	return 0
 }
