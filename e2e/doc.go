@@ -3,7 +3,8 @@
 // process, and drives it with real clients — curl, git, a Go net/http
 // program, Node with a proxy agent from npm, and Debian's Python requests —
 // each run as its own process with the rendered harness.env as its whole
-// environment.
+// environment; and, for a held AWS key (TestSigV4Clients), boto3 and the
+// AWS SDK for Go against an upstream that checks SigV4 with botocore.
 //
 // The suite speaks to the Custodian only through its listeners and reads
 // only its output, so the same tests run against any host of the engine: by
