@@ -29,6 +29,9 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		req.Path = r.URL.RequestURI() // the proxy's absolute form: the path goes upstream
 	}
 	d := eng.DecideAllowed(target, ci.scheme == "https", &req, relay.UpgradeOf(r))
+	if d.NeedBody { // a SigV4 signature over the body's hash: the same step as custodian serve's
+		d = relay.SignedBody(eng, target, r, &req)
+	}
 	if d.WebSocket && m.o.Mode.Mode() != mode.Live {
 		d.Reply = &filter.Reply{Status: http.StatusForbidden, Reason: filter.ReasonUpgrade,
 			Body: "jr2 custodian: mode " + m.o.Mode.Mode() + " matches and replays requests whole, and a WebSocket is not one; run it live"}
