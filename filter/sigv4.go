@@ -393,7 +393,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	}
 	rawPath, _, _ := splitRequestTarget(r.Path)
 	newPath, _, _ := splitRequestTarget(d.Path)
-	in := sigv4Input{method: r.Method, host: r.Authority, service: service, region: region, when: t, payload: sr.payload, signed: signed, headers: r.Headers, rawQuery: query, contentLength: r.ContentLength}
+	in := sigv4Input{method: r.Method, host: r.Authority, upstreamHost: contract.UpstreamHost(d.Target), service: service, region: region, when: t, payload: sr.payload, signed: signed, headers: r.Headers, rawQuery: query, contentLength: r.ContentLength}
 	if !in.verify(&sr, rawPath, k) {
 		d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
 		return true
@@ -450,6 +450,7 @@ func signedDate(t time.Time, presigned bool, expires string) string {
 // headers alone, so that the signer signs exactly those.
 type sigv4Input struct {
 	method, host    string
+	upstreamHost    string // the Host the upstream gets (contract.UpstreamHost): the new signature's
 	service, region string
 	when            time.Time
 	payload         string
@@ -526,10 +527,14 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (string,
 	if sr.presigned {
 		q := cloneValues(sr.query)
 		q.Del("X-Amz-Security-Token")
-		rawQuery, _, ok := in.presignQuery(cred, newPath, q)
+		up := *in
+		up.host = in.upstreamHost
+		rawQuery, _, ok := up.presignQuery(cred, newPath, q)
 		return rawQuery, ok
 	}
-	req := in.request(newPath, in.rawQuery)
+	up := *in
+	up.host = in.upstreamHost
+	req := up.request(newPath, in.rawQuery)
 	if err := in.signer().SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
 		return "", false
 	}

@@ -436,3 +436,23 @@ func noAWS(t *testing.T, where, s string) {
 		}
 	}
 }
+
+// TestSigV4UpstreamHost: a Host the Host rule lets through in another
+// spelling (capitals, :443) is checked as the agent signed it, and the new
+// signature covers the Host the upstream gets, the target's own.
+func TestSigV4UpstreamHost(t *testing.T) {
+	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	fixedNow(t, when)
+	e := awsEngine(t, true)
+	c := s3Get
+	c.host = "S3.US-East-1.amazonaws.com:443"
+	r := filterRequest(c.sign(t, standInCreds, when))
+	d := e.DecideRequest(s3Host+":443", r)
+	if d.Reply != nil {
+		t.Fatalf("refused: %+v", d.Reply)
+	}
+	want := s3Get.sign(t, realCreds, when)
+	if got, _ := setOf(d, "authorization"); got != want.Header.Get("Authorization") {
+		t.Errorf("authorization\n got: %s\nwant: %s", got, want.Header.Get("Authorization"))
+	}
+}
