@@ -141,6 +141,15 @@ func setOf(d Decision, name string) (string, bool) {
 	return "", false
 }
 
+// fixedEngine is an engine holding the AWS key (with a session token when
+// token), its clock fixed at the time it returns.
+func fixedEngine(t *testing.T, token bool) (time.Time, *Engine) {
+	t.Helper()
+	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	fixedNow(t, when)
+	return when, awsEngine(t, token)
+}
+
 func fixedNow(t *testing.T, at time.Time) {
 	t.Helper()
 	old := now
@@ -212,9 +221,7 @@ func TestSigV4Resign(t *testing.T) {
 // TestSigV4NoToken: a key without a session token: the stand-in token
 // the agent signed with is removed, and the request signed without one.
 func TestSigV4NoToken(t *testing.T) {
-	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	fixedNow(t, when)
-	e := awsEngine(t, false)
+	when, e := fixedEngine(t, false)
 	r := filterRequest(s3Get.sign(t, standInCreds, when))
 	d := e.DecideRequest(s3Host+":443", r)
 	if d.Reply != nil {
@@ -274,9 +281,7 @@ func TestSigV4Presigned(t *testing.T) {
 
 // TestSigV4Refused: each way a SigV4 request is refused, with its reason.
 func TestSigV4Refused(t *testing.T) {
-	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	fixedNow(t, when)
-	e := awsEngine(t, true)
+	when, e := fixedEngine(t, true)
 	other := s3Get
 	other.region = "eu-west-1"
 	otherService := bedrockPost
@@ -341,9 +346,7 @@ func ptr[T any](v T) *T { return &v }
 // TestSigV4NotBound: toward a host no AWS key is bound to, a SigV4
 // Authorization is a credential header like any: removed.
 func TestSigV4NotBound(t *testing.T) {
-	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	fixedNow(t, when)
-	e := awsEngine(t, true)
+	when, e := fixedEngine(t, true)
 	c := clientReq{method: "GET", host: "api.github.com", path: "/user", service: "s3", region: "us-east-1", contentSHA: true, payload: "UNSIGNED-PAYLOAD", headers: map[string]string{"X-Api-Key": "x"}}
 	r := filterRequest(c.sign(t, standInCreds, when))
 	r.Headers = append(r.Headers, Header{Name: "Proxy-Authorization", Value: "Bearer " + contract.StandIn("GITHUB_TOKEN")})
@@ -441,9 +444,7 @@ func noAWS(t *testing.T, where, s string) {
 // spelling (capitals, :443) is checked as the agent signed it, and the new
 // signature covers the Host the upstream gets, the target's own.
 func TestSigV4UpstreamHost(t *testing.T) {
-	when := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	fixedNow(t, when)
-	e := awsEngine(t, true)
+	when, e := fixedEngine(t, true)
 	c := s3Get
 	c.host = "S3.US-East-1.amazonaws.com:443"
 	r := filterRequest(c.sign(t, standInCreds, when))
