@@ -85,6 +85,12 @@ type Decision struct {
 	// else of this decision applies. Reply is set too (ReasonBodySize), so
 	// a host that does not read NeedBody refuses the request.
 	NeedBody bool
+	// Chunks is set on a forwarded SigV4 request whose body is a signed
+	// aws-chunked upload: the host puts every byte of the body through it
+	// on its way upstream (Chunks.Write and End, or Chunks.Reader), which
+	// checks each chunk's signature and writes the real key's in its
+	// place; an error cuts the request. The lengths do not change.
+	Chunks *Chunks
 	// Read is set on the control listener for the routes that only read
 	// (the surface, a delivery): the host may retry them on any reset. Any
 	// other forwarded request is retried only on a reset before it was sent.

@@ -35,9 +35,12 @@ import (
 // both sides keeps the check and the signature in step with the one AWS
 // keeps correct.
 //
-// Not covered: signed aws-chunked uploads (STREAMING-AWS4-HMAC-SHA256-
-// PAYLOAD and its trailer form) are refused (ReasonAWSChunked); a request
-// signed with the Date header instead of X-Amz-Date is refused.
+// A signed aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) is
+// checked and signed again chunk by chunk as its body streams
+// (sigv4chunk.go, Decision.Chunks). Not covered: its trailer form and the
+// other signed streaming forms are refused (ReasonAWSChunked); so is a
+// presigned chunked upload, and a request signed with the Date header
+// instead of X-Amz-Date.
 
 // awsKey is an AWS key's parts and their stand-ins. The parts never leave
 // the engine except in a Decision's Set (the Authorization the engine
@@ -119,7 +122,7 @@ const (
 	SigV4MalformedText = "the SigV4 Authorization must be AWS4-HMAC-SHA256 Credential=<key id>/<date>/<region>/<service>/aws4_request, SignedHeaders=<names>, Signature=<hex>, with X-Amz-Date"
 	SigV4VerifyText    = "the SigV4 signature does not verify with the stand-in secret key; sign with the AWS_SECRET_ACCESS_KEY of harness.env and send the request as signed"
 	SigV4BodyText      = "this host cannot read the body whose hash the SigV4 signature covers; send x-amz-content-sha256"
-	SigV4ChunkedText   = "signed aws-chunked uploads (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) are not re-signed; sign the payload whole, or use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+	SigV4ChunkedText   = "of the signed aws-chunked uploads only STREAMING-AWS4-HMAC-SHA256-PAYLOAD is re-signed; use it, sign the payload whole, or use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 	SigV4TwiceText     = "the request is signed twice (an Authorization and a presigned query); send one signature"
 	SigV4RangeText     = "range (or if-range) is a signed header; ranges never go upstream, so sign the request without them"
 )
@@ -376,7 +379,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	}
 	// The payload hash the signature covers.
 	switch {
-	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && contentSHA != "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && contentSHA != "STREAMING-UNSIGNED-PAYLOAD-TRAILER" && contentSHA != StreamingSignedPayload:
 		d.Reply = reply(400, ReasonAWSChunked, SigV4ChunkedText)
 		return true
 	case hasSHA:
@@ -418,6 +421,14 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	}
 	if !containsStr(signed, "accept-encoding") {
 		set = append(set, identityEncoding)
+	}
+	if contentSHA == StreamingSignedPayload && hasSHA {
+		seedOut, ok := parseSigV4Auth(out)
+		if !ok {
+			d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
+			return true
+		}
+		d.Chunks = newChunks(k.sSecret, k.secret, p.amzDate, region, service, p.signature, seedOut.signature)
 	}
 	d.Set = set
 	d.Secrets = bt.aws.names1

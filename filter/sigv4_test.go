@@ -287,7 +287,7 @@ func TestSigV4Refused(t *testing.T) {
 	otherService := bedrockPost
 	otherService.service = "sagemaker"
 	chunked := s3Get
-	chunked.method, chunked.payload = "PUT", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+	chunked.method, chunked.payload = "PUT", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 	ranged := s3Get
 	ranged.headers = map[string]string{"Range": "bytes=0-3"}
 	foreign := aws.Credentials{AccessKeyID: "AKIAOTHERKEY", SecretAccessKey: "other"}
@@ -303,7 +303,7 @@ func TestSigV4Refused(t *testing.T) {
 		{"skewed", filterRequest(s3Get.sign(t, standInCreds, when.Add(-16*time.Minute))), nil, 403, ReasonSignedDate},
 		{"signed with another secret", filterRequest(s3Get.sign(t, aws.Credentials{AccessKeyID: standInCreds.AccessKeyID, SecretAccessKey: "guess"}, when)), nil, 403, ReasonSignature},
 		{"body changed", filterRequest(bedrockPost.sign(t, standInCreds, when)), ptr(`{"prompt":"bye"}`), 403, ReasonSignature},
-		{"signed chunks", filterRequest(chunked.sign(t, standInCreds, when)), nil, 400, ReasonAWSChunked},
+		{"signed chunks with a trailer", filterRequest(chunked.sign(t, standInCreds, when)), nil, 400, ReasonAWSChunked},
 		{"signed range", filterRequest(ranged.sign(t, standInCreds, when)), nil, 400, ReasonSignature},
 		{"another key: today's rules", filterRequest(s3Get.sign(t, foreign, when)), nil, 400, ReasonDuplicate},
 		{"malformed", &Request{Method: "GET", Authority: s3Host, Path: "/b", Headers: []Header{{Name: "Authorization", Value: "AWS4-HMAC-SHA256 Credential=" + standInCreds.AccessKeyID + "/x"}}}, nil, 400, ReasonSignature},

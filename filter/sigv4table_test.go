@@ -1,6 +1,8 @@
 package filter_test
 
 import (
+	"bytes"
+	"io"
 	"testing"
 	"time"
 
@@ -34,7 +36,7 @@ func TestSigV4Table(t *testing.T) {
 			if d.NeedBody {
 				d = e.DecideRequestBody(target, r, []byte(tc.Body))
 			}
-			if tc.Status != 0 {
+			if tc.Status > 0 {
 				if d.Reply == nil || d.Reply.Status != tc.Status || d.Reply.Reason != tc.Reason {
 					t.Fatalf("want %d %s, got %+v", tc.Status, tc.Reason, d.Reply)
 				}
@@ -43,8 +45,24 @@ func TestSigV4Table(t *testing.T) {
 			if d.Reply != nil {
 				t.Fatalf("refused: %+v", d.Reply)
 			}
+			body := []byte(tc.Body)
+			if d.Chunks != nil {
+				var err error
+				body, err = io.ReadAll(d.Chunks.Reader(io.NopCloser(bytes.NewReader(body))))
+				if tc.Status == -1 {
+					if err == nil || !d.Chunks.Failed() {
+						t.Fatal("a chunk that does not verify went on")
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.Status == -1 {
+				t.Fatal("a signed aws-chunked body has no Chunks")
+			}
 			out := applied(r.Headers, &d)
-			if err := sigv4test.Verify(r.Method, tc.Host, d.Path, out, tc.ContentLength(), []byte(tc.Body)); err != nil {
+			if err := sigv4test.Verify(r.Method, tc.Host, d.Path, out, tc.ContentLength(), body); err != nil {
 				t.Fatal(err)
 			}
 		})

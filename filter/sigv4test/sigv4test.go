@@ -16,6 +16,7 @@ package sigv4test
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -93,7 +94,9 @@ type Case struct {
 	Headers []filter.Header
 	// Body is what is sent (a case may sign another).
 	Body string
-	// Status is the refusal's, 0 for a forward; Reason its word.
+	// Status is the refusal's, 0 for a forward, -1 for a forward whose
+	// body the Custodian cuts (a signed chunk that does not verify); Reason
+	// its word.
 	Status int
 	Reason string
 }
@@ -191,7 +194,7 @@ func Cases(now time.Time, port string) []Case {
 	eu := get
 	eu.region = "eu-west-1"
 	chunked := put
-	chunked.sha = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+	chunked.sha = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 	named := func(n string, c Case) Case { c.Name = n; return c }
 	tampered := invoke.sign(StandIns, now)
 	tampered.Body = `{"prompt":"bye"}`
@@ -206,9 +209,77 @@ func Cases(now time.Time, port string) []Case {
 		refuse(named("another region: 403", eu.sign(StandIns, now)), 403, filter.ReasonScope),
 		refuse(named("the body changed after signing: 403", tampered), 403, filter.ReasonSignature),
 		refuse(named("dated 20 minutes ago: 403", get.sign(StandIns, now.Add(-20*time.Minute))), 403, filter.ReasonSignedDate),
-		refuse(named("signed chunks: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),
+		refuse(named("signed chunks with a trailer: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),
+		named("s3 put, signed aws-chunked", signedChunks(put, now, false)),
+		refuse(named("s3 put, signed aws-chunked, a chunk changed: cut", signedChunks(put, now, true)), -1, ""),
 		wrong,
 	}
+}
+
+// The data of the signed aws-chunked case, in two chunks and the empty
+// last one.
+var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 700)), []byte("chunk two"), {}}
+
+// signedChunks is u (a PUT) as an aws-chunked upload whose header
+// signature seeds the stand-ins' chunk chain; corrupt changes a byte of the
+// first chunk after signing.
+func signedChunks(u unsigned, now time.Time, corrupt bool) Case {
+	u.sha = filter.StreamingSignedPayload
+	decoded := 0
+	for _, d := range chunkData {
+		decoded += len(d)
+	}
+	u.headers = map[string]string{"Content-Encoding": "aws-chunked", "X-Amz-Decoded-Content-Length": strconv.Itoa(decoded)}
+	u.body = string(frame(chunkData, make([]string, len(chunkData)))) // the length, whatever the signatures
+	c := u.sign(StandIns, now)
+	var seed string
+	for _, h := range c.Headers {
+		if h.Name == "Authorization" {
+			seed = h.Value[strings.LastIndex(h.Value, "Signature=")+len("Signature="):]
+		}
+	}
+	c.Body = string(frame(chunkData, chain(StandIns.SecretAccessKey, now.UTC().Format("20060102T150405Z"), "us-east-1", "s3", seed, chunkData)))
+	if corrupt {
+		c.Body = strings.Replace(c.Body, "chunk one", "chunk 0ne", 1)
+	}
+	return c
+}
+
+// frame is the aws-chunked body of data signed with sigs (64 zeros where
+// a signature is "").
+func frame(data [][]byte, sigs []string) []byte {
+	var b []byte
+	for i, d := range data {
+		sig := sigs[i]
+		if sig == "" {
+			sig = strings.Repeat("0", 64)
+		}
+		b = append(b, strconv.FormatInt(int64(len(d)), 16)+";chunk-signature="+sig+"\r\n"...)
+		b = append(append(b, d...), "\r\n"...)
+	}
+	return b
+}
+
+// chain is the chunk signatures of data with secret, seeded by seed, as
+// AWS's "Transferring Payload in Multiple Chunks" computes them.
+func chain(secret, amzDate, region, service, seed string, data [][]byte) []string {
+	h := func(key []byte, s string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(s))
+		return m.Sum(nil)
+	}
+	key := []byte("AWS4" + secret)
+	for _, part := range []string{amzDate[:8], region, service, "aws4_request"} {
+		key = h(key, part)
+	}
+	scope := amzDate[:8] + "/" + region + "/" + service + "/aws4_request"
+	var sigs []string
+	prev := seed
+	for _, d := range data {
+		prev = hex.EncodeToString(h(key, strings.Join([]string{"AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope, prev, hashOf(""), hashOf(string(d))}, "\n")))
+		sigs = append(sigs, prev)
+	}
+	return sigs
 }
 
 // Sign signs r (its body b) with creds for service in us-east-1 at when,
@@ -312,6 +383,12 @@ func Verify(method, host, path string, hs []filter.Header, contentLength string,
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
 		return errors.New("the signature does not verify with the real key")
+	}
+	if get("X-Amz-Content-Sha256") == filter.StreamingSignedPayload {
+		want := string(frame(chunkData, chain(SecretValue, date, parts[2], parts[3], sig, chunkData)))
+		if string(body) != want {
+			return errors.New("the chunk signatures are not the real key's chain")
+		}
 	}
 	return nil
 }

@@ -56,7 +56,10 @@
 //     DecideRequestBody, applies the decision to the held headers and lets
 //     the whole body go on in that chunk. A held request that ends in
 //     trailers is refused (RequestTrailers): its body cannot go before
-//     them. Any other request's body passes untouched.
+//     them. A forwarded signed aws-chunked body (Decision.Chunks) goes
+//     through the engine's chunk re-signer chunk by chunk; one that does
+//     not verify is answered 403 and Envoy cuts the request upstream. Any
+//     other request's body passes untouched.
 //   - Done: the scrubber is released, and a forwarded request that ended
 //     before any response gets its action=intercept line (status=0).
 //

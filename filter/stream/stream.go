@@ -110,6 +110,8 @@ type Stream struct {
 	held    filter.Request
 	heldHdr Headers
 	heldBuf []byte
+	// chunks re-signs a forwarded signed aws-chunked body (Decision.Chunks).
+	chunks *filter.Chunks
 
 	// What a stream reuses when Reset makes it the machine of the next
 	// one: a passed request and its answer allocate nothing once these
@@ -248,6 +250,7 @@ func (s *Stream) intercept(h Headers, d filter.Decision) Status {
 	// trailing dot, :443); the upstream gets the target's own, as from
 	// the Go host.
 	h.Set(":authority", s.cfg.upstream)
+	s.chunks = d.Chunks
 	return s.forwardDecision(d)
 }
 
@@ -259,6 +262,9 @@ func (s *Stream) intercept(h Headers, d filter.Decision) Status {
 // A request not held passes untouched.
 func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 	defer s.recoverPanic(false, &status)
+	if s.chunks != nil {
+		return s.chunkData(b, endStream)
+	}
 	if !s.holding {
 		return Continue
 	}
@@ -282,6 +288,28 @@ func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 		}
 	}
 	return s.intercept(s.heldHdr, d)
+}
+
+// chunkData re-signs one chunk of a signed aws-chunked body: what is whole
+// of it goes on, re-signed; a chunk that does not verify is the engine's
+// refusal, and Envoy cuts the request upstream.
+func (s *Stream) chunkData(b Body, endStream bool) Status {
+	out, err := s.chunks.Write(b.Bytes())
+	if err == nil && endStream {
+		err = s.chunks.End()
+	}
+	if err != nil {
+		// The request went on: its action=intercept line, as custodian
+		// serve's, has the status the agent gets.
+		s.chunks, s.answered = nil, true
+		r := s.eng.ChunksRefused(s.target)
+		s.host.SendLocalReply(false, r.Status, s.redact(r.Body), "jr2_custodian_"+r.Reason, r.Headers)
+		return Answered
+	}
+	if err := b.Set(out); err != nil {
+		panic(err)
+	}
+	return Continue
 }
 
 // RequestTrailers ends a request Held for its body that ended with

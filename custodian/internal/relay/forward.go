@@ -64,7 +64,13 @@ func Forward(w http.ResponseWriter, r *http.Request, x *Exchange) (status int) {
 	if !x.Decision.WebSocket {
 		defer FullDuplex(w, r)()
 	}
+	if x.Decision.Chunks != nil { // a signed aws-chunked body, re-signed as it goes
+		r.Body = x.Decision.Chunks.Reader(r.Body)
+	}
 	fail := func(rep *filter.Reply, sent bool, err error) int {
+		if x.Decision.Chunks != nil && x.Decision.Chunks.Failed() {
+			rep = x.Engine.ChunksRefused(x.Target)
+		}
 		if x.Fail != nil {
 			x.Fail(w, rep, sent, err)
 		} else {

@@ -96,6 +96,13 @@ func TestSigV4(t *testing.T) {
 					t.Errorf("the answer holds a real part: %q", b)
 				}
 			}
+			if c.Status == -1 { // forwarded, then cut at the chunk that does not verify: nothing reaches the upstream
+				if resp.StatusCode != 403 || !strings.Contains(string(b), filter.SigV4ChunkText) {
+					t.Fatalf("want the engine's 403 at the bad chunk, got %d %q", resp.StatusCode, b)
+				}
+				waitLog(t, f.log, "action=intercept target="+host+" secret=AWS method=PUT status=403\n")
+				return
+			}
 			if c.Status == 0 {
 				forwarded++
 				if resp.StatusCode != 200 || !strings.HasPrefix(string(b), "ok ") {

@@ -48,6 +48,12 @@ func SigV4(t *testing.T, d Driver) {
 			defer s.Destroy()
 			out, stop, body := sendSigned(t, s, tc)
 			noAWS(t, s)
+			if tc.Status == -1 { // forwarded, then cut at the chunk that does not verify
+				if rs := s.Replies(); !stop || len(rs) != 1 || rs[0].Status != 403 || rs[0].Details != "jr2_custodian_"+filter.ReasonSignature {
+					t.Fatalf("want the engine's 403 at the bad chunk, got stop %v, replies %+v", stop, rs)
+				}
+				return
+			}
 			if tc.Status != 0 {
 				rs := s.Replies()
 				if !stop || len(rs) != 1 || rs[0].Status != tc.Status || rs[0].Details != "jr2_custodian_"+tc.Reason {
@@ -64,8 +70,8 @@ func SigV4(t *testing.T, d Driver) {
 			if set, v := s.Mark(); !set || !v {
 				t.Fatal("a forwarded request was not marked")
 			}
-			if body != tc.Body {
-				t.Errorf("the body went on as %q, want %q", body, tc.Body)
+			if len(body) != len(tc.Body) || get(tc.Headers, "X-Amz-Content-Sha256") != filter.StreamingSignedPayload && body != tc.Body {
+				t.Errorf("the body went on as %d bytes %.40q, want %d bytes %.40q (a signed chunked body re-signed, any other as sent)", len(body), body, len(tc.Body), tc.Body)
 			}
 			if err := sigv4test.Verify(tc.Method, get(out, ":authority"), get(out, ":path"), out, get(out, "content-length"), []byte(body)); err != nil {
 				t.Fatal(err)
