@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"jr2.dev/boundary/filter/sigv4test"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testkit/testpki"
 )
@@ -41,9 +43,11 @@ const (
 // sigv4_upstream.py): a Bedrock InvokeModel (a JSON POST whose body the
 // Custodian hashes), an S3 put, a get, a presigned get, and a client
 // signing for another region, which the Custodian refuses before the
-// upstream. The bound names resolve to the local upstream in the
-// Custodian's mount namespace (its /etc/hosts); the clients reach them only
-// through HTTPS_PROXY. The real key id, secret key and session token
+// upstream; and a signed aws-chunked put (the shared table's, sent by Go's
+// client), whose chunk chain the upstream checks with the real key. The
+// bound names resolve to the local upstream in the Custodian's mount
+// namespace (its /etc/hosts); the clients reach them only through
+// HTTPS_PROXY. The real key id, secret key and session token
 // appear in no answer, no log line of the Custodian or the upstream, and
 // no argv of any process the test started.
 func TestSigV4Clients(t *testing.T) {
@@ -191,7 +195,7 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 		// intercept listener, not of SigV4, that custodian serve does not
 		// have. It fails closed; it is reported, not hidden here.
 		{"the AWS SDK for Go, Bedrock", exec.Command(bins.self, steps[0]), ""},
-		{"the AWS SDK for Go", exec.Command(bins.self, steps[1:]...), "hello from the go sdk"},
+		{"the AWS SDK for Go", exec.Command(bins.self, append(steps[1:], "chunked")...), "hello from the go sdk"},
 	} {
 		run(t, c.name, func(t *testing.T) {
 			c.cmd.Env = p.env
@@ -202,7 +206,7 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 			p.client(t, c.name, c.cmd, c.body)
 		})
 		for _, a := range c.cmd.Args[1:] {
-			if slices.Contains(steps, a) && a != "other-region" { // refused by the Custodian, never upstream
+			if (slices.Contains(steps, a) || a == "chunked") && a != "other-region" { // refused by the Custodian, never upstream
 				verified++
 			}
 		}
@@ -241,6 +245,7 @@ func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string)
 		{"get", true, 200, object},
 		{"presigned", true, 200, object},
 		{"other-region", false, 403, ""},
+		{"chunked", true, 200, ""},
 	} {
 		if !slices.Contains(cmd.Args[1:], c.step) {
 			continue
@@ -330,6 +335,34 @@ func awsGoClientMain() int {
 				return 0, "", err
 			}
 			return resp.StatusCode, read(resp.Body), nil
+		},
+		// A signed aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD),
+		// which the SDK sends only over plain HTTP: the shared table's
+		// request (filter/sigv4test), signed with the same stand-ins,
+		// sent with Go's client through HTTPS_PROXY.
+		"chunked": func() (int, string, error) {
+			u, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3"))
+			if err != nil {
+				return 0, "", err
+			}
+			for _, c := range sigv4test.Cases(time.Now().UTC(), u.Port()) {
+				if c.Name != "s3 put, signed aws-chunked" {
+					continue
+				}
+				req, err := http.NewRequestWithContext(ctx, c.Method, "https://"+c.Host+c.Path, strings.NewReader(c.Body))
+				if err != nil {
+					return 0, "", err
+				}
+				for _, h := range c.Headers {
+					req.Header[h.Name] = append(req.Header[h.Name], h.Value)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return 0, "", err
+				}
+				return resp.StatusCode, read(resp.Body), nil
+			}
+			return 0, "", errors.New("the table has no signed aws-chunked put")
 		},
 		"other-region": func() (int, string, error) {
 			out, err := s3c("eu-west-1").GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key})

@@ -12,6 +12,7 @@ SignatureDoesNotMatch and counted; GET /__stats (plain, no signature)
 answers {"verified": N, "refused": M}. No line it writes holds a key part.
 """
 
+import hashlib
 import hmac
 import json
 import os
@@ -90,7 +91,33 @@ def verify(method, host, target, headers, body):
         return "the signed headers are not the ones sent"
     if not hmac.compare_digest(want, sig):
         return "the signature does not verify with the real key"
+    if headers.get("X-Amz-Content-Sha256") == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" and not chain_ok(body, date, region, service, sig):
+        return "the chunk signatures are not the real key's chain"
     return None
+
+
+def chain_ok(body, amz_date, region, service, seed):
+    """Whether a signed aws-chunked body carries the real key's chain,
+    seeded by the request's signature (AWS's "Transferring Payload in
+    Multiple Chunks"; botocore has no signer for it, so it is written here)."""
+    key = ("AWS4" + REAL["secret"]).encode()
+    for part in (amz_date[:8], region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    scope = "/".join((amz_date[:8], region, service, "aws4_request"))
+    prev, rest = seed, body
+    while True:
+        line, _, rest = rest.partition(b"\r\n")
+        size_hex, _, sig = line.partition(b";chunk-signature=")
+        size = int(size_hex, 16)
+        data, crlf, rest = rest[:size], rest[size:size + 2], rest[size + 2:]
+        sts = "\n".join(("AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev,
+                         hashlib.sha256(b"").hexdigest(), hashlib.sha256(data).hexdigest()))
+        want = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+        if crlf != b"\r\n" or not hmac.compare_digest(want, sig.decode()):
+            return False
+        prev = want
+        if size == 0:
+            return rest == b""
 
 
 def dechunk(body):
