@@ -90,6 +90,9 @@ type SecretConfig struct {
 	Targets []string `json:"targets"`
 	Headers []string `json:"headers"`
 	Paths   []string `json:"paths,omitempty"`
+	// Shape, when set, spells StandIn as keys of a kind are spelled, so an
+	// SDK that checks a key's shape takes it (contract.StandInOf).
+	Shape *contract.Shape `json:"shape,omitempty"`
 }
 
 // Default listen addresses (ADR-0059).
@@ -168,6 +171,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)
 	}
 	seen := map[string]bool{}
+	standIns := map[string]int{}       // stand-in -> index in Secrets
 	headerOwner := map[string]string{} // target + " " + header -> secret
 	for i, s := range c.Secrets {
 		at := fmt.Sprintf("secrets[%d]", i)
@@ -178,8 +182,8 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.name: %s is held twice; hold each name once", at, s.Name)
 		}
 		seen[s.Name] = true
-		if s.StandIn != contract.StandIn(s.Name) {
-			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, contract.StandIn(s.Name), s.Name)
+		if err := checkStandIn(at, i, s, standIns); err != nil {
+			return err
 		}
 		if len(s.Headers) == 0 {
 			return fmt.Errorf("%s.headers: empty; list the headers %s may ride", at, s.Name)

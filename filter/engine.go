@@ -25,6 +25,8 @@ type Engine struct {
 	cred      map[string]bool    // credential header names (lowercase)
 	credList  []string           // cred, sorted
 	standIns  []string           // every stand-in, longest first
+	siNames   []string           // the secret of each of standIns
+	shaped    bool               // a stand-in is shaped (contract.StandInMark)
 	scrubber  *scrub.Scrubber    // every value held
 	targets   []string           // bound targets, sorted
 	upstreams map[string]bool
@@ -196,6 +198,8 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 			e.cred[hd] = true
 		}
 		e.standIns = append(e.standIns, s.StandIn)
+		e.siNames = append(e.siNames, s.Name)
+		e.shaped = e.shaped || s.Shape != nil
 		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: h.value, Built: retired[s.Name]})
 	}
 	sc, err := scrub.New(secrets)
@@ -212,7 +216,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		e.credIdx[n] = i
 		e.credFirst[n[0]] |= 1 << min(len(n), 63)
 	}
-	sort.Slice(e.standIns, func(i, j int) bool { return len(e.standIns[i]) > len(e.standIns[j]) })
+	sort.Sort(byLength{e.standIns, e.siNames})
 	for _, si := range e.standIns {
 		e.standInsLC = append(e.standInsLC, strings.ToLower(si))
 	}
@@ -282,15 +286,26 @@ func (e *Engine) ReadyFields() []string {
 
 // findStandIn returns the name of the longest stand-in found in s, or "".
 func (e *Engine) findStandIn(s string) string {
-	if !hasStandInPrefix(s) {
+	if !e.mayHoldStandIn(s) {
 		return ""
 	}
-	for _, si := range e.standIns {
+	for i, si := range e.standIns {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(si, contract.StandInPrefix)
+			return e.siNames[i]
 		}
 	}
 	return ""
+}
+
+// byLength sorts stand-ins, and their names with them, longest first
+// (stable: table order among equals).
+type byLength struct{ standIns, names []string }
+
+func (b byLength) Len() int           { return len(b.standIns) }
+func (b byLength) Less(i, j int) bool { return len(b.standIns[i]) > len(b.standIns[j]) }
+func (b byLength) Swap(i, j int) {
+	b.standIns[i], b.standIns[j] = b.standIns[j], b.standIns[i]
+	b.names[i], b.names[j] = b.names[j], b.names[i]
 }
 
 // hasStandInPrefix is strings.Contains(s, contract.StandInPrefix), quicker on the
@@ -312,16 +327,16 @@ func hasStandInPrefix(s string) bool {
 // for text whose case a transport rewrote (a header name). ASCII text
 // without the prefix in any case is answered without lowering a copy.
 func (e *Engine) findStandInFold(s string) string {
-	if isASCII(s) && !containsFoldASCII(s, contract.StandInPrefix) {
+	if isASCII(s) && !containsFoldASCII(s, contract.StandInPrefix) && !(e.shaped && containsFoldASCII(s, shapedMarkLC)) {
 		return ""
 	}
 	s = strings.ToLower(s)
-	if !strings.Contains(s, contract.StandInPrefix) {
+	if !strings.Contains(s, contract.StandInPrefix) && !(e.shaped && strings.Contains(s, shapedMarkLC)) {
 		return ""
 	}
 	for i, si := range e.standInsLC {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(e.standIns[i], contract.StandInPrefix)
+			return e.siNames[i]
 		}
 	}
 	return ""

@@ -523,7 +523,7 @@ func basicSwap(scheme, rest, standIn, value string) (out, user string, ok bool) 
 	if colon+1+len(value) > len(plain) || base64.StdEncoding.EncodedLen(colon+1+len(value)) > len(enc) {
 		return basicSwapLarge(scheme, rest, standIn, value)
 	}
-	if bytes.Contains(raw[:colon], standInPrefixBytes) {
+	if bytes.Contains(raw[:colon], standInPrefixBytes) || bytes.Contains(raw[:colon], shapedMarkBytes) {
 		user = string(raw[:colon])
 	}
 	p := append(append(plain[:0], raw[:colon+1]...), value...)

@@ -372,7 +372,8 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 	for _, s := range m.Secrets {
 		c.Secrets = append(c.Secrets, filter.SecretConfig{
 			Name:    s.Name,
-			StandIn: contract.StandIn(s.Name),
+			StandIn: s.StandIn,
+			Shape:   s.Shape,
 			Targets: s.Targets,
 			Headers: s.Headers,
 			Paths:   s.Paths,

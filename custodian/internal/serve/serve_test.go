@@ -202,6 +202,13 @@ func newFixture(t *testing.T, resolver *net.Resolver) *fixture {
 
 // newFixtureWith is newFixture with the Options changed by opt.
 func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *fixture {
+	return newFixtureHeld(t, resolver, opt, nil)
+}
+
+// newFixtureHeld is newFixtureWith holding more secrets too: each of more
+// bound to the upstream (LocalTargets; its value file written from
+// values).
+func newFixtureHeld(t *testing.T, resolver *net.Resolver, opt func(*Options), more []filter.SecretConfig, values ...string) *fixture {
 	f := &fixture{t: t, log: &syncBuf{}, orchSeen: make(chan *http.Request, 16)}
 	uca := testpki.NewCA(t, "upstream test CA")
 	f.jca = testpki.NewCA(t, "jr2 test CA")
@@ -233,11 +240,18 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
+	for _, m := range more {
+		m.Targets = []string{f.up.target}
+		cfg.Secrets = append(cfg.Secrets, m)
+	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
 	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue+"\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "values", contract.TokenName), []byte(tokenValue), 0o600))
+	for i, m := range more {
+		must(t, os.WriteFile(filepath.Join(dir, "values", m.Name), []byte(values[i]), 0o600))
+	}
 	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
 	for _, tg := range []string{f.up.target, f.dead} {
 		leaf := f.jca.Leaf(t, "127.0.0.1")
