@@ -93,6 +93,10 @@ type SecretConfig struct {
 	// Shape, when set, spells StandIn as keys of a kind are spelled, so an
 	// SDK that checks a key's shape takes it (contract.StandInOf).
 	Shape *contract.Shape `json:"shape,omitempty"`
+	// OAuth, when set, makes the value an OAuth 2.0 access token the
+	// Custodian gets itself (oauth.go); the value directory then holds the
+	// grant's parts, NAME.<part>, not NAME.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
 // Default listen addresses (ADR-0059).
@@ -227,6 +231,11 @@ func (c *Config) check() error {
 		for j, p := range s.Paths {
 			if err := checkPathPrefix(p); err != nil {
 				return fmt.Errorf("%s.paths[%d]: %q: %v", at, j, p, err)
+			}
+		}
+		if s.OAuth != nil {
+			if err := s.OAuth.check(at, s.Name, c.LocalTargets); err != nil {
+				return err
 			}
 		}
 	}

@@ -24,6 +24,7 @@ type Engine struct {
 	token     *held              // nil when the table holds no token
 	cred      map[string]bool    // credential header names (lowercase)
 	credList  []string           // cred, sorted
+	parts     map[string][]byte  // each OAuth secret's parts, by file name (oauth.go)
 	standIns  []string           // every stand-in, longest first
 	siNames   []string           // the secret of each of standIns
 	shaped    bool               // a stand-in is shaped (contract.StandInMark)
@@ -86,6 +87,12 @@ type held struct {
 	names1   []string
 	bare     [][]Header
 	bearer   [][]Header
+
+	// oauth: the value is an access token (oauth.go); noToken: the engine
+	// holds none, and a swap of this secret is answered tokenReply.
+	oauth   bool
+	noToken bool
+	mint    mintState
 }
 
 // precompute fills h's shared decision parts.
@@ -172,11 +179,13 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 	var secrets []scrub.Secret
 	for _, s := range c.Secrets {
 		v, ok := values[s.Name]
-		if !ok {
+		if !ok && s.OAuth == nil {
 			return nil, fmt.Errorf("held secret %s: no value was loaded", s.Name)
 		}
-		if err := valuedir.Check(s.Name, v, valuedir.Header); err != nil {
-			return nil, err
+		if ok {
+			if err := valuedir.Check(s.Name, v, valuedir.Header); err != nil {
+				return nil, err
+			}
 		}
 		h := &held{
 			name:    s.Name,
@@ -184,8 +193,30 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 			value:   append([]byte(nil), v...),
 			headers: append([]string(nil), s.Headers...),
 			paths:   append([]string(nil), s.Paths...),
+			oauth:   s.OAuth != nil,
+			noToken: !ok,
 		}
 		h.precompute()
+		built := retired[s.Name]
+		if s.OAuth != nil {
+			if e.parts == nil {
+				e.parts = map[string][]byte{}
+			}
+			for _, p := range s.OAuth.Parts() {
+				f := partFile(s.Name, p)
+				pv, have := values[f]
+				if !have {
+					return nil, fmt.Errorf("held secret %s: no %s was loaded", s.Name, f)
+				}
+				e.parts[f] = append([]byte(nil), pv...)
+				built = append(built, retired[f]...)
+			}
+			built = append(built, secretParts(s, values)...)
+		}
+		scrubValue := h.value
+		if len(scrubValue) == 0 && len(built) > 0 {
+			scrubValue, built = built[len(built)-1], built[:len(built)-1]
+		}
 		e.secrets = append(e.secrets, h)
 		e.byName[s.Name] = h
 		if s.Name == contract.TokenName {
@@ -200,7 +231,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		e.standIns = append(e.standIns, s.StandIn)
 		e.siNames = append(e.siNames, s.Name)
 		e.shaped = e.shaped || s.Shape != nil
-		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: h.value, Built: retired[s.Name]})
+		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: scrubValue, Built: built})
 	}
 	sc, err := scrub.New(secrets)
 	if err != nil {

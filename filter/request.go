@@ -169,6 +169,13 @@ func (e *Engine) decideRequest(d *Decision, r *Request) {
 		d.Reply = standInReply(name, place)
 		return
 	}
+	// 7: a secret whose value is an access token the engine holds none of
+	for _, sw := range swaps {
+		if sw.secret.noToken {
+			d.Reply = tokenReply(sw.secret)
+			return
+		}
+	}
 	// 7, 8, 11
 	d.Set = setHeaders(swaps)
 	d.Secrets = swappedSecrets(swaps)

@@ -178,6 +178,13 @@ func Values(m *manifest.Manifest) []ValueRef {
 	}
 	var out []ValueRef
 	for _, s := range m.Secrets {
+		if s.OAuth != nil {
+			// one file per part, each a key of the convention Secret
+			for _, p := range s.OAuth.Parts() {
+				out = append(out, ref(s.Name+"."+p, nil))
+			}
+			continue
+		}
 		out = append(out, ref(s.Name, s.From))
 	}
 	return append(out, ref(contract.TokenName, m.TokenFrom))

@@ -78,6 +78,7 @@ import (
 	"strconv"
 	"strings"
 
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/tchar"
@@ -122,6 +123,9 @@ type Secret struct {
 	Shape *contract.Shape
 	// StandIn is the stand-in: contract.StandInOf(Name, Shape).
 	StandIn string
+	// OAuth makes the value an access token the Custodian gets itself
+	// (filter.OAuthConfig); nil for a value read from its file.
+	OAuth *filter.OAuthConfig
 	// From is where the value lives in the cluster (valueFrom); nil
 	// means the per-pod convention Secret, jr2-held-secrets-<pod>, key
 	// Name.
@@ -331,7 +335,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	if f := v.fields["value"]; f != nil {
 		s.add(member(at, "value"), "R4", "a held manifest never holds a value (render would write it into files and objects); put the value in a Secret of yours and write valueFrom: {\"secretKeyRef\": {\"name\": …, \"key\": …}}")
 	}
-	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "shape", "valueFrom", "value"}, "a secret has name, hosts, headers, paths, shape and valueFrom")
+	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "shape", "oauth", "valueFrom", "value"}, "a secret has name, hosts, headers, paths, shape, oauth and valueFrom")
 	name, missing := s.text(v, at, "name")
 	if missing {
 		s.add(member(at, "name"), "shape", "missing or empty; write the variable name the Harness reads")
@@ -340,7 +344,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 		return Secret{}, false
 	}
 	if name == contract.TokenName {
-		for _, k := range []string{"hosts", "headers", "paths", "shape"} {
+		for _, k := range []string{"hosts", "headers", "paths", "shape", "oauth"} {
 			if f := v.fields[k]; f != nil && f.kind != kNull {
 				s.add(member(at, k), "R2", "%s rides the control listener only, and render binds it; name it bare or leave it out", contract.TokenName)
 			}
@@ -369,6 +373,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	}
 	sec.Paths = s.paths(paths.items, paths.paths)
 	sec.Shape, sec.StandIn = s.shape(at, name, v)
+	sec.OAuth = s.oauth(at, name, v)
 	return sec, len(s.problems) == before
 }
 

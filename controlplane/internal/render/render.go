@@ -374,6 +374,7 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 			Name:    s.Name,
 			StandIn: s.StandIn,
 			Shape:   s.Shape,
+			OAuth:   s.OAuth,
 			Targets: s.Targets,
 			Headers: s.Headers,
 			Paths:   s.Paths,

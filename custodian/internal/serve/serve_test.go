@@ -205,10 +205,13 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 	return newFixtureHeld(t, resolver, opt, nil)
 }
 
-// newFixtureHeld is newFixtureWith holding more secrets too: each of more
-// bound to the upstream (LocalTargets; its value file written from
-// values).
-func newFixtureHeld(t *testing.T, resolver *net.Resolver, opt func(*Options), more []filter.SecretConfig, values ...string) *fixture {
+// held is more secrets a fixture holds, each bound to the upstream
+// (LocalTargets), and the value files they need (file name -> content).
+// uca is the CA the upstream roots (ca/upstream.crt) hold.
+type held func(uca *testpki.CA) (more []filter.SecretConfig, files map[string]string)
+
+// newFixtureHeld is newFixtureWith holding more secrets too.
+func newFixtureHeld(t *testing.T, resolver *net.Resolver, opt func(*Options), more held) *fixture {
 	f := &fixture{t: t, log: &syncBuf{}, orchSeen: make(chan *http.Request, 16)}
 	uca := testpki.NewCA(t, "upstream test CA")
 	f.jca = testpki.NewCA(t, "jr2 test CA")
@@ -240,17 +243,22 @@ func newFixtureHeld(t *testing.T, resolver *net.Resolver, opt func(*Options), mo
 			{Name: contract.TokenName, StandIn: contract.StandIn(contract.TokenName), Headers: []string{"authorization"}},
 		},
 	}
-	for _, m := range more {
-		m.Targets = []string{f.up.target}
-		cfg.Secrets = append(cfg.Secrets, m)
+	var files map[string]string
+	if more != nil {
+		var ms []filter.SecretConfig
+		ms, files = more(uca)
+		for _, m := range ms {
+			m.Targets = []string{f.up.target}
+			cfg.Secrets = append(cfg.Secrets, m)
+		}
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	must(t, os.WriteFile(filepath.Join(dir, "custodian.json"), b, 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "values"), 0o700))
 	must(t, os.WriteFile(filepath.Join(dir, "values", "KEY"), []byte(keyValue+"\n"), 0o600))
 	must(t, os.WriteFile(filepath.Join(dir, "values", contract.TokenName), []byte(tokenValue), 0o600))
-	for i, m := range more {
-		must(t, os.WriteFile(filepath.Join(dir, "values", m.Name), []byte(values[i]), 0o600))
+	for name, v := range files {
+		must(t, os.WriteFile(filepath.Join(dir, "values", name), []byte(v), 0o600))
 	}
 	must(t, os.MkdirAll(filepath.Join(dir, "tls"), 0o755))
 	for _, tg := range []string{f.up.target, f.dead} {

@@ -9,6 +9,7 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/testpki"
 )
 
 // TestStandInPlaces holds custodian serve to the shared table of rule 10's
@@ -45,7 +46,9 @@ func TestShapedStandIn(t *testing.T) {
 	sh := &contract.Shape{Kind: "anthropic"}
 	si, err := contract.StandInOf("SHAPED", sh)
 	must(t, err)
-	f := newFixtureHeld(t, nil, nil, []filter.SecretConfig{{Name: "SHAPED", StandIn: si, Shape: sh, Headers: []string{"authorization"}, Paths: []string{"/v1/"}}}, shapedValue)
+	f := newFixtureHeld(t, nil, nil, func(*testpki.CA) ([]filter.SecretConfig, map[string]string) {
+		return []filter.SecretConfig{{Name: "SHAPED", StandIn: si, Shape: sh, Headers: []string{"authorization"}, Paths: []string{"/v1/"}}}, map[string]string{"SHAPED": shapedValue}
+	})
 
 	req, err := http.NewRequest("GET", "https://"+f.up.target+"/v1/x", nil)
 	must(t, err)
