@@ -214,6 +214,11 @@ func secretParts(s SecretConfig, vals map[string][]byte) [][]byte {
 	return out
 }
 
+// GoogleTokenAudience is the audience of every service-account
+// assertion: Google's token endpoint, whatever tokenURL names, as Google's
+// own client (google-auth) writes it; Google's endpoint accepts no other.
+const GoogleTokenAudience = "https://oauth2.googleapis.com/token"
+
 // serviceAccountKey is what the JWT bearer grant reads of a Google
 // service-account key. The key's own token_uri is not read: the token
 // endpoint is the config's, so a value file never chooses where the
@@ -243,7 +248,7 @@ func source(ctx context.Context, s SecretConfig, vals map[string][]byte, client 
 		if err := json.Unmarshal(vals[partFile(s.Name, PartKey)], &k); err != nil || k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
 			return nil, fmt.Errorf("held secret %s: %s is not a service-account key (JSON with type service_account, client_email and private_key); write the key Google issued", s.Name, partFile(s.Name, PartKey))
 		}
-		c := &jwt.Config{Email: k.ClientEmail, PrivateKey: []byte(k.PrivateKey), PrivateKeyID: k.PrivateKeyID, Scopes: o.Scopes, TokenURL: o.TokenURL}
+		c := &jwt.Config{Email: k.ClientEmail, PrivateKey: []byte(k.PrivateKey), PrivateKeyID: k.PrivateKeyID, Scopes: o.Scopes, TokenURL: o.TokenURL, Audience: GoogleTokenAudience}
 		return c.TokenSource(ctx), nil
 	}
 	return nil, fmt.Errorf("held secret %s: no grant", s.Name)

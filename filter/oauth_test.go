@@ -1,12 +1,10 @@
 package filter_test
 
 import (
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/oauthtest"
 )
 
 // Sentinels of the token endpoint's test: none may reach an answer or a
@@ -36,7 +35,8 @@ const (
 // tokenEndpoint is a token endpoint of the test's own, over real TLS: it
 // grants client-credentials (client authenticated by Basic), refresh-token
 // and the JWT bearer grant (the assertion's RS256 signature verified with
-// the service account's public key, its iss, aud and scope checked), and
+// the service account's public key, its iss, aud — Google's token endpoint,
+// as google-auth writes it — and scope checked), and
 // answers every other request invalid_client with a description that
 // echoes the client secret.
 type tokenEndpoint struct {
@@ -69,7 +69,7 @@ func (te *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		case "refresh_token":
 			ok = client && r.PostForm.Get("refresh_token") == oauthRefresh
 		case "urn:ietf:params:oauth:grant-type:jwt-bearer":
-			ok = te.assertion(r.PostForm.Get("assertion"), "https://www.googleapis.com/auth/cloud-platform")
+			ok = oauthtest.Assertion(r.PostForm.Get("assertion"), te.pub, oauthEmail, filter.GoogleTokenAudience, "https://www.googleapis.com/auth/cloud-platform")
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -83,30 +83,6 @@ func (te *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	te.issued = append(te.issued, tok)
 	te.mu.Unlock()
 	json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": te.life})
-}
-
-// assertion verifies a JWT bearer assertion: RS256 over header.claims
-// with the service account's key, issued by its email for scope, to the
-// token endpoint.
-func (te *tokenEndpoint) assertion(a, scope string) bool {
-	parts := strings.Split(a, ".")
-	if te.pub == nil || len(parts) != 3 {
-		return false
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return false
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if rsa.VerifyPKCS1v15(te.pub, crypto.SHA256, sum[:], sig) != nil {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return false
-	}
-	var c struct{ Iss, Aud, Scope string }
-	return json.Unmarshal(raw, &c) == nil && c.Iss == oauthEmail && c.Aud == te.url() && c.Scope == scope
 }
 
 func (te *tokenEndpoint) token(i int) string {
