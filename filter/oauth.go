@@ -256,7 +256,8 @@ func source(ctx context.Context, s SecretConfig, vals map[string][]byte, client 
 
 // mintState is what the engine knows of an OAuth secret that holds no
 // token: refused is the last refusal's word (the endpoint's OAuth error
-// code, "unreachable" or "unusable"), "" while the first is awaited.
+// code, refusedUnreachable or refusedUnusable), "" while the first is
+// awaited.
 type mintState struct {
 	refused string
 }
@@ -264,11 +265,22 @@ type mintState struct {
 // tokenReply is the engine's answer to a request whose swap needs secret
 // h's token while h holds none: nothing goes upstream.
 func tokenReply(h *held) *Reply {
-	if h.mint.refused == "" {
+	switch h.mint.refused {
+	case "":
 		return reply(503, ReasonTokenPending, "the access token of "+h.name+" is not minted yet; try again shortly")
+	case refusedUnreachable:
+		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" could not be reached")
+	case refusedUnusable:
+		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" answered no access token usable as a value")
 	}
 	return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" refused the credentials: "+h.mint.refused)
 }
+
+// The refusals that are no OAuth error code of the endpoint's.
+const (
+	refusedUnreachable = "\x00unreachable" // no answer came (a dial, TLS, a transport error)
+	refusedUnusable    = "\x00unusable"    // an answer, but no token that passes a value's rules
+)
 
 // oauthCode is the refusal word of a token fetch's error: the endpoint's
 // OAuth error code (RFC 6749 §5.2, read from its JSON answer when
@@ -277,7 +289,7 @@ func tokenReply(h *held) *Reply {
 func oauthCode(err error) string {
 	var re *oauth2.RetrieveError
 	if !errors.As(err, &re) {
-		return "unreachable"
+		return refusedUnreachable
 	}
 	code := re.ErrorCode
 	if code == "" {
@@ -291,7 +303,7 @@ func oauthCode(err error) string {
 		if re.Response != nil {
 			return "status " + fmt.Sprint(re.Response.StatusCode)
 		}
-		return "unreachable"
+		return refusedUnreachable
 	}
 	if len(code) > 64 || strings.Trim(code, "abcdefghijklmnopqrstuvwxyz0123456789_-.") != "" {
 		return "(not an OAuth error code)"
@@ -365,7 +377,7 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 			wait = max(life-refreshBefore(life), time.Second)
 			l.log("action", "mint", "result", "ok", "secret", s.Name)
 		default:
-			word := "the token it returned is not usable as a value"
+			word := refusedUnusable
 			if err != nil {
 				word = oauthCode(err)
 			}

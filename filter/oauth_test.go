@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/oauthtest"
+	"jr2.dev/boundary/internal/valuedir"
 )
 
 // Sentinels of the token endpoint's test: none may reach an answer or a
@@ -328,6 +330,72 @@ func TestOAuthConfig(t *testing.T) {
 		_, err := filter.New(&filter.Config{Pod: "p", Secrets: []filter.SecretConfig{{Name: "API", StandIn: contract.StandIn("API"), Targets: []string{boundT}, Headers: []string{"authorization"}, OAuth: &o}}}, nil)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: %v\nwant %s", tc.o, err, tc.want)
+		}
+	}
+}
+
+// TestOAuthPartsRotate: a rotation of a part (the client secret, renamed
+// over its file) is the minter's next parts: the refused client becomes a
+// token, and the client secret it replaced is still scrubbed (retired as a
+// rotated value is).
+func TestOAuthPartsRotate(t *testing.T) {
+	te := newTokenEndpoint(t, nil, 3600)
+	const wrong = "cs-WRONG-Hq4Xv8Nt2Lm6Kp3Rz"
+	o := newOAuthLive(t, te, filter.GrantClientCredentials, map[string]string{"client-id": oauthClientID, "client-secret": wrong}, "read", "write")
+	if line := <-o.minted; line != "action mint result refused secret API reason token-refused" {
+		t.Fatalf("mint: %s", line)
+	}
+	t.Cleanup(o.live.Watch(valuedir.WatchOptions{}))
+	dir := o.live.Config().ValuesDir
+	tmp := filepath.Join(dir, ".tmp")
+	if err := os.WriteFile(tmp, []byte(oauthClientSecret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "API.client-secret")); err != nil {
+		t.Fatal(err)
+	}
+	for line := range o.minted {
+		if line == "action mint result ok secret API" {
+			break
+		}
+	}
+	e := o.live.Engine()
+	if d := e.DecideRequest(boundT, bearerReq()); d.Reply != nil || d.Set[0].Value != "Bearer "+te.token(0) {
+		t.Fatalf("after the rotation: %+v", d)
+	}
+	for _, v := range []string{wrong, oauthClientSecret, te.token(0)} {
+		if got := e.Scrubber().String(v); got != "[secret:API]" {
+			t.Errorf("scrubbed %q", got)
+		}
+	}
+}
+
+// TestOAuthNoToken: a token endpoint that cannot be reached, and one that
+// answers a token no value may be (shorter than a value's floor), are
+// each the engine's 502 naming the secret, in words of the engine's own.
+func TestOAuthNoToken(t *testing.T) {
+	short := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"abc","token_type":"Bearer","expires_in":3600}`)
+	}))
+	t.Cleanup(short.Close)
+	closed := httptest.NewTLSServer(http.NotFoundHandler())
+	closed.Close()
+	for _, tc := range []struct {
+		srv  *httptest.Server
+		want string
+	}{
+		{short, "jr2 custodian: the token endpoint of API answered no access token usable as a value"},
+		{closed, "jr2 custodian: the token endpoint of API could not be reached"},
+	} {
+		te := &tokenEndpoint{srv: tc.srv}
+		o := newOAuthLive(t, te, filter.GrantClientCredentials, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret}, "read", "write")
+		if line := <-o.minted; line != "action mint result refused secret API reason token-refused" {
+			t.Fatalf("mint: %s", line)
+		}
+		d := o.live.Engine().DecideRequest(boundT, bearerReq())
+		if d.Reply == nil || d.Reply.Status != 502 || d.Reply.Reason != filter.ReasonTokenRefused || d.Reply.Body != tc.want {
+			t.Errorf("%+v, want 502 %q", d.Reply, tc.want)
 		}
 	}
 }
