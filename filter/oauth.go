@@ -231,8 +231,9 @@ type serviceAccountKey struct {
 }
 
 // source is the token source of secret s with the parts in vals, its HTTP
-// calls made with client.
-func source(ctx context.Context, s SecretConfig, vals map[string][]byte, client *http.Client) (oauth2.TokenSource, error) {
+// calls made with client; refresh, when not empty, is the refresh token
+// the endpoint last returned (it may rotate them), in place of the file's.
+func source(ctx context.Context, s SecretConfig, vals map[string][]byte, refresh string, client *http.Client) (oauth2.TokenSource, error) {
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
 	o := s.OAuth
 	part := func(p string) string { return string(vals[partFile(s.Name, p)]) }
@@ -242,7 +243,10 @@ func source(ctx context.Context, s SecretConfig, vals map[string][]byte, client 
 		return c.TokenSource(ctx), nil
 	case GrantRefreshToken:
 		c := &oauth2.Config{ClientID: part(PartClientID), ClientSecret: part(PartClientSecret), Endpoint: oauth2.Endpoint{TokenURL: o.TokenURL, AuthStyle: oauth2.AuthStyleInHeader}, Scopes: o.Scopes}
-		return c.TokenSource(ctx, &oauth2.Token{RefreshToken: part(PartRefreshToken)}), nil
+		if refresh == "" {
+			refresh = part(PartRefreshToken)
+		}
+		return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}), nil
 	case GrantServiceAccount:
 		var k serviceAccountKey
 		if err := json.Unmarshal(vals[partFile(s.Name, PartKey)], &k); err != nil || k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
@@ -358,9 +362,16 @@ func (l *Live) Mint(rt http.RoundTripper) (stop func()) {
 func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client) {
 	backoff := firstBackoff
 	var expiry time.Time // of the token held; zero: none
+	var refresh string   // the refresh token the endpoint last returned
+	var gen <-chan struct{}
 	for ctx.Err() == nil {
 		parts, changed := l.parts()
-		src, err := source(ctx, s, parts, client)
+		if changed != gen {
+			refresh, gen = "", changed // new parts: the file's refresh token again
+		}
+		// A source per fetch: x/oauth2's sources hand back a token they
+		// hold until it is all but expired, and this loop fetches ahead.
+		src, err := source(ctx, s, parts, refresh, client)
 		var tok *oauth2.Token
 		if err == nil {
 			tok, err = src.Token()
@@ -368,6 +379,9 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 		wait := backoff
 		switch {
 		case err == nil && tok.AccessToken != "" && l.setToken(s.Name, []byte(tok.AccessToken)) == nil:
+			if tok.RefreshToken != "" {
+				refresh = tok.RefreshToken // a rotating endpoint takes only the newest
+			}
 			backoff = firstBackoff
 			life := defaultLife
 			if !tok.Expiry.IsZero() {
@@ -463,7 +477,7 @@ func (l *Live) setToken(name string, tok []byte) error {
 func (l *Live) setRefused(name, word string, keep bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !keep {
+	if _, held := l.tokens[name]; !keep && (held || l.refusals[name] != word) {
 		l.refusals[name] = word
 		if err := l.rebuildLocked(name, nil); err != nil {
 			l.log("action", "mint", "result", "refused", "secret", name, "reason", "engine")

@@ -1,6 +1,7 @@
 package filter_test
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -42,12 +43,14 @@ const (
 // answers every other request invalid_client with a description that
 // echoes the client secret.
 type tokenEndpoint struct {
-	srv    *httptest.Server
-	pub    *rsa.PublicKey
-	life   int // expires_in of each token
-	hits   atomic.Int64
-	mu     sync.Mutex
-	issued []string
+	srv     *httptest.Server
+	pub     *rsa.PublicKey
+	life    int // expires_in of each token
+	hits    atomic.Int64
+	rotate  bool // each refresh answers a new refresh token, and takes only the newest
+	mu      sync.Mutex
+	issued  []string
+	refresh string // the newest refresh token, when rotate
 }
 
 func newTokenEndpoint(t *testing.T, pub *rsa.PublicKey, life int) *tokenEndpoint {
@@ -69,7 +72,10 @@ func (te *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		case "client_credentials":
 			ok = client && r.PostForm.Get("scope") == "read write"
 		case "refresh_token":
-			ok = client && r.PostForm.Get("refresh_token") == oauthRefresh
+			te.mu.Lock()
+			want := cmp.Or(te.refresh, oauthRefresh)
+			te.mu.Unlock()
+			ok = client && r.PostForm.Get("refresh_token") == want
 		case "urn:ietf:params:oauth:grant-type:jwt-bearer":
 			ok = oauthtest.Assertion(r.PostForm.Get("assertion"), te.pub, oauthEmail, filter.GoogleTokenAudience, "https://www.googleapis.com/auth/cloud-platform")
 		}
@@ -83,8 +89,13 @@ func (te *tokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	te.mu.Lock()
 	tok := fmt.Sprintf("at-%d-%x", len(te.issued), sha256.Sum256([]byte(fmt.Sprint(te.hits.Load(), r.RemoteAddr))))
 	te.issued = append(te.issued, tok)
+	answer := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": te.life}
+	if te.rotate && r.PostForm.Get("grant_type") == "refresh_token" {
+		te.refresh = fmt.Sprintf("rt-rotated-%d-Wm3Kt7Rv2Lp9Xn4Hb", len(te.issued))
+		answer["refresh_token"] = te.refresh
+	}
 	te.mu.Unlock()
-	json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": te.life})
+	json.NewEncoder(w).Encode(answer)
 }
 
 func (te *tokenEndpoint) token(i int) string {
@@ -274,14 +285,20 @@ func TestOAuthOneFetch(t *testing.T) {
 
 // TestOAuthRotates: a token that expires is got again before it does, and
 // swaps in like a rotated value: the new one is sent, the old one is never
-// sent again and is still scrubbed.
+// sent again and is still scrubbed. The endpoint rotates refresh tokens,
+// taking only the newest: the second refresh sends the one the first
+// returned.
 func TestOAuthRotates(t *testing.T) {
 	te := newTokenEndpoint(t, nil, 1) // a second's life: the next is got at once
+	te.rotate = true
 	o := newOAuthLive(t, te, filter.GrantRefreshToken, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret, "refresh-token": oauthRefresh})
-	<-o.minted
-	<-o.minted
+	for range 3 {
+		if line := <-o.minted; line != "action mint result ok secret API" {
+			t.Fatalf("mint: %s", line)
+		}
+	}
 	e := o.live.Engine()
-	old, cur := te.token(0), te.token(1)
+	old, cur := te.token(1), te.token(2)
 	if d := e.DecideRequest(boundT, bearerReq()); d.Reply != nil || d.Set[0].Value != "Bearer "+cur {
 		t.Fatalf("after the second mint: %+v", d)
 	}
