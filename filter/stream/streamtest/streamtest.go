@@ -274,14 +274,14 @@ func (s suite) groups() []group {
 }
 
 // Groups are the names of Run's conformance cases, in the order it runs
-// them, and then "Rotation" (the suite's other entry point). envoy/README.md
+// them, and then "Rotation" and "OAuth" (the suite's other entry points). envoy/README.md
 // names, for each, which adapters ran it (TestREADMENamesWhereEachCaseRan).
 func Groups() []string {
 	var names []string
 	for _, g := range (suite{}).groups() {
 		names = append(names, g.name)
 	}
-	return append(names, "Rotation")
+	return append(names, "Rotation", "OAuth")
 }
 
 type suite struct{ pod, noSandbox, placesPod Pod }
