@@ -27,8 +27,8 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/oauthtest"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/oauthtest"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestOAuth runs an OAuth secret through each host (custodian serve, and

@@ -21,7 +21,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/oauthtest"
+	"jr2.dev/boundary/internal/testkit/oauthtest"
 	"jr2.dev/boundary/internal/valuedir"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // The sentinels of TestOAuth: the client secret, and every token the

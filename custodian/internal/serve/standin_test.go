@@ -9,7 +9,7 @@ import (
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/standintest"
 	"jr2.dev/boundary/internal/contract"
-	"jr2.dev/boundary/internal/testpki"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // TestStandInPlaces holds custodian serve to the shared table of rule 10's
