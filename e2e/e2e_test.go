@@ -250,7 +250,9 @@ var logLine = regexp.MustCompile(`^jr2\.custodian (` +
 	`|action=intercept target=\S+ secret=\S+ method=[A-Z]+ status=\d+` +
 	`|action=tunnel target=\S+` +
 	`|action=refuse target=\S+ reason=[a-z-]+` +
-	`|action=error listener=[a-z]+ reason=[a-z-]+)$`)
+	`|action=error listener=[a-z]+ reason=[a-z-]+` +
+	`|action=mint result=ok secret=\S+` +
+	`|action=mint result=refused secret=\S+ reason=[a-z-]+)$`)
 
 // testLog stops the Custodian and checks all it printed: a graceful exit,
 // the ready line exactly, every line one of the contract's four, and no

@@ -138,6 +138,7 @@ func testRequestSide(t *testing.T, host Host) {
 	}{
 		{"row 10 a tunnel to a name that does not resolve", "nowhere.invalid:443", "action=refuse target=nowhere.invalid:443 reason=unreachable"},
 		{"row 10 a tunnel to a name holding a stand-in that does not resolve", "jr2-held-x.nowhere.invalid:443", "action=refuse target=[stand-in] reason=unreachable"},
+		{"row 10 a tunnel to a name holding a shaped stand-in's mark that does not resolve", "akiajr2held0x.nowhere.invalid:443", "action=refuse target=[stand-in] reason=unreachable"},
 	} {
 		run(t, c.name, func(t *testing.T) {
 			line := regexp.QuoteMeta("jr2.custodian " + c.line)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testkit/testpki"
 )
@@ -71,11 +72,12 @@ type manifest struct {
 }
 
 type manifestSecret struct {
-	Name    string          `json:"name"`
-	Hosts   []string        `json:"hosts"`
-	Headers []string        `json:"headers,omitempty"`
-	Paths   []string        `json:"paths,omitempty"`
-	AWS     map[string]bool `json:"aws,omitempty"` // an AWS key (sigv4_test.go)
+	Name    string              `json:"name"`
+	Hosts   []string            `json:"hosts"`
+	Headers []string            `json:"headers,omitempty"`
+	Paths   []string            `json:"paths,omitempty"`
+	AWS     map[string]bool     `json:"aws,omitempty"` // an AWS key (sigv4_test.go)
+	OAuth   *filter.OAuthConfig `json:"oauth,omitempty"`
 }
 
 // newWorld builds the world and starts the Custodian on host.

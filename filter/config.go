@@ -93,13 +93,28 @@ type SecretConfig struct {
 	// AWS makes the secret an AWS key that signs requests (SigV4) rather
 	// than a value that rides a header: see AWSConfig. nil for the latter.
 	AWS *AWSConfig `json:"aws,omitempty"`
+	// Shape, when set, spells StandIn as keys of a kind are spelled, so an
+	// SDK that checks a key's shape takes it (contract.StandInOf).
+	Shape *contract.Shape `json:"shape,omitempty"`
+	// OAuth, when set, makes the value an OAuth 2.0 access token the
+	// Custodian gets itself (oauth.go); the value directory then holds the
+	// grant's parts, NAME.<part>, not NAME.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
 // ValueNames are the files of the value directory that hold s's value:
-// its name, or an AWS secret's parts (contract.AWSValueNames).
+// its name, an AWS secret's parts (contract.AWSValueNames), or an OAuth
+// secret's grant parts (NAME.<part>), which its minter reads.
 func (s *SecretConfig) ValueNames() []string {
 	if s.AWS != nil {
 		return contract.AWSValueNames(s.Name, s.AWS.SessionToken)
+	}
+	if s.OAuth != nil {
+		var out []string
+		for _, p := range s.OAuth.Parts() {
+			out = append(out, s.Name+"."+p)
+		}
+		return out
 	}
 	return []string{s.Name}
 }
@@ -180,6 +195,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("sandbox: %q is not a Sandbox name; use letters, digits, '.', '_', '~' and '-'", c.Sandbox)
 	}
 	seen := map[string]bool{}
+	standIns := map[string]int{}       // stand-in -> index in Secrets
 	headerOwner := map[string]string{} // target + " " + header -> secret
 	for i, s := range c.Secrets {
 		at := fmt.Sprintf("secrets[%d]", i)
@@ -190,13 +206,16 @@ func (c *Config) check() error {
 			return fmt.Errorf("%s.name: %s is held twice; hold each name once", at, s.Name)
 		}
 		seen[s.Name] = true
+		if s.AWS != nil && s.OAuth != nil {
+			return fmt.Errorf("%s: an aws secret signs with its key and an oauth secret swaps a token it mints; give %s one of aws and oauth", at, s.Name)
+		}
 		if s.AWS != nil {
 			if err := checkAWS(at, &s, seen); err != nil {
 				return err
 			}
 		}
-		if s.StandIn != contract.StandIn(s.Name) {
-			return fmt.Errorf("%s.standIn: want %q, the stand-in of %s", at, contract.StandIn(s.Name), s.Name)
+		if err := checkStandIn(at, i, s, standIns); err != nil {
+			return err
 		}
 		if len(s.Headers) == 0 {
 			return fmt.Errorf("%s.headers: empty; list the headers %s may ride", at, s.Name)
@@ -240,6 +259,11 @@ func (c *Config) check() error {
 		for j, p := range s.Paths {
 			if err := checkPathPrefix(p); err != nil {
 				return fmt.Errorf("%s.paths[%d]: %q: %v", at, j, p, err)
+			}
+		}
+		if s.OAuth != nil {
+			if err := s.OAuth.check(at, s.Name, c.LocalTargets); err != nil {
+				return err
 			}
 		}
 	}

@@ -119,11 +119,11 @@ func guardReply(target, why string) *Reply {
 }
 
 // logTarget is t as a log line shows it: "[stand-in]" whole when t holds
-// a stand-in's prefix in any case (the rest of such a name is the agent's
+// a stand-in's prefix or mark in any case (the rest of such a name is the agent's
 // choice too, and Envoy's access log, which cannot cut a stand-in out of
 // a string, writes the same), else t with any value scrubbed.
 func (e *Engine) logTarget(t string) string {
-	if containsFoldASCII(t, contract.StandInPrefix) || strings.Contains(strings.ToLower(t), contract.StandInPrefix) {
+	if markFold(t) {
 		return "[stand-in]"
 	}
 	return e.scrubber.String(t)

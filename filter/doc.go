@@ -36,7 +36,10 @@
 //
 // Invariant: no value leaves this package except in a Decision's Set
 // headers, which a host puts only on the outbound request to the bound
-// target (or the Orchestrator). Replies, reasons, errors and log fields
+// target (or the Orchestrator), and an OAuth secret's parts, which go only
+// to its token endpoint, through the transport its host gave Live.Mint
+// (oauth.go: the minter gets access tokens, and a token is then a value
+// like any other). Replies, reasons, errors and log fields
 // carry names, targets and rule words — never a value, a stand-in, a path,
 // a query, a header value or a body. A Reply's Headers are fixed text the
 // engine wrote (rule 9's WWW-Authenticate challenge, Challenge), never

@@ -24,7 +24,10 @@ type Engine struct {
 	token     *held              // nil when the table holds no token
 	cred      map[string]bool    // credential header names (lowercase)
 	credList  []string           // cred, sorted
+	parts     map[string][]byte  // each OAuth secret's parts, by file name (oauth.go)
 	standIns  []string           // every stand-in, longest first
+	siNames   []string           // the secret of each of standIns
+	shaped    bool               // a stand-in is shaped (contract.StandInMark)
 	scrubber  *scrub.Scrubber    // every value held
 	targets   []string           // bound targets, sorted
 	upstreams map[string]bool
@@ -86,6 +89,12 @@ type held struct {
 	names1   []string
 	bare     [][]Header
 	bearer   [][]Header
+
+	// oauth: the value is an access token (oauth.go); noToken: the engine
+	// holds none, and a swap of this secret is answered tokenReply.
+	oauth   bool
+	noToken bool
+	mint    mintState
 }
 
 // precompute fills h's shared decision parts.
@@ -189,18 +198,22 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 				e.cred[hd] = true
 			}
 			e.standIns = append(e.standIns, s.StandIn)
+			e.siNames = append(e.siNames, s.Name)
 			for _, p := range parts {
 				e.standIns = append(e.standIns, contract.StandIn(p.Name))
+				e.siNames = append(e.siNames, p.Name)
 				secrets = append(secrets, scrub.Secret{Name: p.Name, Value: p.Value, Built: retired[p.Name]})
 			}
 			continue
 		}
 		v, ok := values[s.Name]
-		if !ok {
+		if !ok && s.OAuth == nil {
 			return nil, fmt.Errorf("held secret %s: no value was loaded", s.Name)
 		}
-		if err := valuedir.Check(s.Name, v, valuedir.Header); err != nil {
-			return nil, err
+		if ok {
+			if err := valuedir.Check(s.Name, v, valuedir.Header); err != nil {
+				return nil, err
+			}
 		}
 		h := &held{
 			name:    s.Name,
@@ -208,8 +221,30 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 			value:   append([]byte(nil), v...),
 			headers: append([]string(nil), s.Headers...),
 			paths:   append([]string(nil), s.Paths...),
+			oauth:   s.OAuth != nil,
+			noToken: !ok,
 		}
 		h.precompute()
+		built := retired[s.Name]
+		if s.OAuth != nil {
+			if e.parts == nil {
+				e.parts = map[string][]byte{}
+			}
+			for _, p := range s.OAuth.Parts() {
+				f := partFile(s.Name, p)
+				pv, have := values[f]
+				if !have {
+					return nil, fmt.Errorf("held secret %s: no %s was loaded", s.Name, f)
+				}
+				e.parts[f] = append([]byte(nil), pv...)
+				built = append(built, retired[f]...)
+			}
+			built = append(built, secretParts(s, values)...)
+		}
+		scrubValue := h.value
+		if len(scrubValue) == 0 && len(built) > 0 {
+			scrubValue, built = built[len(built)-1], built[:len(built)-1]
+		}
 		e.secrets = append(e.secrets, h)
 		e.byName[s.Name] = h
 		if s.Name == contract.TokenName {
@@ -222,7 +257,9 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 			e.cred[hd] = true
 		}
 		e.standIns = append(e.standIns, s.StandIn)
-		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: h.value, Built: retired[s.Name]})
+		e.siNames = append(e.siNames, s.Name)
+		e.shaped = e.shaped || s.Shape != nil
+		secrets = append(secrets, scrub.Secret{Name: s.Name, Value: scrubValue, Built: built})
 	}
 	sc, err := scrub.New(secrets)
 	if err != nil {
@@ -238,7 +275,7 @@ func newEngine(c *Config, values map[string][]byte, retired map[string][][]byte)
 		e.credIdx[n] = i
 		e.credFirst[n[0]] |= 1 << min(len(n), 63)
 	}
-	sort.Slice(e.standIns, func(i, j int) bool { return len(e.standIns[i]) > len(e.standIns[j]) })
+	sort.Sort(byLength{e.standIns, e.siNames})
 	for _, si := range e.standIns {
 		e.standInsLC = append(e.standInsLC, strings.ToLower(si))
 	}
@@ -308,15 +345,26 @@ func (e *Engine) ReadyFields() []string {
 
 // findStandIn returns the name of the longest stand-in found in s, or "".
 func (e *Engine) findStandIn(s string) string {
-	if !hasStandInPrefix(s) {
+	if !e.mayHoldStandIn(s) {
 		return ""
 	}
-	for _, si := range e.standIns {
+	for i, si := range e.standIns {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(si, contract.StandInPrefix)
+			return e.siNames[i]
 		}
 	}
 	return ""
+}
+
+// byLength sorts stand-ins, and their names with them, longest first
+// (stable: table order among equals).
+type byLength struct{ standIns, names []string }
+
+func (b byLength) Len() int           { return len(b.standIns) }
+func (b byLength) Less(i, j int) bool { return len(b.standIns[i]) > len(b.standIns[j]) }
+func (b byLength) Swap(i, j int) {
+	b.standIns[i], b.standIns[j] = b.standIns[j], b.standIns[i]
+	b.names[i], b.names[j] = b.names[j], b.names[i]
 }
 
 // hasStandInPrefix is strings.Contains(s, contract.StandInPrefix), quicker on the
@@ -338,16 +386,16 @@ func hasStandInPrefix(s string) bool {
 // for text whose case a transport rewrote (a header name). ASCII text
 // without the prefix in any case is answered without lowering a copy.
 func (e *Engine) findStandInFold(s string) string {
-	if isASCII(s) && !containsFoldASCII(s, contract.StandInPrefix) {
+	if isASCII(s) && !containsFoldASCII(s, contract.StandInPrefix) && !(e.shaped && containsFoldASCII(s, shapedMarkLC)) {
 		return ""
 	}
 	s = strings.ToLower(s)
-	if !strings.Contains(s, contract.StandInPrefix) {
+	if !strings.Contains(s, contract.StandInPrefix) && !(e.shaped && strings.Contains(s, shapedMarkLC)) {
 		return ""
 	}
 	for i, si := range e.standInsLC {
 		if strings.Contains(s, si) {
-			return strings.TrimPrefix(e.standIns[i], contract.StandInPrefix)
+			return e.siNames[i]
 		}
 	}
 	return ""

@@ -174,6 +174,9 @@ func FuzzSplitHostPort(f *testing.F) {
 func TestDecideRequestAllocs(t *testing.T) {
 	e := benchEngine(t, 100)
 	w := wideEngine(t)
+	sh := &contract.Shape{Kind: "anthropic"}
+	es := benchEngineShaped(t, 100, sh)
+	si099, _ := contract.StandInOf("SECRET_099", sh)
 	cases := []struct {
 		name   string
 		e      *Engine
@@ -189,6 +192,8 @@ func TestDecideRequestAllocs(t *testing.T) {
 		{"a path normalised, with a query", w, wide, Request{"GET", "gw.example.com", "/w/./x?q", hs("x-a", contract.StandIn("WIDE_0")), ""}, 1},
 		{"other scheme", w, wide, Request{"GET", "gw.example.com", "/w", hs("x-a", "token "+contract.StandIn("WIDE_0")), ""}, 2},
 		{"git's Basic pair", w, wide, Request{"GET", "gw.example.com", "/w/info/refs?service=git-upload-pack", hs("x-a", basic("x-access-token", contract.StandIn("WIDE_0"))), ""}, 2},
+		{"shaped stand-in alone, 100 shaped secrets", es, "h050.example.com:443", benchRequestShaped(t), 0},
+		{"shaped bearer, gateway of 100", es, "gateway.example.com:443", Request{"GET", "gateway.example.com", "/v1/models", hs("X-Key-099", "Bearer "+si099, "Accept", "application/json"), ""}, 0},
 		{"control surface", testEngine(t), "", Request{"GET", "127.0.0.1:8081", "/agents/a-1/surface?wait=1", hs("Authorization", "Bearer "+contract.StandIn(contract.TokenName)), ""}, 0},
 	}
 	for _, c := range cases {

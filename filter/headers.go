@@ -56,7 +56,7 @@ func (e *Engine) scanHeaders(hs []Header, info []hinfo, arena []byte) []hinfo {
 					in.cred = int32(c)
 				}
 			}
-			if seen&seenJ != 0 && bytes.Contains(name, standInPrefixBytes) {
+			if seen&seenJ != 0 && (bytes.Contains(name, standInPrefixBytes) || e.shaped && bytes.Contains(name, shapedMarkLCBytes)) {
 				in.flags |= fFold
 			}
 		} else {

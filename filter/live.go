@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -38,8 +39,11 @@ type Live struct {
 
 	mu          sync.Mutex
 	retired     valuedir.Retired
-	refused     bool     // the last reload was refused
-	lastRefusal [32]byte // digest of what the last refused reload read, so one bad set logs once
+	tokens      map[string][]byte // OAuth secret -> its current access token (oauth.go)
+	refusals    map[string]string // OAuth secret -> its last refusal's word
+	partsGen    chan struct{}     // closed when a reload changed an OAuth secret's parts
+	refused     bool              // the last reload was refused
+	lastRefusal [32]byte          // digest of what the last refused reload read, so one bad set logs once
 }
 
 // LiveOptions configure a Live.
@@ -54,7 +58,7 @@ type LiveOptions struct {
 
 // NewLive builds the first engine from c and the values LoadValues read.
 func NewLive(c *Config, values map[string][]byte, o LiveOptions) (*Live, error) {
-	l := &Live{cfg: c, log: o.Log, now: o.Now}
+	l := &Live{cfg: c, log: o.Log, now: o.Now, tokens: map[string][]byte{}, refusals: map[string]string{}, partsGen: make(chan struct{})}
 	l.retired.Grace = c.ValueGrace()
 	if l.log == nil {
 		l.log = func(...string) {}
@@ -124,9 +128,9 @@ func (l *Live) apply(vals map[string][]byte, digest [32]byte, err error) {
 // from the values serving (or the last reload was refused).
 func (l *Live) swapLocked(vals map[string][]byte) error {
 	old := l.cur.Load()
-	cur := map[string][]byte{}
-	for _, s := range old.secrets {
-		cur[s.name] = s.value
+	cur := old.valueSet()
+	for name, tok := range l.tokens {
+		vals[name] = bytes.Clone(tok) // the token is no file's: it stays
 	}
 	next, changed := l.retired.Next(l.now(), cur, vals)
 	if !changed && !l.refused {
@@ -138,6 +142,11 @@ func (l *Live) swapLocked(vals map[string][]byte) error {
 		return err
 	}
 	e.live = l
+	l.stampLocked(e)
+	if !sameParts(old.parts, e.parts) {
+		close(l.partsGen) // each minter starts again with the new parts
+		l.partsGen = make(chan struct{})
+	}
 	l.retired.Replace(next)
 	l.cur.Store(e)
 	l.refused = false
@@ -153,13 +162,11 @@ func (l *Live) Expire() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur := l.cur.Load()
-	vals := map[string][]byte{}
-	for _, s := range cur.secrets {
-		vals[s.name] = s.value
-	}
+	vals := cur.valueSet()
 	if next, dropped := l.retired.Expired(l.now(), vals); dropped {
 		if e, err := newEngine(l.cfg, vals, next.Map()); err == nil {
 			e.live = l
+			l.stampLocked(e)
 			l.retired.Replace(next)
 			l.cur.Store(e)
 		}

@@ -178,6 +178,13 @@ func (e *Engine) decideRequestPayload(d *Decision, r *Request, payload string) {
 		d.Reply = standInReply(name, place)
 		return
 	}
+	// 7: a secret whose value is an access token the engine holds none of
+	for _, sw := range swaps {
+		if sw.secret.noToken {
+			d.Reply = tokenReply(sw.secret)
+			return
+		}
+	}
 	// 7, 8, 11
 	d.Set = setHeaders(swaps)
 	d.Secrets = swappedSecrets(swaps)
@@ -532,7 +539,7 @@ func basicSwap(scheme, rest, standIn, value string) (out, user string, ok bool) 
 	if colon+1+len(value) > len(plain) || base64.StdEncoding.EncodedLen(colon+1+len(value)) > len(enc) {
 		return basicSwapLarge(scheme, rest, standIn, value)
 	}
-	if bytes.Contains(raw[:colon], standInPrefixBytes) {
+	if bytes.Contains(raw[:colon], standInPrefixBytes) || bytes.Contains(raw[:colon], shapedMarkBytes) {
 		user = string(raw[:colon])
 	}
 	p := append(append(plain[:0], raw[:colon+1]...), value...)

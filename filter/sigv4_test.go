@@ -399,6 +399,10 @@ func TestAWSConfig(t *testing.T) {
 	}{
 		{func(s *SecretConfig) { s.Headers = []string{"authorization"} }, `secrets[0].headers: an aws secret rides authorization and x-amz-security-token; write ["authorization", "x-amz-security-token"]`},
 		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com`},
+		{func(s *SecretConfig) {
+			s.OAuth = &OAuthConfig{Grant: "client-credentials", TokenURL: "https://auth.example.com/token"}
+		},
+			`secrets[0]: an aws secret signs with its key and an oauth secret swaps a token it mints; give AWS one of aws and oauth`},
 	} {
 		c := awsConfig(true)
 		tc.edit(&c.Secrets[0])

@@ -6,8 +6,9 @@ import (
 	"jr2.dev/boundary/internal/valuedir"
 )
 
-// LoadValues reads the value of each held secret of c from c.ValuesDir,
-// once: one trailing "\n" or "\r\n" is taken off. A value that is missing,
+// LoadValues reads the value of each held secret of c from c.ValuesDir
+// (of an OAuth secret, its parts NAME.<part>, under those names; its
+// token is got later, see oauth.go), once: one trailing "\n" or "\r\n" is taken off. A value that is missing,
 // empty, shorter than scrub.MinLen, holds a byte outside 0x20–0x7E or is
 // easy to guess (fewer than 2^strength.FloorBits candidates by the estimate
 // of package strength) stops the start with an error that names the
@@ -30,7 +31,20 @@ func LoadValues(c *Config) (map[string][]byte, error) {
 func loadValues(c *Config, h hash.Hash) (map[string][]byte, error) {
 	names := make([]string, 0, len(c.Secrets))
 	for i := range c.Secrets {
+		if c.Secrets[i].OAuth != nil {
+			continue // its parts are its minter's, read when it mints
+		}
 		names = append(names, c.Secrets[i].ValueNames()...)
 	}
-	return valuedir.Read(c.ValuesDir, names, valuedir.Header, h)
+	vals, err := valuedir.Read(c.ValuesDir, names, valuedir.Header, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadParts(c, vals, h); err != nil {
+		for _, v := range vals {
+			clear(v)
+		}
+		return nil, err
+	}
+	return vals, nil
 }

@@ -33,6 +33,12 @@ func TestRotation(t *testing.T) {
 	streamtest.Rotation(t, sdkDriver{})
 }
 
+// TestOAuth: an OAuth secret's token, minted on Go's side, through the
+// golang filter's adapter over its fakes (streamtest.OAuth).
+func TestOAuth(t *testing.T) {
+	streamtest.OAuth(t, sdkDriver{})
+}
+
 type sdkDriver struct{}
 
 func (sdkDriver) Pod(t testing.TB, c filter.Config) streamtest.Pod {

@@ -12,6 +12,7 @@ import (
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
+	"jr2.dev/boundary/filter/stream/streamtest"
 	"jr2.dev/boundary/internal/contract"
 )
 
@@ -72,7 +73,9 @@ func writeEngine(t testing.TB, c filter.Config) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engineFile(t, t.TempDir(), b)
+	dir := t.TempDir()
+	streamtest.Prepare(t, c, dir)
+	return engineFile(t, dir, b)
 }
 
 // engineFile writes b as dir/custodian.json and returns the filter-level

@@ -204,7 +204,9 @@ func filterConfigOf(t testing.TB, c filter.Config) *filterConfig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "custodian.json")
+	dir := t.TempDir()
+	streamtest.Prepare(t, c, dir)
+	path := filepath.Join(dir, "custodian.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -366,19 +368,40 @@ func TestSigV4(t *testing.T) {
 	streamtest.SigV4(t, moduleDriver{lines: captureLogs(t)})
 }
 
+// TestOAuth: an OAuth secret's token through the module
+// (streamtest.OAuth). The minter runs on a goroutine of Go's own, its
+// fetch never on an Envoy callback; its lines go where the reload's go,
+// never to Envoy's log callback.
+func TestOAuth(t *testing.T) {
+	lines := captureLog(t)
+	streamtest.OAuth(t, moduleDriver{lines: lines})
+	for _, l := range *lines {
+		if strings.Contains(l, "action=mint") {
+			t.Fatalf("a mint line reached Envoy's log callback: %q", l)
+		}
+	}
+}
+
+// captureLog sends the lines written to Envoy's log callback to the slice
+// it returns, for the test's life.
+func captureLog(t *testing.T) *[]string {
+	var lines []string
+	info, errs := logInfo, logError
+	logInfo = func(l string) { lines = append(lines, l) }
+	logError = logInfo
+	t.Cleanup(func() { logInfo, logError = info, errs })
+	return &lines
+}
+
 // TestRotation: the values' reload through the module
 // (streamtest.Rotation). The reload runs on a goroutine of Go's own and
 // swaps the pointer the hooks read when a stream begins; its lines go to
 // stderr, never to Envoy's log callback (under -race, a call from that
 // goroutine into logInfo below would race with the test's reads).
 func TestRotation(t *testing.T) {
-	var lines []string
-	info, errs := logInfo, logError
-	logInfo = func(l string) { lines = append(lines, l) }
-	logError = logInfo
-	t.Cleanup(func() { logInfo, logError = info, errs })
-	streamtest.Rotation(t, moduleDriver{lines: &lines})
-	for _, l := range lines {
+	lines := captureLog(t)
+	streamtest.Rotation(t, moduleDriver{lines: lines})
+	for _, l := range *lines {
 		if strings.Contains(l, "action=reload") {
 			t.Fatalf("a reload line reached Envoy's log callback: %q", l)
 		}

@@ -1,13 +1,16 @@
 package stream
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/pluginconf"
@@ -253,9 +256,33 @@ func (c *Engines) Engine(fc pluginconf.FilterConfig) (*filter.Engine, error) {
 	// The watcher runs for the life of the process, as the engine does.
 	live.Watch(valuedir.WatchOptions{})
 	e := live.Engine()
+	if cfg.HasOAuth() {
+		// The minter's token fetches run on its own goroutines through a
+		// Go transport of this process (filter.TokenTransport), never on
+		// an Envoy worker: no callback waits on one.
+		roots, err := upstreamRoots(filepath.Join(filepath.Dir(path), "ca", "upstream.crt"))
+		if err != nil {
+			return nil, err
+		}
+		live.Mint(filter.TokenTransport(e, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}, roots))
+	}
 	c.m[path] = e
 	if c.log != nil {
 		c.log(logline.Event(logline.Custodian, "ready", e.ReadyFields()...))
 	}
 	return e, nil
+}
+
+// upstreamRoots reads the roots every upstream is verified against, for
+// an OAuth secret's token endpoint.
+func upstreamRoots(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("upstream roots for the token endpoints: %w; mount controlplane render's directory, its ca/upstream.crt too", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("upstream roots for the token endpoints: %s holds no certificate; render the directory again with controlplane render", file)
+	}
+	return roots, nil
 }

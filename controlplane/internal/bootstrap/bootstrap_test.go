@@ -807,12 +807,23 @@ func accessLines(t *testing.T, m *hcmv3.HttpConnectionManager) []line {
 					t.Errorf("status filter %v: want >= 400", c)
 				}
 				refused = true
-			case sub.GetHeaderFilter() != nil:
-				h := sub.GetHeaderFilter().Header
-				if h.Name != ":authority" || h.GetStringMatch().GetContains() != contract.StandInPrefix || !h.GetStringMatch().IgnoreCase {
-					t.Errorf("stand-in filter %v", h)
+			case sub.GetOrFilter() != nil || sub.GetAndFilter() != nil:
+				// holds the prefix or the mark (or, inverted: neither)
+				hs := sub.GetOrFilter().GetFilters()
+				if sub.GetAndFilter() != nil {
+					hs = sub.GetAndFilter().GetFilters()
 				}
-				l.standIn = map[bool]string{true: "without", false: "with"}[h.InvertMatch]
+				if len(hs) != 2 {
+					t.Errorf("stand-in filter %v", sub)
+					break
+				}
+				for i, mark := range []string{contract.StandInPrefix, contract.StandInMark} {
+					h := hs[i].GetHeaderFilter().GetHeader()
+					if h.GetName() != ":authority" || h.GetStringMatch().GetContains() != mark || !h.GetStringMatch().IgnoreCase || h.InvertMatch != (sub.GetAndFilter() != nil) {
+						t.Errorf("stand-in filter %v", sub)
+					}
+				}
+				l.standIn = map[bool]string{true: "without", false: "with"}[sub.GetAndFilter() != nil]
 			case sub.GetLogTypeFilter() != nil:
 			case sub.GetResponseFlagFilter() != nil:
 				if !slices.Equal(sub.GetResponseFlagFilter().Flags, append(append([]string(nil), bootstrap.NotSentFlags...), bootstrap.MaySentFlags...)) {

@@ -240,19 +240,27 @@ func (b *builder) egressLogs() []*accesslogv3.AccessLog {
 	return logs
 }
 
-// standInFilter matches a CONNECT target that holds a stand-in (any case),
-// or, inverted, one that does not.
+// standInFilter matches a CONNECT target that holds a stand-in's prefix
+// or a shaped stand-in's mark (any case), or, inverted, one that holds
+// neither: the engine's logTarget, in Envoy's access log.
 func standInFilter(holds bool) *accesslogv3.AccessLogFilter {
-	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_HeaderFilter{HeaderFilter: &accesslogv3.HeaderFilter{
-		Header: &routev3.HeaderMatcher{
-			Name: ":authority",
-			HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
-				MatchPattern: &matcherv3.StringMatcher_Contains{Contains: contract.StandInPrefix},
-				IgnoreCase:   true,
-			}},
-			InvertMatch: !holds,
-		},
-	}}}
+	var fs []*accesslogv3.AccessLogFilter
+	for _, mark := range []string{contract.StandInPrefix, contract.StandInMark} {
+		fs = append(fs, &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_HeaderFilter{HeaderFilter: &accesslogv3.HeaderFilter{
+			Header: &routev3.HeaderMatcher{
+				Name: ":authority",
+				HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: &matcherv3.StringMatcher{
+					MatchPattern: &matcherv3.StringMatcher_Contains{Contains: mark},
+					IgnoreCase:   true,
+				}},
+				InvertMatch: !holds,
+			},
+		}}})
+	}
+	if holds {
+		return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_OrFilter{OrFilter: &accesslogv3.OrFilter{Filters: fs}}}
+	}
+	return &accesslogv3.AccessLogFilter{FilterSpecifier: &accesslogv3.AccessLogFilter_AndFilter{AndFilter: &accesslogv3.AndFilter{Filters: fs}}}
 }
 
 func (b *builder) celFilter(expr string) *accesslogv3.AccessLogFilter {

@@ -339,3 +339,24 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("--sidecar golang: %v", err)
 	}
 }
+
+// TestOAuthPartsProjected: an OAuth secret has no value of its own: each
+// of its grant's parts is a 0400 item of the value volume, a key of the
+// convention Secret named as the file the Custodian reads (<name>.<part>).
+func TestOAuthPartsProjected(t *testing.T) {
+	held := []byte(`{"pod":"p1","orchestrator":"o.svc:4000","secrets":[
+		{"name":"API","hosts":["api.example.com"],"oauth":{"grant":"refresh-token","tokenURL":"https://auth.example.com/token"}},
+		{"name":"SA","hosts":["sa.example.com"],"oauth":{"grant":"service-account","tokenURL":"https://oauth2.googleapis.com/token"}}]}`)
+	set, err := kube.Build(stubInput(t, held, kube.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := kube.ConventionSecret("p1")
+	var want []kube.ValueRef
+	for _, f := range []string{"API.client-id", "API.client-secret", "API.refresh-token", "SA.key.json", contract.TokenName} {
+		want = append(want, kube.ValueRef{Held: f, Secret: conv, Key: f, Convention: true})
+	}
+	if !slices.Equal(set.Values, want) {
+		t.Errorf("values %+v; want %+v", set.Values, want)
+	}
+}

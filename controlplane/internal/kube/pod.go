@@ -179,6 +179,11 @@ func Values(m *manifest.Manifest) []ValueRef {
 	var out []ValueRef
 	for _, s := range m.Secrets {
 		for _, n := range s.ValueNames() {
+			if s.OAuth != nil || len(s.ValueNames()) > 1 {
+				// one file per part, each a key of the convention Secret
+				out = append(out, ref(n, nil))
+				continue
+			}
 			out = append(out, ref(n, s.From))
 		}
 	}

@@ -30,7 +30,7 @@ func (k kind) String() string {
 // document order and each may appear once.
 type value struct {
 	kind   kind
-	str    string // a string's text
+	str    string // a string's text; a number's, as written
 	truth  bool   // a boolean's value
 	items  []*value
 	keys   []string
@@ -97,7 +97,7 @@ func tree(path string, raw json.RawMessage) (*value, error) {
 	case 't', 'f':
 		return &value{kind: kBool, truth: raw[0] == 't'}, nil
 	}
-	return &value{kind: kNumber}, nil
+	return &value{kind: kNumber, str: string(raw)}, nil
 }
 
 // syntaxError words a decoder error with its place and no input beyond the

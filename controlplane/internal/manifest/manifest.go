@@ -30,7 +30,8 @@
 //     AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, …), whose value
 //     signs a request and never rides one, so no stand-in of it is ever
 //     swapped: the refusal points at the Effector.
-//   - R3: one name held twice.
+//   - R3: one name held twice, or two names whose stand-ins are one (a
+//     shape of the user's own too short to tell them apart).
 //   - R5: no hosts; a wildcard, userinfo, a scheme other than https, a path
 //     (or query) on a host, a bad port, an IPv6 address out of brackets; one
 //     target listed twice; two secrets on one host in one header.
@@ -43,6 +44,11 @@
 //   - R12: a path prefix that does not start with "/", or holds "..", ";",
 //     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
 //     ASCII, "?" or "#" (a prefix is matched against the path alone).
+//
+// A secret's shape (contract.Shape) spells its stand-in as keys of a kind
+// are spelled, so an SDK that checks a key's shape takes it: a kind of
+// the table as a string ("github"), or {"prefix": …, "length": …}; a shape
+// Resolve refuses is refused here with its words.
 //
 // The Sandbox token (contract.TokenName) is the kit's own: render always holds
 // it. A manifest may name it bare ({"name": "JR2_SANDBOX_TOKEN"}); any
@@ -112,6 +118,14 @@ type Secret struct {
 	Headers []string
 	// Paths are allowed path prefixes; nil allows every path.
 	Paths []string
+	// Shape is the stand-in's shape (contract.Shape); nil for
+	// "jr2-held-NAME".
+	Shape *contract.Shape
+	// StandIn is the stand-in: contract.StandInOf(Name, Shape).
+	StandIn string
+	// OAuth makes the value an access token the Custodian gets itself
+	// (filter.OAuthConfig); nil for a value read from its file.
+	OAuth *filter.OAuthConfig
 	// From is where the value lives in the cluster (valueFrom); nil
 	// means the per-pod convention Secret, jr2-held-secrets-<pod>, key
 	// Name.
@@ -328,6 +342,8 @@ type secretsChecker struct {
 	names map[string]string // name -> path of its first entry
 	owner map[string]string // target + " " + header -> secret
 	token **SecretKeyRef    // Manifest.TokenFrom
+	// standIns maps each stand-in claimed so far to its secret and path.
+	standIns map[string]string
 }
 
 func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
@@ -339,7 +355,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 	if f := v.fields["value"]; f != nil {
 		s.add(member(at, "value"), "R4", "a held manifest never holds a value (render would write it into files and objects); put the value in a Secret of yours and write valueFrom: {\"secretKeyRef\": {\"name\": …, \"key\": …}}")
 	}
-	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "valueFrom", "value", "aws"}, "a secret has name, hosts, headers, paths, valueFrom and aws")
+	s.unknown(v, at, []string{"name", "hosts", "headers", "paths", "shape", "oauth", "aws", "valueFrom", "value"}, "a secret has name, hosts, headers, paths, shape, oauth, aws and valueFrom")
 	name, missing := s.text(v, at, "name")
 	if missing {
 		s.add(member(at, "name"), "shape", "missing or empty; write the variable name the Harness reads")
@@ -348,7 +364,7 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 		return Secret{}, false
 	}
 	if name == contract.TokenName {
-		for _, k := range []string{"hosts", "headers", "paths"} {
+		for _, k := range []string{"hosts", "headers", "paths", "shape", "oauth"} {
 			if f := v.fields[k]; f != nil && f.kind != kNull {
 				s.add(member(at, k), "R2", "%s rides the control listener only, and render binds it; name it bare or leave it out", contract.TokenName)
 			}
@@ -382,6 +398,8 @@ func (s *secretsChecker) secret(at string, v *value) (Secret, bool) {
 		s.add(member(at, "paths"), "R12", "empty; leave paths out to allow every path, or list path prefixes such as \"/v1/\"")
 	}
 	sec.Paths = s.paths(paths.items, paths.paths)
+	sec.Shape, sec.StandIn = s.shape(at, name, v)
+	sec.OAuth = s.oauth(at, name, v)
 	return sec, len(s.problems) == before
 }
 

@@ -31,8 +31,8 @@ func TestSpecExample(t *testing.T) {
 	want := &manifest.Manifest{
 		Pod: "ws-7f3a", Orchestrator: "jr2-orchestrator.jr2.svc:4000", Sandbox: "ws-7f3a",
 		Secrets: []manifest.Secret{
-			{Name: "ANTHROPIC_API_KEY", Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
-			{Name: "GITHUB_TOKEN", Targets: []string{"api.github.com:443", "github.com:443"}, Headers: contract.DefaultHeaders},
+			{Name: "ANTHROPIC_API_KEY", Targets: []string{"api.anthropic.com:443"}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}, StandIn: "jr2-held-ANTHROPIC_API_KEY"},
+			{Name: "GITHUB_TOKEN", Targets: []string{"api.github.com:443", "github.com:443"}, Headers: contract.DefaultHeaders, StandIn: "jr2-held-GITHUB_TOKEN"},
 		},
 	}
 	if !reflect.DeepEqual(m, want) {
@@ -118,12 +118,15 @@ func TestTarget(t *testing.T) {
 // TestAcceptedShapes: the token named bare, null fields, absent sandbox.
 func TestAcceptedShapes(t *testing.T) {
 	m, err := manifest.Parse([]byte(`{"pod":"instance","orchestrator":"10.0.0.1:4000","sandbox":null,
-		"secrets":[{"name":"JR2_SANDBOX_TOKEN"},{"name":"LLM_KEY","hosts":["llm.example.com"],"headers":null,"paths":null}]}`))
+		"secrets":[{"name":"JR2_SANDBOX_TOKEN"},{"name":"LLM_KEY","hosts":["llm.example.com"],"headers":null,"paths":null,"shape":null},
+		{"name":"GH","hosts":["github.com"],"shape":"github"},{"name":"OWN","hosts":["own.example.com"],"shape":{"prefix":"own_","length":30}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &manifest.Manifest{Pod: "instance", Orchestrator: "10.0.0.1:4000", Secrets: []manifest.Secret{
-		{Name: "LLM_KEY", Targets: []string{"llm.example.com:443"}, Headers: contract.DefaultHeaders},
+		{Name: "LLM_KEY", Targets: []string{"llm.example.com:443"}, Headers: contract.DefaultHeaders, StandIn: "jr2-held-LLM_KEY"},
+		{Name: "GH", Targets: []string{"github.com:443"}, Headers: contract.DefaultHeaders, Shape: &contract.Shape{Kind: "github"}, StandIn: mustStandIn(t, "GH", &contract.Shape{Kind: "github"})},
+		{Name: "OWN", Targets: []string{"own.example.com:443"}, Headers: contract.DefaultHeaders, Shape: &contract.Shape{Prefix: "own_", Length: 30}, StandIn: mustStandIn(t, "OWN", &contract.Shape{Prefix: "own_", Length: 30})},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("manifest\n got: %+v\nwant: %+v", m, want)
@@ -332,4 +335,13 @@ func TestValueFromNeverEchoes(t *testing.T) {
 			t.Errorf("refusal quotes the pasted value: %v", err)
 		}
 	}
+}
+
+func mustStandIn(t *testing.T, name string, sh *contract.Shape) string {
+	t.Helper()
+	si, err := contract.StandInOf(name, sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return si
 }

@@ -372,7 +372,9 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 	for _, s := range m.Secrets {
 		sc := filter.SecretConfig{
 			Name:    s.Name,
-			StandIn: contract.StandIn(s.Name),
+			StandIn: s.StandIn,
+			Shape:   s.Shape,
+			OAuth:   s.OAuth,
 			Targets: s.Targets,
 			Headers: s.Headers,
 			Paths:   s.Paths,

@@ -89,7 +89,8 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 		}
 		cfg.Secrets = append(cfg.Secrets, filter.SecretConfig{
 			Name:    s.Name,
-			StandIn: contract.StandIn(s.Name),
+			StandIn: s.StandIn,
+			Shape:   s.Shape,
 			Targets: targets,
 			Headers: append([]string(nil), s.Headers...),
 		})
@@ -138,7 +139,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 			continue
 		}
 		if name, held := b.byValue[sha256.Sum256([]byte(v))]; held {
-			env = append(env, k+"="+contract.StandIn(name))
+			env = append(env, k+"="+b.pol.StandIn(name))
 			standIns = append(standIns, k)
 			continue
 		}
@@ -148,7 +149,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 		env = append(env, kv)
 	}
 	for _, s := range b.pol.Secrets {
-		env = append(env, s.Env+"="+contract.StandIn(s.Name))
+		env = append(env, s.Env+"="+s.StandIn)
 		standIns = append(standIns, s.Env)
 	}
 	for _, v := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
@@ -163,7 +164,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	for _, s := range b.pol.Secrets {
 		if slices.Contains(s.Headers, "authorization") {
 			for _, h := range s.Hosts {
-				git = append(git, gitcred.Binding{Target: h.String(), StandIn: contract.StandIn(s.Name)})
+				git = append(git, gitcred.Binding{Target: h.String(), StandIn: s.StandIn})
 			}
 		}
 	}

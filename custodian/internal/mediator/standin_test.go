@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"jr2.dev/boundary/custodian/internal/runtest"
@@ -26,6 +25,15 @@ KEY = { env = "KEY", hosts = ["api.example.com"], headers = ["x-api-key"] }
 EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = ["authorization"] }
 `
 
+// shapedPolicy is placesPolicy with KEY's stand-in shaped as an
+// Anthropic key and EXAMPLE_TOKEN's as a GitHub token.
+const shapedPolicy = `
+allow_hosts = ["api.example.com", "open.example.com", "plain.example.com:80"]
+[secrets]
+KEY = { env = "KEY", hosts = ["api.example.com"], headers = ["x-api-key"], shape = "anthropic" }
+EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = ["authorization"], shape = "github" }
+`
+
 // TestStandInNeverSent holds the mediator to the shared table of rule 10's
 // places (package standintest), with real HTTP through it, through the
 // proxy and dialled directly: toward the bound api.example.com (beside the
@@ -41,7 +49,20 @@ EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = 
 // X-Jr2-Held-Name), so a stand-in as a header name, in any case, was
 // forwarded and recorded allow, while the engine folds case.
 func TestStandInNeverSent(t *testing.T) {
-	f := newFixtureOf(t, true, placesPolicy, "KEY="+keySentinel, "EXAMPLE_TOKEN="+sentinel)
+	standInNeverSent(t, placesPolicy, contract.StandIn("KEY"), contract.StandIn("EXAMPLE_TOKEN"))
+}
+
+// TestShapedStandInNeverSent is TestStandInNeverSent with shaped
+// stand-ins (a policy's shape): the mediator finds them in every place it
+// finds plain ones, and logs neither.
+func TestShapedStandInNeverSent(t *testing.T) {
+	keySI, _ := contract.StandInOf("KEY", &contract.Shape{Kind: "anthropic"})
+	tokSI, _ := contract.StandInOf("EXAMPLE_TOKEN", &contract.Shape{Kind: "github"})
+	standInNeverSent(t, shapedPolicy, keySI, tokSI)
+}
+
+func standInNeverSent(t *testing.T, policy, keySI, tokSI string) {
+	f := newFixtureOf(t, true, policy, "KEY="+keySentinel, "EXAMPLE_TOKEN="+sentinel)
 	type sent struct {
 		url    string
 		via    bool
@@ -50,14 +71,14 @@ func TestStandInNeverSent(t *testing.T) {
 		c      standintest.Case
 	}
 	var all []sent
-	keySI, tokSI := contract.StandIn("KEY"), contract.StandIn("EXAMPLE_TOKEN")
+	names := map[string]string{keySI: "KEY", tokSI: "EXAMPLE_TOKEN"}
 	for _, via := range []bool{true, false} {
 		for _, c := range standintest.Cases(keySI, "/v1/") {
 			all = append(all, sent{"https://api.example.com", via, true, "KEY", c})
 		}
 		for _, host := range []string{"https://open.example.com", "http://plain.example.com"} {
 			for _, si := range []string{keySI, tokSI} {
-				name := strings.TrimPrefix(si, contract.StandInPrefix)
+				name := names[si]
 				for _, c := range append(standintest.Cases(si, "/v1/"), standintest.Unbound(si, "/v1/")...) {
 					all = append(all, sent{host, via, false, name, c})
 				}
@@ -110,7 +131,7 @@ func TestStandInNeverSent(t *testing.T) {
 	if n := bytes.Count(logged, []byte(" reason=stand-in\n")); n != len(all) {
 		t.Errorf("%d stand-in lines, want %d", n, len(all))
 	}
-	if bytes.Contains(bytes.ToLower(logged), []byte(contract.StandInPrefix)) {
+	if lo := bytes.ToLower(logged); bytes.Contains(lo, []byte(contract.StandInPrefix)) || bytes.Contains(lo, bytes.ToLower([]byte(contract.StandInMark))) {
 		t.Errorf("a log line holds a stand-in:\n%s", logged)
 	}
 	for _, v := range []string{sentinel, keySentinel} {

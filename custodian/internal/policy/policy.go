@@ -93,10 +93,15 @@ func (h Host) String() string { return h.Name + ":" + strconv.Itoa(int(h.Port)) 
 
 // Secret is a held secret of the run. It holds no value.
 type Secret struct {
-	Name    string   // the key under [secrets]; the stand-in is jr2-held-Name
+	Name    string   // the key under [secrets]
 	Env     string   // the runner's variable the value is read from
 	Hosts   []Host   // each also in AllowHosts
 	Headers []string // lowercase; DefaultHeaders when the file has none
+	// Shape is the stand-in's shape (shape = "github", or { prefix = "…",
+	// length = N }); nil for jr2-held-Name.
+	Shape *contract.Shape
+	// StandIn is contract.StandInOf(Name, Shape).
+	StandIn string
 }
 
 // Load reads and checks the policy at file. The error names the key at
@@ -327,7 +332,7 @@ func (c *checker) paths(doc map[string]any, key string, seen map[string]string) 
 	return out
 }
 
-var secretKeys = []string{"env", "hosts", "headers"}
+var secretKeys = []string{"env", "hosts", "headers", "shape"}
 
 func (c *checker) secrets(doc map[string]any) {
 	v, ok := doc["secrets"]
@@ -345,7 +350,8 @@ func (c *checker) secrets(doc map[string]any) {
 	}
 	sort.Strings(names)
 	envs := map[string]string{}
-	bound := map[string]string{} // "host header" -> secret key
+	bound := map[string]string{}    // "host header" -> secret key
+	standIns := map[string]string{} // stand-in -> secret key
 	for _, name := range names {
 		key := "secrets." + name
 		m, ok := table[name].(map[string]any)
@@ -354,14 +360,15 @@ func (c *checker) secrets(doc map[string]any) {
 			continue
 		}
 		if !secretName(name) {
-			c.fail(key, "a secret's name is letters, digits and '_' (it becomes the stand-in jr2-held-NAME)")
+			c.fail(key, "a secret's name is letters, digits and '_' (it becomes the stand-in jr2-held-NAME, or names a shaped one)")
 			continue
 		}
-		unknown(c, key+".", m, secretKeys, "a secret knows env, hosts and headers")
+		unknown(c, key+".", m, secretKeys, "a secret knows env, hosts, headers and shape")
 		s := Secret{Name: name}
 		s.Env = c.env(key, m, envs)
 		s.Hosts = c.secretHosts(key, m)
 		s.Headers = c.headers(key, m)
+		s.Shape, s.StandIn = c.shape(key, name, m, standIns)
 		for _, h := range s.Hosts {
 			for _, hd := range s.Headers {
 				slot := h.String() + " " + hd

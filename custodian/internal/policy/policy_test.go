@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"jr2.dev/boundary/internal/contract"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -56,6 +57,11 @@ func wantLines(t *testing.T, file string) string {
 	return strings.Join(want, "\n")
 }
 
+// otherDerived is what follows the mark in OTHER's shaped stand-in: SHA-256
+// of the name, so a change of the derivation fails here (render would no
+// longer reproduce the stand-ins it wrote).
+const otherDerived = "74vSgSVnp9zbicswW7"
+
 func TestLoadOK(t *testing.T) {
 	p, err := Load("testdata/ok.toml")
 	if err != nil {
@@ -68,8 +74,9 @@ func TestLoadOK(t *testing.T) {
 		ReadPaths:  []string{"/usr", "/lib", "/etc/ssl"},
 		WritePaths: []string{"/home/agent/project"},
 		Secrets: []Secret{
-			{Name: "EXAMPLE_TOKEN", Env: "EXAMPLE_TOKEN", Hosts: []Host{api}, Headers: []string{"authorization"}},
-			{Name: "OTHER", Env: "OTHER_KEY", Hosts: []Host{alt, {"_svc.example.net", 443}}, Headers: DefaultHeaders},
+			{Name: "EXAMPLE_TOKEN", Env: "EXAMPLE_TOKEN", Hosts: []Host{api}, Headers: []string{"authorization"}, StandIn: "jr2-held-EXAMPLE_TOKEN"},
+			{Name: "OTHER", Env: "OTHER_KEY", Hosts: []Host{alt, {"_svc.example.net", 443}}, Headers: DefaultHeaders,
+				Shape: &contract.Shape{Prefix: "oth_", Length: 30}, StandIn: "oth_JR2HELD0" + otherDerived},
 		},
 	}
 	got := *p

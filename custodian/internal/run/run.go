@@ -85,7 +85,6 @@ import (
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
-	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/mode"
 )
 
@@ -416,7 +415,7 @@ func (r *runner) argv(id, modeName, dir string) ([]string, runStart) {
 		rec.Scrubbed = true
 		child[i] = rec.Argv[i]
 		for _, name := range r.sc.Names() {
-			child[i] = strings.ReplaceAll(child[i], "[secret:"+name+"]", contract.StandIn(name))
+			child[i] = strings.ReplaceAll(child[i], "[secret:"+name+"]", r.pol.StandIn(name))
 		}
 	}
 	rec.Scrubbed = r.scrub(&rec.Dir) || rec.Scrubbed

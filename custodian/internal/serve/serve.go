@@ -217,6 +217,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	c, e, h := s.Addrs()
 	s.log.Event("ready", append(s.eng.ReadyFields(), "control", c, "egress", e, "health", h)...)
 	stopWatch := s.live.Watch(valuedir.WatchOptions{})
+	stopMint := func() {}
+	if s.live.Config().HasOAuth() {
+		stopMint = s.live.Mint(filter.TokenTransport(s.eng, s.dialer, s.upstream))
+	}
 
 	var err error
 	select {
@@ -224,6 +228,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case err = <-errc:
 	}
 	stopWatch()
+	stopMint()
 	s.stop()
 	s.log.Close()
 	return err

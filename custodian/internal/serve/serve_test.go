@@ -206,6 +206,25 @@ func newFixtureWith(t *testing.T, resolver *net.Resolver, opt func(*Options)) *f
 	return newFixtureEdit(t, resolver, opt, nil)
 }
 
+// held is more secrets a fixture holds, each bound to the upstream
+// (LocalTargets), and the value files they need (file name -> content).
+// uca is the CA the upstream roots (ca/upstream.crt) hold.
+type held func(uca *testpki.CA) (more []filter.SecretConfig, files map[string]string)
+
+// newFixtureHeld is newFixtureWith holding more secrets too.
+func newFixtureHeld(t *testing.T, resolver *net.Resolver, opt func(*Options), more held) *fixture {
+	return newFixtureEdit(t, resolver, opt, func(f *fixture, dir string, cfg *filter.Config) {
+		ms, files := more(f.uca)
+		for _, m := range ms {
+			m.Targets = []string{f.up.target}
+			cfg.Secrets = append(cfg.Secrets, m)
+		}
+		for name, v := range files {
+			must(t, os.WriteFile(filepath.Join(dir, "values", name), []byte(v), 0o600))
+		}
+	})
+}
+
 // newFixtureEdit is newFixtureWith whose config edit changes before it is
 // written (edit may write more files into the directory, dir, and start
 // upstreams under f.uca).

@@ -261,16 +261,28 @@ func (s suite) intercept(t *testing.T) {
 // toward the places pod's bound target, beside the swap: each the
 // engine's 403 with the text every host answers, nothing upstream.
 func (s suite) places(t *testing.T) {
-	var cases []decodeCase
-	for _, c := range standintest.Cases(PlacesStandIn, "/v1/") {
-		req := H(":method", "GET", ":authority", "places.example", ":path", c.Path, "x-api-key", PlacesStandIn)
+	decode(t, s.placesPod, pluginconf.RoleIntercept, Places, Places, placeCases(nil, "the stand-in", "PLACES", PlacesStandIn, "places.example"))
+	cases := []decodeCase{{
+		name:     "a shaped stand-in swaps as a plain one",
+		req:      H(":method", "GET", ":authority", "shaped.example", ":path", "/v1/x", "x-api-key", ShapedStandIn),
+		upstream: []string{":authority: shaped.example", ":method: GET", ":path: /v1/x", "accept-encoding: identity", "x-api-key: " + ShapedValue},
+		logs:     []string{interceptLine(Shaped, "SHAPED", "GET", 200)},
+	}}
+	decode(t, s.placesPod, pluginconf.RoleIntercept, Shaped, Shaped, placeCases(cases, "the shaped stand-in", "SHAPED", ShapedStandIn, "shaped.example"))
+}
+
+// placeCases appends to cases the shared table's places of secret's
+// stand-in si toward authority, beside its swap in x-api-key.
+func placeCases(cases []decodeCase, what, secret, si, authority string) []decodeCase {
+	for _, c := range standintest.Cases(si, "/v1/") {
+		req := H(":method", "GET", ":authority", authority, ":path", c.Path, "x-api-key", si)
 		if c.Header.Name != "" {
 			req = append(req, c.Header)
 		}
-		cases = append(cases, decodeCase{name: "rule 10: the stand-in " + c.Name, req: req,
-			status: standintest.Status, reason: standintest.Reason, body: standintest.Body("PLACES", c.Place)})
+		cases = append(cases, decodeCase{name: "rule 10: " + what + " " + c.Name, req: req,
+			status: standintest.Status, reason: standintest.Reason, body: standintest.Body(secret, c.Place)})
 	}
-	decode(t, s.placesPod, pluginconf.RoleIntercept, Places, Places, cases)
+	return cases
 }
 
 // control: the control listener's four routes, and what it refuses.

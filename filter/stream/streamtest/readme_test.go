@@ -10,7 +10,7 @@ import (
 
 // TestREADMENamesWhereEachCaseRan: envoy/README.md's table names one row
 // per conformance case, in the suite's order; both adapters' fakes ran
-// each (their tests call Run and Rotation, found in their sources here),
+// each (their tests call Run, Rotation and OAuth, found in their sources here),
 // and no row says the golang filter ran in Envoy, so nobody reads "proven
 // in Envoy" for a filter only fakes ran.
 func TestREADMENamesWhereEachCaseRan(t *testing.T) {
@@ -56,7 +56,7 @@ func TestREADMENamesWhereEachCaseRan(t *testing.T) {
 			b, _ := os.ReadFile(f)
 			all.Write(b)
 		}
-		for _, call := range []string{"streamtest.Run(t, ", "streamtest.Rotation(t, "} {
+		for _, call := range []string{"streamtest.Run(t, ", "streamtest.Rotation(t, ", "streamtest.OAuth(t, "} {
 			if !strings.Contains(all.String(), call) {
 				t.Errorf("filter/%s's tests do not call %s…): the table's yes is not so", dir, call)
 			}

@@ -68,6 +68,20 @@ const (
 // PlacesStandIn is the stand-in of PLACES.
 var PlacesStandIn = contract.StandIn("PLACES")
 
+// The places pod also holds SHAPED, whose stand-in is shaped as an
+// Anthropic key (contract.StandInOf), bound to Shaped in x-api-key under
+// /v1/: the shared table runs on it too, so a shaped stand-in is found
+// wherever a plain one is.
+const (
+	Shaped      = "shaped.example:443"
+	ShapedValue = "sk-shaped-STREAMTEST-Rw3Tz8Kq1Xv5"
+)
+
+// ShapedStandIn is the stand-in of SHAPED.
+var ShapedStandIn, _ = contract.StandInOf("SHAPED", shapedShape)
+
+var shapedShape = &contract.Shape{Kind: "anthropic"}
+
 // placesConfig is Config with PLACES bound to Places in x-api-key, under
 // /v1/.
 func placesConfig(t testing.TB, dir string) filter.Config {
@@ -76,7 +90,11 @@ func placesConfig(t testing.TB, dir string) filter.Config {
 	if err := os.WriteFile(filepath.Join(dir, "PLACES"), []byte(PlacesValue+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.Secrets = append(c.Secrets, filter.SecretConfig{Name: "PLACES", StandIn: PlacesStandIn, Targets: []string{Places}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}})
+	if err := os.WriteFile(filepath.Join(dir, "SHAPED"), []byte(ShapedValue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Secrets = append(c.Secrets, filter.SecretConfig{Name: "PLACES", StandIn: PlacesStandIn, Targets: []string{Places}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}},
+		filter.SecretConfig{Name: "SHAPED", StandIn: ShapedStandIn, Shape: shapedShape, Targets: []string{Shaped}, Headers: []string{"x-api-key"}, Paths: []string{"/v1/"}})
 	return c
 }
 
@@ -256,14 +274,14 @@ func (s suite) groups() []group {
 }
 
 // Groups are the names of Run's conformance cases, in the order it runs
-// them, and then "Rotation" (the suite's other entry point). envoy/README.md
+// them, and then "Rotation" and "OAuth" (the suite's other entry points). envoy/README.md
 // names, for each, which adapters ran it (TestREADMENamesWhereEachCaseRan).
 func Groups() []string {
 	var names []string
 	for _, g := range (suite{}).groups() {
 		names = append(names, g.name)
 	}
-	return append(names, "Rotation")
+	return append(names, "Rotation", "OAuth")
 }
 
 type suite struct{ pod, noSandbox, placesPod Pod }

@@ -1,0 +1,560 @@
+package filter
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/oauth2/jwt"
+
+	"jr2.dev/boundary/filter/dialguard"
+	"jr2.dev/boundary/internal/contract"
+	"jr2.dev/boundary/internal/effectorkey"
+	"jr2.dev/boundary/internal/valuedir"
+)
+
+// An OAuth secret's value is an OAuth 2.0 access token the Custodian gets
+// itself, from its token endpoint, with the credentials in the value
+// directory; the agent holds the stand-in as for any secret, and the swap
+// puts the current token where the stand-in was, toward the bound hosts
+// only.
+//
+// Where each part lives:
+//
+//   - The engine decides, once for every host, what a request with the
+//     stand-in gets: the current token (a value like any other: swapped
+//     by the same rules, scrubbed from answers, and, once replaced,
+//     scrubbed for the grace window as a rotated value is), or, while no
+//     token is held, the engine's own answer — 503 token-pending before
+//     the first, 502 token-refused naming the secret and the endpoint's
+//     OAuth error code after a refusal. A request never waits on a fetch.
+//   - The Live mints: one goroutine per OAuth secret (so one request to
+//     the token endpoint at a time, however many requests want a token),
+//     which gets a token at start, again shortly before it expires
+//     (refreshBefore), and again after a refusal with a backoff; each
+//     token swaps in a whole new engine, as a rotation does.
+//   - The host gives the HTTP transport (Live.Mint): its own dialer with
+//     the dial guard on the address it dials, and the same roots as any
+//     upstream. In Envoy that is a Go transport inside the filter's
+//     process, not an Envoy cluster: the minter runs on its own goroutine,
+//     never on a worker thread, so no Envoy callback ever blocks on it.
+//
+// The grants are golang.org/x/oauth2's: clientcredentials (RFC 6749
+// §4.4), oauth2.Config's refresh (§6), and jwt, the JWT bearer grant
+// (RFC 7523) of a Google service-account key.
+
+// The grants an OAuth secret may name.
+const (
+	GrantClientCredentials = "client-credentials"
+	GrantRefreshToken      = "refresh-token"
+	GrantServiceAccount    = "service-account"
+)
+
+// The reason words of a request whose secret holds no token.
+const (
+	ReasonTokenPending = "token-pending"
+	ReasonTokenRefused = "token-refused"
+)
+
+// OAuthConfig makes a held secret's value an access token the Custodian
+// gets from TokenURL with the grant's parts, each a file of the value
+// directory named NAME.<part> (OAuthConfig.Parts).
+type OAuthConfig struct {
+	Grant    string   `json:"grant"`
+	TokenURL string   `json:"tokenURL"`
+	Scopes   []string `json:"scopes,omitempty"`
+}
+
+// The parts of each grant: the file NAME.<part> holds it.
+const (
+	PartClientID     = "client-id"
+	PartClientSecret = "client-secret"
+	PartRefreshToken = "refresh-token"
+	PartKey          = "key.json"
+)
+
+// Parts are the value files of the grant, in order.
+func (o *OAuthConfig) Parts() []string {
+	switch o.Grant {
+	case GrantClientCredentials:
+		return []string{PartClientID, PartClientSecret}
+	case GrantRefreshToken:
+		return []string{PartClientID, PartClientSecret, PartRefreshToken}
+	case GrantServiceAccount:
+		return []string{PartKey}
+	}
+	return nil
+}
+
+// partFile is the value file of secret name's part.
+func partFile(name, part string) string { return name + "." + part }
+
+// check checks o, at at, of secret name: a grant of the three, an https
+// token endpoint on a host the agent cannot serve (unless localTargets),
+// scopes without spaces.
+func (o *OAuthConfig) check(at, name string, localTargets bool) error {
+	if o.Parts() == nil {
+		return fmt.Errorf("%s.oauth.grant: %q is no grant; write %s, %s or %s", at, o.Grant, GrantClientCredentials, GrantRefreshToken, GrantServiceAccount)
+	}
+	if name == contract.TokenName {
+		return fmt.Errorf("%s.oauth: %s is the kit's own; leave oauth out", at, name)
+	}
+	u, err := url.Parse(o.TokenURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" || u.RawQuery != "" || u.Opaque != "" {
+		return fmt.Errorf("%s.oauth.tokenURL: write the token endpoint as https://host[:port]/path, with no userinfo, query or fragment", at)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	host, _, err := contract.SplitTarget(u.Hostname() + ":" + port)
+	if err != nil {
+		return fmt.Errorf("%s.oauth.tokenURL: %v", at, err)
+	}
+	if v := dialguard.Judge(host); v.Guarded && !localTargets {
+		return fmt.Errorf("%s.oauth.tokenURL: the host is guarded (%s): the agent could serve it and take the credentials; name a token endpoint the agent cannot serve (tests on one machine set localTargets)", at, v.Why)
+	}
+	for j, s := range o.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+			return fmt.Errorf("%s.oauth.scopes[%d]: write one scope, without spaces or quotes", at, j)
+		}
+	}
+	return nil
+}
+
+// loadParts reads the parts of every OAuth secret of c into vals, under
+// partFile's names: a client id as printable text (it is no secret, and
+// may be short), every other part as a value (valuedir.Check: a client
+// secret and a refresh token as header values, the key as a file).
+func loadParts(c *Config, vals map[string][]byte, h hash.Hash) error {
+	for _, s := range c.Secrets {
+		if s.OAuth == nil {
+			continue
+		}
+		for _, p := range s.OAuth.Parts() {
+			f := partFile(s.Name, p)
+			kind := valuedir.Header
+			switch p {
+			case PartClientID:
+				v, err := readClientID(c.ValuesDir, f, h)
+				if err != nil {
+					return err
+				}
+				vals[f] = v
+				continue
+			case PartKey:
+				kind = valuedir.File
+			}
+			got, err := valuedir.Read(c.ValuesDir, []string{f}, kind, h)
+			if err != nil {
+				return err
+			}
+			vals[f] = got[f]
+		}
+	}
+	return nil
+}
+
+// readClientID reads the client id file f: printable ASCII, not empty.
+func readClientID(dir, f string, h hash.Hash) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, f))
+	if h != nil {
+		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
+		h.Write(b)
+	}
+	if err != nil {
+		return nil, valuedir.NewValueError(f, valuedir.RuleMissing, fmt.Errorf("held secret %s: no file %s in the value directory; mount the client id there", f, f))
+	}
+	v := effectorkey.TrimNewline(b)
+	if len(v) == 0 {
+		return nil, valuedir.NewValueError(f, valuedir.RuleEmpty, fmt.Errorf("held secret %s: the client id is empty; write it into its file", f))
+	}
+	for _, c := range v {
+		if c < 0x20 || c > 0x7e {
+			return nil, valuedir.NewValueError(f, valuedir.RuleNotPrintable, fmt.Errorf("held secret %s: the client id is not printable ASCII", f))
+		}
+	}
+	return v, nil
+}
+
+// secretParts are the parts of s in vals that are secret (scrubbed from
+// every answer as the token is): the client secret, the refresh token and
+// the key's private key.
+func secretParts(s SecretConfig, vals map[string][]byte) [][]byte {
+	var out [][]byte
+	for _, p := range s.OAuth.Parts() {
+		v := vals[partFile(s.Name, p)]
+		switch p {
+		case PartClientSecret, PartRefreshToken:
+			out = append(out, v)
+		case PartKey:
+			var k serviceAccountKey
+			if json.Unmarshal(v, &k) == nil && k.PrivateKey != "" {
+				out = append(out, []byte(k.PrivateKey))
+			}
+		}
+	}
+	return out
+}
+
+// GoogleTokenAudience is the audience of every service-account
+// assertion: Google's token endpoint, whatever tokenURL names, as Google's
+// own client (google-auth) writes it; Google's endpoint accepts no other.
+const GoogleTokenAudience = "https://oauth2.googleapis.com/token"
+
+// serviceAccountKey is what the JWT bearer grant reads of a Google
+// service-account key. The key's own token_uri is not read: the token
+// endpoint is the config's, so a value file never chooses where the
+// credentials go.
+type serviceAccountKey struct {
+	Type         string `json:"type"`
+	ClientEmail  string `json:"client_email"`
+	PrivateKey   string `json:"private_key"`
+	PrivateKeyID string `json:"private_key_id"`
+}
+
+// source is the token source of secret s with the parts in vals, its HTTP
+// calls made with client; refresh, when not empty, is the refresh token
+// the endpoint last returned (it may rotate them), in place of the file's.
+func source(ctx context.Context, s SecretConfig, vals map[string][]byte, refresh string, client *http.Client) (oauth2.TokenSource, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	o := s.OAuth
+	part := func(p string) string { return string(vals[partFile(s.Name, p)]) }
+	switch o.Grant {
+	case GrantClientCredentials:
+		c := &clientcredentials.Config{ClientID: part(PartClientID), ClientSecret: part(PartClientSecret), TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
+		return c.TokenSource(ctx), nil
+	case GrantRefreshToken:
+		c := &oauth2.Config{ClientID: part(PartClientID), ClientSecret: part(PartClientSecret), Endpoint: oauth2.Endpoint{TokenURL: o.TokenURL, AuthStyle: oauth2.AuthStyleInHeader}, Scopes: o.Scopes}
+		if refresh == "" {
+			refresh = part(PartRefreshToken)
+		}
+		return c.TokenSource(ctx, &oauth2.Token{RefreshToken: refresh}), nil
+	case GrantServiceAccount:
+		var k serviceAccountKey
+		if err := json.Unmarshal(vals[partFile(s.Name, PartKey)], &k); err != nil || k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
+			return nil, fmt.Errorf("held secret %s: %s is not a service-account key (JSON with type service_account, client_email and private_key); write the key Google issued", s.Name, partFile(s.Name, PartKey))
+		}
+		c := &jwt.Config{Email: k.ClientEmail, PrivateKey: []byte(k.PrivateKey), PrivateKeyID: k.PrivateKeyID, Scopes: o.Scopes, TokenURL: o.TokenURL, Audience: GoogleTokenAudience}
+		return c.TokenSource(ctx), nil
+	}
+	return nil, fmt.Errorf("held secret %s: no grant", s.Name)
+}
+
+// mintState is what the engine knows of an OAuth secret that holds no
+// token: refused is the last refusal's word (the endpoint's OAuth error
+// code, refusedUnreachable or refusedUnusable), "" while the first is
+// awaited.
+type mintState struct {
+	refused string
+}
+
+// tokenReply is the engine's answer to a request whose swap needs secret
+// h's token while h holds none: nothing goes upstream.
+func tokenReply(h *held) *Reply {
+	switch h.mint.refused {
+	case "":
+		return reply(503, ReasonTokenPending, "the access token of "+h.name+" is not minted yet; try again shortly")
+	case refusedUnreachable:
+		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" could not be reached")
+	case refusedUnusable:
+		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" answered no access token usable as a value")
+	}
+	return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" refused the credentials: "+h.mint.refused)
+}
+
+// The refusals that are no OAuth error code of the endpoint's.
+const (
+	refusedUnreachable = "\x00unreachable" // no answer came (a dial, TLS, a transport error)
+	refusedUnusable    = "\x00unusable"    // an answer, but no token that passes a value's rules
+)
+
+// oauthCode is the refusal word of a token fetch's error: the endpoint's
+// OAuth error code (RFC 6749 §5.2, read from its JSON answer when
+// x/oauth2 did not) when it is a plain word, never its body or
+// description, which the endpoint chose and may echo the credentials in.
+func oauthCode(err error) string {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return refusedUnreachable
+	}
+	code := re.ErrorCode
+	if code == "" {
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(re.Body, &e)
+		code = e.Error
+	}
+	if code == "" {
+		if re.Response != nil {
+			return "status " + fmt.Sprint(re.Response.StatusCode)
+		}
+		return refusedUnreachable
+	}
+	if len(code) > 64 || strings.Trim(code, "abcdefghijklmnopqrstuvwxyz0123456789_-.") != "" {
+		return "(not an OAuth error code)"
+	}
+	return code
+}
+
+// refreshBefore is how long before a token expires the next one is got:
+// a tenth of its life, at least 10 s and at most 5 min. A token without
+// an expiry is got again after defaultLife.
+func refreshBefore(life time.Duration) time.Duration {
+	return min(max(life/10, 10*time.Second), 5*time.Minute)
+}
+
+const (
+	defaultLife  = time.Hour
+	firstBackoff = time.Second
+	maxBackoff   = 5 * time.Minute
+)
+
+// minter keeps the tokens of a Live's OAuth secrets.
+type minter struct {
+	mu     sync.Mutex
+	tokens map[string][]byte // secret -> its current token
+	states map[string]string // secret -> its last refusal ("" none)
+}
+
+// Mint starts minting every OAuth secret's token, each on its own
+// goroutine, its HTTP calls made with rt (the host's transport: its dial
+// guard, its roots); stop ends them and waits. A Live with no OAuth
+// secret starts nothing.
+func (l *Live) Mint(rt http.RoundTripper) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: rt, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, s := range l.cfg.Secrets {
+		if s.OAuth == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.mintLoop(ctx, s, client)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+// mintLoop gets s's tokens until ctx ends: at start, shortly before each
+// expires, and after a refusal with a doubling backoff. A change of the
+// parts (a rotation) starts again with the new ones at once.
+func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client) {
+	backoff := firstBackoff
+	var expiry time.Time // of the token held; zero: none
+	var refresh string   // the refresh token the endpoint last returned
+	var gen <-chan struct{}
+	for ctx.Err() == nil {
+		parts, changed := l.parts()
+		if changed != gen {
+			refresh, gen = "", changed // new parts: the file's refresh token again
+		}
+		// A source per fetch: x/oauth2's sources hand back a token they
+		// hold until it is all but expired, and this loop fetches ahead.
+		src, err := source(ctx, s, parts, refresh, client)
+		var tok *oauth2.Token
+		if err == nil {
+			tok, err = src.Token()
+		}
+		wait := backoff
+		switch {
+		case err == nil && tok.AccessToken != "" && l.setToken(s.Name, []byte(tok.AccessToken)) == nil:
+			if tok.RefreshToken != "" {
+				refresh = tok.RefreshToken // a rotating endpoint takes only the newest
+			}
+			backoff = firstBackoff
+			life := defaultLife
+			if !tok.Expiry.IsZero() {
+				life = time.Until(tok.Expiry)
+			}
+			expiry = time.Now().Add(life)
+			wait = max(life-refreshBefore(life), time.Second)
+			l.log("action", "mint", "result", "ok", "secret", s.Name)
+		default:
+			word := refusedUnusable
+			if err != nil {
+				word = oauthCode(err)
+			}
+			keep := time.Now().Before(expiry)
+			l.setRefused(s.Name, word, keep)
+			if !keep {
+				expiry = time.Time{}
+			} else {
+				wait = min(wait, time.Until(expiry))
+			}
+			backoff = min(backoff*2, maxBackoff)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		case <-changed:
+		}
+	}
+}
+
+// valueSet is every value e holds, by name: each secret's (an OAuth
+// secret's token, when it holds one) and each OAuth secret's parts.
+func (e *Engine) valueSet() map[string][]byte {
+	vals := make(map[string][]byte, len(e.secrets)+len(e.parts))
+	for _, s := range e.secrets {
+		if !s.noToken {
+			vals[s.name] = s.value
+		}
+	}
+	for f, v := range e.parts {
+		vals[f] = v
+	}
+	return vals
+}
+
+// sameParts reports whether a and b hold the same parts.
+func sameParts(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for f, v := range a {
+		if !bytes.Equal(v, b[f]) {
+			return false
+		}
+	}
+	return true
+}
+
+// stampLocked gives e's OAuth secrets the Live's mint states (l.mu held),
+// before e is published.
+func (l *Live) stampLocked(e *Engine) {
+	for _, h := range e.secrets {
+		if h.oauth {
+			h.mint.refused = l.refusals[h.name]
+		}
+	}
+}
+
+// parts returns the parts the engine serving holds, and the channel a
+// reload that changes them closes.
+func (l *Live) parts() (map[string][]byte, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cur.Load().parts, l.partsGen
+}
+
+// setToken makes tok secret name's value: a new engine, the token it
+// replaces retired (scrubbed for the grace window, never sent again). A
+// token that breaks a value's rules is refused.
+func (l *Live) setToken(name string, tok []byte) error {
+	if err := valuedir.Check(name, tok, valuedir.Header); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.refusals, name)
+	return l.rebuildLocked(name, tok)
+}
+
+// setRefused records word as secret name's refusal. Unless keep (the
+// token held is still within its life) the token is dropped: the engine
+// answers tokenReply until a mint succeeds.
+func (l *Live) setRefused(name, word string, keep bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, held := l.tokens[name]; !keep && (held || l.refusals[name] != word) {
+		l.refusals[name] = word
+		if err := l.rebuildLocked(name, nil); err != nil {
+			l.log("action", "mint", "result", "refused", "secret", name, "reason", "engine")
+			return
+		}
+	}
+	l.log("action", "mint", "result", "refused", "secret", name, "reason", ReasonTokenRefused)
+}
+
+// rebuildLocked swaps in the engine whose token of name is tok (nil: none).
+func (l *Live) rebuildLocked(name string, tok []byte) error {
+	old := l.cur.Load()
+	cur := old.valueSet()
+	vals := old.valueSet()
+	delete(vals, name)
+	if tok != nil {
+		vals[name] = tok
+	}
+	next, _ := l.retired.Next(l.now(), cur, vals)
+	e, err := newEngine(l.cfg, vals, next.Map())
+	if err != nil {
+		next.Abandon(&l.retired)
+		return err
+	}
+	if tok != nil {
+		l.tokens[name] = bytes.Clone(tok)
+	} else {
+		delete(l.tokens, name)
+	}
+	e.live = l
+	l.stampLocked(e)
+	l.retired.Replace(next)
+	l.cur.Store(e)
+	return nil
+}
+
+// HasOAuth reports whether a secret of c is an OAuth secret: only then
+// does a host build a minter's transport (TokenTransport) and call Mint.
+func (c *Config) HasOAuth() bool {
+	for _, s := range c.Secrets {
+		if s.OAuth != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// TokenTransport is the transport every host gives Mint: dialer's dials,
+// each address checked by the dial guard (e.DialBound: the guard unless
+// the config allows local targets) after resolution and before the
+// connection is made, and TLS verified against roots — the roots of every
+// upstream (ca/upstream.crt), so a token endpoint is trusted as a bound
+// target is.
+func TokenTransport(e *Engine, dialer *net.Dialer, roots *x509.CertPool) http.RoundTripper {
+	d := *dialer
+	d.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if r := e.DialBound("the token endpoint", ap.Addr()); r != nil {
+			return errors.New("the dial guard refused the token endpoint's address")
+		}
+		return nil
+	}
+	return &http.Transport{
+		DialContext:         d.DialContext,
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
+// CheckOAuth is the check custodian.json's oauth entry gets (secret name,
+// at its place at), for a reader that writes one (the manifest): one rule.
+func CheckOAuth(at, name string, o *OAuthConfig, localTargets bool) error {
+	return o.check(at, name, localTargets)
+}
