@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,8 @@ const (
 	nodeUserKeys = "agent-keys"
 	nodeHeld     = "KEY_A" // bound to the upstream, valueFrom agent-keys/a
 	nodeOther    = "KEY_B" // bound to another upstream, valueFrom agent-keys/b
+	// conventionSecret holds the rest (the Sandbox token).
+	conventionSecret = "jr2-held-secrets-" + nodePod
 )
 
 // TestPodOnNode: what render writes runs on a real node. The images
@@ -66,44 +69,10 @@ func TestPodOnNode(t *testing.T) {
 func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image, sidecar string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tmp := t.TempDir()
-	upCA := testpki.NewCA(t, "node-upstream")
-	up := startNodeUpstream(t, upCA)
-	other := startNodeUpstream(t, upCA) // KEY_B's: not KEY_A's host
-	image := imgs["custodian-"+sidecar].Ref
-
-	ns := n.API.Namespace(t)
-	m := fmt.Sprintf(`{"pod":%q,"orchestrator":"127.0.0.1:9","secrets":[`+
-		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"a"}}},`+
-		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"b"}}}]}`,
-		nodePod, nodeHeld, up.addr, nodeUserKeys, nodeOther, other.addr, nodeUserKeys)
-	if err := os.WriteFile(filepath.Join(tmp, "held.json"), []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	roots := rootsPEM(t)
-	bundle := upCA.WriteFile(t, tmp, "upstream-ca.pem")
-	dir := filepath.Join(tmp, "pod")
-	for _, args := range [][]string{
-		{"ca", "init", "--dir", filepath.Join(tmp, "ca")},
-		{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"), "--out", dir,
-			"--ca-bundle", bundle, "--allow-local-targets", "--namespace", ns,
-			"--sidecar", sidecar, "--custodian-image", image, "--agent-image", imgs["agent"].Ref,
-			"--data-plane", "module", "--module", "/opt/jr2/lib/custodian-module.so", "--module-in-pod"},
-	} {
-		if code, _, stderr := runCmd(t, roots, args...); code != 0 {
-			t.Fatalf("controlplane %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
-		}
-	}
-	value, otherValue, token := nodeSentinel(t, nodeHeld), nodeSentinel(t, nodeOther), nodeSentinel(t, contract.TokenName)
-	for name, data := range map[string]map[string][]byte{
-		nodeUserKeys:                  {"a": []byte(value), "b": []byte(otherValue)},
-		"jr2-held-secrets-" + nodePod: {contract.TokenName: []byte(token)},
-	} {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque, Data: data}
-		if _, err := n.API.Client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := renderHeldPod(t, n, imgs, sidecar)
+	p.createSecrets(ctx, t, n)
+	ns, dir, up, other, image := p.ns, p.dir, p.up, p.other, p.image
+	value := p.value
 	if out, err := n.API.Run(t, dir, "kubectl apply --server-side --field-manager=jr2 -f kubernetes/"); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
@@ -158,38 +127,12 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 			}
 		}
 	})
-	// exec runs script with the agent container's own shell, env and
-	// clients (kubectl exec), and returns what it printed.
-	exec := func(t *testing.T, script string) string {
-		t.Helper()
-		line := fmt.Sprintf(`kubectl exec -n %s %s -c %s -- /bin/sh -c '%s'`, ns, nodePod, agent.Name, script)
-		out, err := n.API.Run(t, dir, line)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", line, err, out)
-		}
-		return out
-	}
-	// curl sends KEY_A's stand-in, from the agent's env, toward target
-	// with the agent's curl; the status is printed last.
+	exec := func(t *testing.T, script string) string { t.Helper(); return p.exec(t, n, nodePod, agent.Name, script) }
 	curl := func(t *testing.T, target string) (int, string) {
 		t.Helper()
-		out := exec(t, fmt.Sprintf(`exec curl -sS --max-time 20 -w "\n%%{http_code}" -H "x-api-key: $%s" https://%s/v1/echo`, nodeHeld, target))
-		out = strings.TrimRight(out, "\n")
-		i := strings.LastIndexByte(out, '\n')
-		var code int
-		fmt.Sscan(out[i+1:], &code)
-		return code, out[:max(i, 0)]
+		return p.curl(t, n, nodePod, agent.Name, target, "/v1/echo")
 	}
-	noValue := func(t *testing.T, where, s string) {
-		t.Helper()
-		for name, v := range map[string]string{nodeHeld: value, nodeOther: otherValue, contract.TokenName: token} {
-			for _, f := range scrub.Forms([]byte(v)) {
-				if strings.Contains(s, string(f)) {
-					t.Errorf("%s holds a form of %s's value", where, name)
-				}
-			}
-		}
-	}
+	noValue := func(t *testing.T, where, s string) { t.Helper(); p.noValue(t, where, s) }
 	t.Run("swap and scrub", func(t *testing.T) {
 		code, body := curl(t, up.addr)
 		got := up.Take()
@@ -260,6 +203,115 @@ func podOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image,
 		t.Errorf("the Custodian's log lacks its ready line:\n%s", lastLines(string(logs), 20))
 	}
 	noValue(t, "the Custodian's log", string(logs))
+}
+
+// heldPod is one pod render wrote for the node, in a namespace of its
+// own: KEY_A bound to up, KEY_B to other, their values in the user's
+// Secret agent-keys and the Sandbox token in the convention Secret, none
+// of them created yet.
+type heldPod struct {
+	ns, dir, tmp string
+	sidecar      string // render's --sidecar
+	image        string // the Custodian's
+	up, other    *nodeUpstream
+	value        string // KEY_A's
+	otherValue   string // KEY_B's
+	token        string // JR2_SANDBOX_TOKEN's
+}
+
+// renderHeldPod runs ca init and render for one pod whose Custodian is
+// sidecar, in a new namespace.
+func renderHeldPod(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image, sidecar string) *heldPod {
+	t.Helper()
+	tmp := t.TempDir()
+	upCA := testpki.NewCA(t, "node-upstream")
+	p := &heldPod{
+		ns: n.API.Namespace(t), dir: filepath.Join(tmp, "pod"), tmp: tmp, sidecar: sidecar, image: imgs["custodian-"+sidecar].Ref,
+		up: startNodeUpstream(t, upCA), other: startNodeUpstream(t, upCA), // KEY_B's: not KEY_A's host
+		value: nodeSentinel(t, nodeHeld), otherValue: nodeSentinel(t, nodeOther), token: nodeSentinel(t, contract.TokenName),
+	}
+	m := fmt.Sprintf(`{"pod":%q,"orchestrator":"127.0.0.1:9","secrets":[`+
+		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"a"}}},`+
+		`{"name":%q,"hosts":[%q],"headers":["x-api-key"],"paths":["/v1/"],"valueFrom":{"secretKeyRef":{"name":%q,"key":"b"}}}]}`,
+		nodePod, nodeHeld, p.up.addr, nodeUserKeys, nodeOther, p.other.addr, nodeUserKeys)
+	if err := os.WriteFile(filepath.Join(tmp, "held.json"), []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	roots := rootsPEM(t)
+	bundle := upCA.WriteFile(t, tmp, "upstream-ca.pem")
+	for _, args := range [][]string{
+		{"ca", "init", "--dir", filepath.Join(tmp, "ca")},
+		{"render", "--manifest", filepath.Join(tmp, "held.json"), "--ca", filepath.Join(tmp, "ca"), "--out", p.dir,
+			"--ca-bundle", bundle, "--allow-local-targets", "--namespace", p.ns,
+			"--sidecar", sidecar, "--custodian-image", p.image, "--agent-image", imgs["agent"].Ref,
+			"--data-plane", "module", "--module", "/opt/jr2/lib/custodian-module.so", "--module-in-pod"},
+	} {
+		if code, _, stderr := runCmd(t, roots, args...); code != 0 {
+			t.Fatalf("controlplane %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+	return p
+}
+
+// createSecrets creates, through the API server, the Secrets named (both
+// when none is): the user's value Secret, nodeUserKeys, and the convention
+// Secret with the token, conventionSecret.
+func (p *heldPod) createSecrets(ctx context.Context, t *testing.T, n *nodetest.Node, names ...string) {
+	t.Helper()
+	if len(names) == 0 {
+		names = []string{nodeUserKeys, conventionSecret}
+	}
+	data := map[string]map[string][]byte{
+		nodeUserKeys:     {"a": []byte(p.value), "b": []byte(p.otherValue)},
+		conventionSecret: {contract.TokenName: []byte(p.token)},
+	}
+	for _, name := range names {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns}, Type: corev1.SecretTypeOpaque, Data: data[name]}
+		if _, err := n.API.Client.CoreV1().Secrets(p.ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// exec runs script with a container's own shell, env and clients
+// (kubectl exec), and returns what it printed.
+func (p *heldPod) exec(t *testing.T, n *nodetest.Node, pod, container, script string) string {
+	t.Helper()
+	line := fmt.Sprintf(`kubectl exec -n %s %s -c %s -- /bin/sh -c '%s'`, p.ns, pod, container, script)
+	out, err := n.API.Run(t, p.dir, line)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return out
+}
+
+// curl sends KEY_A's stand-in, from the agent's env, toward target's path
+// with the agent container's curl; the status is printed last.
+func (p *heldPod) curl(t *testing.T, n *nodetest.Node, pod, container, target, path string) (int, string) {
+	t.Helper()
+	out := p.exec(t, n, pod, container, fmt.Sprintf(`exec curl -sS --max-time 60 -w "\n%%{http_code}" -H "x-api-key: $%s" https://%s%s`, nodeHeld, target, path))
+	out = strings.TrimRight(out, "\n")
+	i := strings.LastIndexByte(out, '\n')
+	var code int
+	fmt.Sscan(out[i+1:], &code)
+	return code, out[:max(i, 0)]
+}
+
+// noValue fails the test when s holds any form of the pod's values or of
+// the extra ones (a value rotated away).
+func (p *heldPod) noValue(t *testing.T, where, s string, extra ...string) {
+	t.Helper()
+	vs := map[string]string{nodeHeld: p.value, nodeOther: p.otherValue, contract.TokenName: p.token}
+	for i, v := range extra {
+		vs[fmt.Sprintf("a rotated value (%d)", i)] = v
+	}
+	for name, v := range vs {
+		for _, f := range scrub.Forms([]byte(v)) {
+			if strings.Contains(s, string(f)) {
+				t.Errorf("%s holds a form of %s's value", where, name)
+			}
+		}
+	}
 }
 
 // ticksPerSecond is the unit of /proc/PID/stat's times (USER_HZ, 100 on
@@ -392,10 +444,16 @@ func waitRunning(ctx context.Context, t *testing.T, n *nodetest.Node, ns, name s
 }
 
 // nodeUpstream is an HTTPS upstream on the node's address (which the Pod
-// reaches through the bridge), under its own CA: a keyecho.Echo.
+// reaches through the bridge), under its own CA: a keyecho.Echo, which on
+// /v1/hold first tells Held and waits for one Release (a request the test
+// keeps in flight), and on /v1/say first writes what Say holds (an
+// upstream that echoes a value it knows).
 type nodeUpstream struct {
 	addr string
 	keyecho.Echo
+	Held, Release chan struct{}
+	mu            sync.Mutex
+	say           string
 }
 
 func startNodeUpstream(t *testing.T, ca *testpki.CA) *nodeUpstream {
@@ -404,11 +462,35 @@ func startNodeUpstream(t *testing.T, ca *testpki.CA) *nodeUpstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &nodeUpstream{addr: l.Addr().String()}
+	u := &nodeUpstream{addr: l.Addr().String(), Held: make(chan struct{}, 8), Release: make(chan struct{})}
 	srv := &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, nodetest.NodeIP).TLS}}))
 	t.Cleanup(func() { srv.Close() })
 	return u
+}
+
+func (u *nodeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/hold":
+		u.Held <- struct{}{}
+		select {
+		case <-u.Release:
+		case <-r.Context().Done():
+			return
+		}
+	case "/v1/say":
+		u.mu.Lock()
+		fmt.Fprintf(w, "said %s\n", u.say)
+		u.mu.Unlock()
+	}
+	u.Echo.ServeHTTP(w, r)
+}
+
+// Say sets what /v1/say answers first.
+func (u *nodeUpstream) Say(s string) {
+	u.mu.Lock()
+	u.say = s
+	u.mu.Unlock()
 }
 
 // nodeSentinel is a value no test writes anywhere else, with the bytes a
