@@ -143,12 +143,15 @@ type AWS struct {
 }
 
 // ValueNames are the value files (and convention Secret keys) of s: its
-// name, or an AWS secret's parts (contract.AWSValueNames).
+// name, an AWS secret's parts (contract.AWSValueNames), or an OAuth
+// secret's grant parts — the names custodian.json's secret has too
+// (filter.SecretConfig.ValueNames).
 func (s *Secret) ValueNames() []string {
+	c := filter.SecretConfig{Name: s.Name, OAuth: s.OAuth}
 	if s.AWS != nil {
-		return contract.AWSValueNames(s.Name, s.AWS.SessionToken)
+		c.AWS = &filter.AWSConfig{SessionToken: s.AWS.SessionToken}
 	}
-	return []string{s.Name}
+	return c.ValueNames()
 }
 
 // Problem is one refusal.

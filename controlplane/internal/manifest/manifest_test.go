@@ -49,7 +49,7 @@ func TestAWSSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := manifest.Secret{Name: "AWS", Targets: []string{"bedrock-runtime.us-east-1.amazonaws.com:443", "s3.us-east-1.amazonaws.com:443"}, Headers: filter.AWSHeaders, Paths: []string{"/"}, AWS: &manifest.AWS{SessionToken: true}}
+	want := manifest.Secret{Name: "AWS", Targets: []string{"bedrock-runtime.us-east-1.amazonaws.com:443", "s3.us-east-1.amazonaws.com:443"}, Headers: filter.AWSHeaders, Paths: []string{"/"}, StandIn: contract.StandIn("AWS"), AWS: &manifest.AWS{SessionToken: true}}
 	if len(m.Secrets) != 1 || !reflect.DeepEqual(m.Secrets[0], want) {
 		t.Fatalf("secret\n got: %+v\nwant: %+v", m.Secrets, want)
 	}
