@@ -718,12 +718,14 @@ func TestEgress(t *testing.T) {
 }
 
 // checkTargetFilter: the CONNECT's :authority (the engine's canonical
-// target) as a string in TargetFilterState, shared once with the upstream
-// connection.
+// target) as a hashable string in TargetFilterState, shared once with the
+// upstream connection. Hashable is what keys Envoy's upstream pool by the
+// target: with envoy.string (not Hashable) a CONNECT to B was given a
+// pooled internal connection opened for A, whose target is A's.
 func checkTargetFilter(t *testing.T, c *setfsv3.Config) {
 	t.Helper()
 	v := c.GetOnRequestHeaders()
-	if len(v) != 1 || v[0].GetObjectKey() != bootstrap.TargetFilterState || v[0].FactoryKey != "envoy.string" ||
+	if len(v) != 1 || v[0].GetObjectKey() != bootstrap.TargetFilterState || v[0].FactoryKey != "envoy.hashable_string" ||
 		v[0].GetFormatString().GetTextFormatSource().GetInlineString() != "%REQ(:AUTHORITY)%" || v[0].SharedWithUpstream != setfscommonv3.FilterStateValue_ONCE {
 		t.Errorf("target filter %v", c)
 	}

@@ -174,11 +174,14 @@ func (b *builder) tunnelCluster() *clusterv3.Cluster {
 // rewrote it into :authority, into TargetFilterState, shared once with the
 // upstream connection: the intercept listener reads it there. It runs
 // after the mark, so only a CONNECT the engine decided carries one; a
-// client cannot set filter state.
+// client cannot set filter state. The value is hashable
+// (envoy.hashable_string): Envoy keys the upstream connection pool only by
+// shared objects that are, so with a plain string a CONNECT to B could be
+// given a pooled internal connection opened for A, carrying A's target.
 func (b *builder) targetFilter() *hcmv3.HttpFilter {
 	return b.httpFilter(FilterTarget, &setfsv3.Config{OnRequestHeaders: []*setfscommonv3.FilterStateValue{{
 		Key:                &setfscommonv3.FilterStateValue_ObjectKey{ObjectKey: TargetFilterState},
-		FactoryKey:         "envoy.string",
+		FactoryKey:         "envoy.hashable_string",
 		Value:              &setfscommonv3.FilterStateValue_FormatString{FormatString: &corev3.SubstitutionFormatString{Format: &corev3.SubstitutionFormatString_TextFormatSource{TextFormatSource: inline("%REQ(:AUTHORITY)%")}}},
 		SharedWithUpstream: setfscommonv3.FilterStateValue_ONCE,
 	}}})
