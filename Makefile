@@ -64,34 +64,22 @@ e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@echo "npm: installing the e2e suite's Node clients as e2e/node/package-lock.json pins them (npm ci, once)" >&2
 	@npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
 
-# The e2e suite's Python WebSocket client (e2e/python/ws.py) runs Debian's
-# python3 in a venv (python3-venv, as for Envoy) with websockets from PyPI,
-# pinned here.
-.cache/python-ws/venv:
-	@echo "pip: installing websockets 15.0.1 for the e2e suite's Python WebSocket client into a venv in .cache/python-ws (once)" >&2
-	@rm -rf .cache/python-ws && /usr/bin/python3 -m venv .cache/python-ws/venv.tmp
-	@.cache/python-ws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check websockets==15.0.1
-	@mv .cache/python-ws/venv.tmp .cache/python-ws/venv
-	@touch $@
-
-# The e2e suite's AWS clients and upstream (e2e/python/aws_client.py,
-# sigv4_upstream.py): boto3, and botocore's own SigV4 signer for the
-# upstream's check, from PyPI, pinned here.
-.cache/python-aws/venv:
-	@echo "pip: installing boto3 1.43.11 for the e2e suite's AWS client and upstream into a venv in .cache/python-aws (once)" >&2
-	@rm -rf .cache/python-aws && /usr/bin/python3 -m venv .cache/python-aws/venv.tmp
-	@.cache/python-aws/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check boto3==1.43.11
-	@mv .cache/python-aws/venv.tmp .cache/python-aws/venv
-	@touch $@
-
-# The e2e suite's real OAuth clients (e2e/python/oauth_clients.py): Google's
-# google-auth with a service-account key, and requests-oauthlib's
-# client-credentials client, in a venv of Debian's python3, pinned here.
-.cache/python-oauth/venv:
-	@echo "pip: installing google-auth 2.62.2 and requests-oauthlib 2.0.0 for the e2e suite's OAuth clients into a venv in .cache/python-oauth (once)" >&2
-	@rm -rf .cache/python-oauth && /usr/bin/python3 -m venv .cache/python-oauth/venv.tmp
-	@.cache/python-oauth/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check google-auth==2.62.2 requests-oauthlib==2.0.0 requests==2.34.2
-	@mv .cache/python-oauth/venv.tmp .cache/python-oauth/venv
+# The e2e suite's Python clients and upstreams, each set in a venv of
+# Debian's python3 (python3-venv, as for Envoy) with its packages from
+# PyPI, pinned here: ws, the WebSocket client (e2e/python/ws.py); aws,
+# boto3 for the AWS client and botocore's own SigV4 signer for the
+# upstream's check (aws_client.py, sigv4_upstream.py); oauth, google-auth
+# with a service-account key and requests-oauthlib's client-credentials
+# client (oauth_clients.py).
+PIP_ws := websockets==15.0.1
+PIP_aws := boto3==1.43.11
+PIP_oauth := google-auth==2.62.2 requests-oauthlib==2.0.0 requests==2.34.2
+.cache/python-%/venv:
+	@test -n "$(PIP_$*)" || { echo "make: no pinned packages for .cache/python-$*; add PIP_$* to the Makefile" >&2; exit 1; }
+	@echo "pip: installing $(PIP_$*) for the e2e suite's Python clients into a venv in .cache/python-$* (once)" >&2
+	@rm -rf .cache/python-$* && /usr/bin/python3 -m venv .cache/python-$*/venv.tmp
+	@.cache/python-$*/venv.tmp/bin/python -m pip install --quiet --disable-pip-version-check $(PIP_$*)
+	@mv .cache/python-$*/venv.tmp .cache/python-$*/venv
 	@touch $@
 
 # The Envoy Go filter as a c-shared object. It links only inside Envoy; the
