@@ -57,12 +57,13 @@ type Chunks struct {
 	amzDate, scope  string
 	prevIn, prevOut string
 
-	line   []byte // the chunk line being read
-	size   int    // the chunk being read: its data's length, -1 reading its line
-	sig    string // its signature, as the agent sent it
-	data   []byte // its data and CRLF so far
-	done   bool   // the final (empty) chunk was read: the body ends here
-	failed bool   // a refusal was returned
+	line     []byte // the chunk line being read
+	size     int    // the chunk being read: its data's length, -1 reading its line
+	sizeText string // its size as the agent spelled it (hex digits only)
+	sig      string // its signature, as the agent sent it
+	data     []byte // its data and CRLF so far
+	done     bool   // the final (empty) chunk was read: the body ends here
+	failed   bool   // a refusal was returned
 }
 
 // SigV4ChunkText is the answer to a signed aws-chunked body that does not
@@ -146,16 +147,38 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 	return out, nil
 }
 
+// isHexDigits reports whether s is 1–16 hex digits, either case: a chunk
+// size with no sign, space or prefix that another parser could read
+// otherwise.
+func isHexDigits(s string) bool {
+	if len(s) == 0 || len(s) > 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
 // readLine reads "<hex size>;chunk-signature=<signature>\r\n".
 func (c *Chunks) readLine() error {
 	line := strings.TrimSuffix(string(c.line), "\r\n")
 	c.line = c.line[:0]
 	hexSize, sig, ok := strings.Cut(line, ";chunk-signature=")
-	size, err := strconv.ParseInt(hexSize, 16, 64)
-	if !ok || err != nil || size < 0 || size > MaxSignedBody || len(sig) != 64 || !isLowerHex(sig) {
+	if !ok || !isHexDigits(hexSize) || len(sig) != 64 || !isLowerHex(sig) {
 		return errChunks
 	}
-	c.size, c.sig, c.data = int(size), sig, c.data[:0]
+	size, err := strconv.ParseInt(hexSize, 16, 64)
+	if err != nil || size > MaxSignedBody {
+		return errChunks
+	}
+	// The size goes upstream as the agent spelled it (leading zeros,
+	// either case), so the body keeps its length and Content-Length stays
+	// true; only the signature, 64 hex either way, changes.
+	c.size, c.sizeText, c.sig, c.data = int(size), hexSize, sig, c.data[:0]
 	return nil
 }
 
@@ -171,7 +194,7 @@ func (c *Chunks) finish() ([]byte, error) {
 	sig := chunkSignature(c.outKey, c.amzDate, c.scope, c.prevOut, data)
 	c.prevIn, c.prevOut = c.sig, sig
 	out := make([]byte, 0, len(data)+100)
-	out = append(append(append(out, strconv.FormatInt(int64(c.size), 16)...), ";chunk-signature="+sig+"\r\n"...), c.data...)
+	out = append(append(append(out, c.sizeText...), ";chunk-signature="+sig+"\r\n"...), c.data...)
 	if c.size == 0 {
 		c.done = true // its CRLF is the body's last
 	}

@@ -96,3 +96,77 @@ func iotestHalves(b []byte) io.Reader {
 	}
 	return io.MultiReader(rs...)
 }
+
+// TestChunksKeepTheSizeSpelling: a size the agent spells with leading
+// zeros or in capitals verifies (the chunk signature covers the data, not
+// the line) and goes upstream spelled as sent, so the body keeps its
+// length and its Content-Length stays true; a sign, a space or a 0x
+// prefix, which parsers read differently, is refused.
+func TestChunksKeepTheSizeSpelling(t *testing.T) {
+	good := chunkedBody(exampleChunks, exampleSigs)
+	first := []byte(strconv.FormatInt(int64(len(exampleChunks[0])), 16) + ";")
+	if !bytes.HasPrefix(good, first) {
+		t.Fatalf("the example body does not start with %q", first)
+	}
+	for _, tc := range []struct {
+		size string
+		ok   bool
+	}{
+		{"0" + string(first[:len(first)-1]), true},
+		{strings.ToUpper("00" + string(first[:len(first)-1])), true},
+		{"+" + string(first[:len(first)-1]), false},
+		{" " + string(first[:len(first)-1]), false},
+		{"0x" + string(first[:len(first)-1]), false},
+	} {
+		body := append([]byte(tc.size+";"), good[len(first):]...)
+		c := newChunks(exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+		out, err := io.ReadAll(c.Reader(io.NopCloser(bytes.NewReader(body))))
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("size %q: %v, want it re-signed", tc.size, err)
+		case tc.ok && (len(out) != len(body) || !bytes.HasPrefix(out, []byte(tc.size+";"))):
+			t.Errorf("size %q: %d bytes upstream starting %.20q; want %d starting as sent", tc.size, len(out), out, len(body))
+		case !tc.ok && !errors.Is(err, errChunks):
+			t.Errorf("size %q: %v, want the refusal", tc.size, err)
+		}
+	}
+}
+
+// FuzzChunks: whatever bytes the agent sends and however the host's reads
+// split them, Chunks never panics, gives the same answer for every split,
+// and what it passes upstream is exactly as long as what it read.
+func FuzzChunks(f *testing.F) {
+	f.Add(chunkedBody(exampleChunks, exampleSigs), 7)
+	f.Add([]byte("0;chunk-signature="+exampleSigs[0]+"\r\n\r\n"), 1)
+	f.Add([]byte("+1;chunk-signature="+exampleSigs[0]+"\r\nx\r\n"), 3)
+	f.Fuzz(func(t *testing.T, body []byte, cut int) {
+		run := func(parts ...[]byte) ([]byte, error) {
+			c := newChunks(exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+			var out []byte
+			for _, p := range parts {
+				o, err := c.Write(p)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, o...)
+			}
+			return out, c.End()
+		}
+		whole, errWhole := run(body)
+		if cut < 0 {
+			cut = -cut
+		}
+		if len(body) > 0 {
+			cut %= len(body) + 1
+		} else {
+			cut = 0
+		}
+		split, errSplit := run(body[:cut], body[cut:])
+		if (errWhole == nil) != (errSplit == nil) || !bytes.Equal(whole, split) {
+			t.Fatalf("split at %d: %v / %v, %d / %d bytes", cut, errWhole, errSplit, len(whole), len(split))
+		}
+		if errWhole == nil && len(whole) != len(body) {
+			t.Fatalf("a verified body of %d bytes went upstream as %d", len(body), len(whole))
+		}
+	})
+}
