@@ -22,10 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"jr2.dev/boundary/internal/testkit/imagestest"
@@ -255,34 +253,7 @@ func stopOnNode(t *testing.T, n *nodetest.Node, imgs map[string]imagestest.Image
 
 	// The Pod goes, both containers having exited 0 (137 would be the
 	// kill at the grace period's end), before its grace period is over.
-	// The grace period ends at the first deletionTimestamp the Pod gets
-	// (the delete's time and its 30 s; the kubelet's own final delete,
-	// once every container has exited, moves it to that moment), written
-	// to the second.
-	var last *corev1.Pod
-	var graceEnd time.Time
-	for ev := range w.ResultChan() {
-		if o, ok := ev.Object.(*corev1.Pod); ok {
-			last = o
-			if graceEnd.IsZero() && o.DeletionTimestamp != nil {
-				graceEnd = o.DeletionTimestamp.Add(time.Second)
-			}
-		}
-		if ev.Type == watch.Deleted {
-			break
-		}
-	}
-	if last == nil || graceEnd.IsZero() {
-		t.Fatalf("the watch of the Pod ended before it was deleted (%v)", ctx.Err())
-	}
-	if _, err := n.API.Client.CoreV1().Pods(p.ns).Get(ctx, nodePod, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the Pod is still there after its deletion: %v", err)
-	}
-	if gone := time.Now(); gone.After(graceEnd) {
-		t.Errorf("the Pod was gone at %v, after its grace period ended at %v", gone, graceEnd)
-	} else {
-		t.Logf("the Pod was gone %v after the delete, %v before its grace period's end", gone.Sub(deleted).Round(time.Millisecond), graceEnd.Sub(gone).Round(time.Second))
-	}
+	last := goneInGrace(ctx, t, n, p.ns, nodePod, w, deleted)
 	for _, st := range append(last.Status.InitContainerStatuses, last.Status.ContainerStatuses...) {
 		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
 			t.Errorf("the container %s at the Pod's end: %+v; want exited 0", st.Name, st.State)
