@@ -289,7 +289,7 @@ func (e *effOnNode) startCall(ctx context.Context, t *testing.T, id, path string
 	if _, err := e.n.API.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	uid, mode := int64(kube.EffectorUID), int32(0o400)
+	uid, mode := kube.EffectorUID, int32(0o400)
 	yes, no := true, false
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
@@ -336,7 +336,7 @@ func (e *effOnNode) waitCall(ctx context.Context, t *testing.T, name string) cal
 		var err error
 		pod, err = e.n.API.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed)
-	}, func() string { return fmt.Sprintf("%+v\n%s", pod.Status, e.detail(ctx)) })
+	}, func() string { return e.detail(ctx) })
 	out := callOutput{stdout: e.logs(ctx, t, name)}
 	if cs := pod.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
 		out.code = cs[0].State.Terminated.ExitCode

@@ -69,7 +69,9 @@
 // # Not covered
 //
 // One node, no registry (imagePullPolicy Never or IfNotPresent on
-// imported images), no kube-proxy (no Service's cluster IP answers), no
+// imported images), no kube-proxy and no cluster DNS (no Service's cluster
+// IP or name answers; a pod reaches the addresses a Service's
+// EndpointSlice names, as a headless Service's clients do), no
 // NetworkPolicy (the bridge plugin enforces none), cgroup v1 only as this
 // machine has it.
 //
