@@ -14,7 +14,8 @@
 // after every header change. No value leaves it except in the Set headers
 // of a forwarded request; log lines, local replies and errors carry names,
 // targets and rule words only. It fails closed: a panic or a broken Config
-// answers 500 and never marks (Stream).
+// refuses the request (500, or a reset once response headers went out) and
+// never marks (Stream).
 //
 // Each entry point's doc says what it does in its phase; Stream says how
 // streams share engines and threads, and Reset how memory is reused so the

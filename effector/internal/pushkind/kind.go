@@ -13,16 +13,18 @@
 //     push fetches the commit over git's transport into a clean bare
 //     repository of its own scratch and pushes from there. Every program
 //     runs by absolute path with gitrun's environment, written whole, and
-//     every git runs confined (`effector confine`) to the push's scratch,
-//     the worktree and the push's own cache.
+//     every git runs confined (`effector confine`): it writes only the
+//     push's scratch, reads the worktree only for the fetch and the push's
+//     own cache as data, and is denied every other path of the Effector's.
 //   - A push sends only objects that are the worktree's own or that the
 //     cache of its own remote (CacheName) holds, and every commit it sends
 //     is the worktree's own, hashed to its name; else it is rejected at
 //     start. No git runs in a cache.
-//   - Credentials reach a program only through the push's scratch (mode
-//     0600, removed once the push settled) or `effector credential`: never
-//     argv, an env or a file git reads. A GPG push holds classlock.GPG
-//     until its gpg-agent is gone.
+//   - The credentials are the bytes config read at start, copied into the
+//     push's scratch (mode 0600) where a program must read a file, and
+//     removed with it once the push settled; a token reaches git only
+//     through `effector credential`, never argv, an env or a file git
+//     reads. A GPG push holds classlock.GPG until its gpg-agent is gone.
 //   - An outcome exists only after every process the push started settled
 //     (reap.Tracker.Settle) and its scratch is gone; a reason names no value
 //     and no path of a secret ("<scratch>").
