@@ -10,10 +10,8 @@
 //     starts goes through the Effector's one reap.Tracker, in a session of
 //     its own; the program runs as `effector keep --report-fd 3 -- effector
 //     confine … -- ARGV`, so nothing of it runs before
-//     landlock_restrict_self. The child reaches the image's system paths,
-//     the devices, its own scratch (checkout, HOME, TMPDIR) and the secret
-//     files its env names by secretPath; every path the Effector holds
-//     (config.OwnPaths) is denied.
+//     landlock_restrict_self; every path the Effector holds
+//     (config.OwnPaths) is denied to it (Kind).
 //   - An outcome exists only after the settle loop (reap.Tracker.Settle):
 //     no process the effect started, and no descendant, outlives it. A
 //     command holds classlock.Command from before its first process until
@@ -99,7 +97,12 @@ type Options struct {
 	Grace, OutputGrace time.Duration
 }
 
-// Kind is the command kind. It is safe for concurrent use.
+// Kind is the command kind. It is safe for concurrent use. What a child
+// may reach is package confine's rules: the image's system paths, the
+// devices, its own scratch (the checkout, HOME and TMPDIR — three
+// directories, so the git dir the Effector made for the checkout is not
+// among them), and the secret files its env names by secretPath. Every
+// path the Effector holds (config.OwnPaths) is denied.
 type Kind struct {
 	o   Options
 	git string // git's absolute path in FixedPath, or ""

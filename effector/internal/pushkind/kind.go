@@ -1,8 +1,8 @@
 // Package pushkind is the Effector's `push` kind (ADR-0068): the agent's
 // pinned commit leaves the sandbox for its Repo Slot's remote, sent with the
 // slot's git.credentials entry and, when the slot signs, rewritten as signed
-// commits — with keys the agent's container never holds. docs/effector-push.md
-// is the contract and says how each step holds.
+// commits — with keys the agent's container never holds.
+// docs/effector-push.md is the contract and says how each step holds.
 //
 // Invariants:
 //   - Prepare starts nothing: it reads the pinned commit from the worktree's
@@ -26,8 +26,8 @@
 //     through `effector credential`, never argv, an env or a file git
 //     reads. A GPG push holds classlock.GPG until its gpg-agent is gone.
 //   - An outcome exists only after every process the push started settled
-//     (reap.Tracker.Settle) and its scratch is gone; a reason names no value
-//     and no path of a secret ("<scratch>").
+//     (reap.Tracker.Settle) and its scratch is gone; a reason names no
+//     value and no path of a secret ("<scratch>").
 package pushkind
 
 import (
