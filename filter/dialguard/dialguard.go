@@ -1,44 +1,29 @@
 // Package dialguard is the dial guard of the Custodian's tunnels: one list
-// of address ranges a tunnel never reaches, a parser of every spelling a
-// CONNECT target can use for an address, and the check of the address
-// actually dialled.
-//
-// The guard has two halves. Spelled: a target that spells a guarded address
-// in any form a resolver or a socket library accepts (127.1, 0x7f.0.0.1,
-// 2130706433, 0177.0.0.1, [::ffff:127.0.0.1], …), or names localhost or a
-// .localhost name, is refused before anything is resolved. Resolved: a name
-// that resolves to a guarded address is refused on the address the host
-// actually dials — the Go host checks it in net.Dialer.Control, after
-// resolution, so a rebinding cannot pass; Envoy's RBAC checks the address
-// the dynamic forward proxy saved from its DNS cache entry.
-//
-// Known gap in Envoy (review, not exercised here: no Envoy binary): the
-// saved address is only the entry's first address, while the dynamic
-// forward proxy cluster's host carries every address the name resolved to
-// and Envoy's happy-eyeballs connection tries the next one when the first
-// fails or is slow (300 ms). A name that resolves to a blackholed public
-// address and then a guarded one passes the RBAC check and may reach the
-// guarded one. A DNS refresh between the filter and the dial can also swap
-// the address. The Go host has neither gap (each dialled address is checked).
+// of address ranges a tunnel never reaches (Ranges), a reader of every
+// spelling a CONNECT target can use for an address (Judge), and the check
+// of the address actually dialled (Guarded). docs/custodian.md ("The dial
+// guard") lists the ranges.
 //
 // Invariant: Ranges is the only list. The Envoy config's RBAC ranges are
 // rendered from it (controlplane), the Go host and the contained run check
-// against it, and a test keeps it sorted and free of duplicates.
-//
-// IPv6 forms of IPv4: each guarded IPv4 range is guarded in its
-// IPv4-mapped (::ffff:0:0/96), well-known NAT64 (64:ff9b::/96) and 6to4
-// (2002::/16) forms, so a public IPv4 address stays reachable through them.
-// Three prefixes are guarded whole: IPv4-compatible ::/96 (deprecated; no
-// legitimate peer has such an address), IPv4-translated ::ffff:0:0:0/96
-// (SIIT; likewise) and local-use NAT64 64:ff9b:1::/48, whose translators
-// embed the IPv4 address at an operator-chosen prefix length (RFC 6052:
-// /48 to /96, the bits 64–71 skipped), so no finite list of its sub-prefixes
-// spells "a guarded IPv4 address". Public IPv4 through a local NAT64 is the
-// price; the well-known prefix still reaches it.
+// against it, and a test keeps it sorted and free of duplicates. The guard
+// has two halves: a target that spells a guarded address, or names
+// localhost, is refused before anything is resolved (Judge); a name that
+// resolves to one is refused on the address the host dials (Guarded) — the
+// Go host checks it in net.Dialer.Control, after resolution, so a
+// rebinding cannot pass; Envoy's RBAC checks the address the dynamic
+// forward proxy saved from its DNS cache entry.
 //
 // Not covered: private ranges (10/8, 172.16/12, 192.168/16, fc00::/7 other
 // than the AWS metadata address) are reachable on purpose — an in-cluster
-// gateway is a legitimate target.
+// gateway is a legitimate target. In Envoy the saved address is only the
+// DNS entry's first address (review, not exercised here: no Envoy binary):
+// the dynamic forward proxy's host carries every address the name resolved
+// to and happy eyeballs tries the next one when the first fails or is slow
+// (300 ms), so a name that resolves to a blackholed public address and then
+// a guarded one may reach the guarded one; a DNS refresh between the filter
+// and the dial can also swap the address. The Go host has neither gap
+// (each dialled address is checked).
 package dialguard
 
 import (
@@ -93,6 +78,17 @@ var embeddings = []struct {
 // IPv6 ranges, and each IPv4 range in its IPv4-mapped, NAT64 and 6to4 forms.
 // Its order is fixed (IPv4 sorted, then IPv6 sorted), so what is rendered
 // from it is deterministic.
+//
+// Each guarded IPv4 range is guarded in its IPv4-mapped (::ffff:0:0/96),
+// well-known NAT64 (64:ff9b::/96) and 6to4 (2002::/16) forms, so a public
+// IPv4 address stays reachable through them. Three prefixes are guarded
+// whole: IPv4-compatible ::/96 (deprecated; no legitimate peer has such an
+// address), IPv4-translated ::ffff:0:0:0/96 (SIIT; likewise) and local-use
+// NAT64 64:ff9b:1::/48, whose translators embed the IPv4 address at an
+// operator-chosen prefix length (RFC 6052: /48 to /96, the bits 64–71
+// skipped), so no finite list of its sub-prefixes spells "a guarded IPv4
+// address". Public IPv4 through a local NAT64 is the price; the well-known
+// prefix still reaches it.
 var Ranges = buildRanges()
 
 func buildRanges() []Range {

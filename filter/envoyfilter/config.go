@@ -55,8 +55,13 @@ var (
 
 // Parse reads one plugin config: a StringValue holding a
 // pluginconf.FilterConfig (the filter level: custodian.json's path, read
-// once per process) or a RouteConfig (a route). Every error is returned,
-// which makes Envoy reject the config; no input panics.
+// once per path and process, so the many listeners that share one
+// custodian.json build one engine and read the value directory once) or a
+// RouteConfig (a route). It tells them apart by shape, not by guessing: a
+// JSON object with a top-level "role" key is a RouteConfig (a
+// FilterConfig has no such key); anything else must be a FilterConfig.
+// Every error is returned, which makes Envoy reject the config; no input
+// panics.
 func (p *Parser) Parse(a *anypb.Any, _ api.ConfigCallbackHandler) (cfg interface{}, err error) {
 	defer func() {
 		if recover() != nil {

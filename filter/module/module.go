@@ -136,7 +136,11 @@ func (r *routeConfig) config(e *filter.Engine) *stream.Config {
 // machine's calls, and the machine's Host translated into the ABI. A
 // filter serves one stream at a time; when the stream is destroyed, it is
 // emptied (end) and serves a later one (the filter table), keeping the
-// memory its buffers grew, so that a passed request allocates nothing.
+// memory its buffers grew, so that a passed request and its answer
+// allocate nothing on the module's side (TestPassedRequestAllocatesNothing).
+// Because the strings of a header copy live as long as their stream, a
+// filter is emptied only at destroy, and nothing of a stream (the engine
+// keeps nothing per request) outlives it.
 type moduleFilter struct {
 	x    abi
 	ce   cabi // Envoy's side, when x is it (x then points here)

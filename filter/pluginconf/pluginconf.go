@@ -33,8 +33,8 @@ import (
 
 // PluginName is the golang filter's plugin_name and library_id. A config
 // whose plugin_name matches no registered plugin passes traffic through
-// silently in Envoy (envoyproxy/envoy#29332); the mark below is what makes
-// that fail closed.
+// Envoy's golang filter silently; the mark below is what makes that fail
+// closed.
 const PluginName = "jr2-custodian"
 
 // MetadataNamespace is the dynamic-metadata namespace the filter writes.

@@ -84,7 +84,20 @@ const (
 )
 
 // Stream is the machine of one request and its response. Its methods are
-// called one at a time, in Envoy's order (see the package doc).
+// called one after another, in Envoy's order, on one Envoy worker thread;
+// the machine starts no goroutine, so a Stream needs no lock. A Config and
+// its engine are shared by every stream and are read-only. A Stream
+// decides its request and its response with the newest engine of its
+// Config's lineage when it was made (filter.Engine.Latest): a rotation of
+// the values (Engines' watcher) changes only the streams that begin after
+// it. Nothing the machine hands out (a log line, a scrubbed chunk)
+// outlives the call it is handed out in.
+//
+// Failing closed: every entry point recovers a panic of its own. The
+// request is answered 500 (or, once response headers went out, the stream
+// is reset), the mark is overwritten with false, what follows of the
+// response is dropped, and one line with reason=internal is logged. A
+// broken Config (see Merge) answers every request 500 and never marks.
 type Stream struct {
 	host Host
 	cfg  *Config
@@ -182,9 +195,19 @@ func Emptied[T any](b []T) []T {
 func (s *Stream) RequestHeaders(h Headers) (status Status) { return s.RequestHeadersEnd(h, false) }
 
 // RequestHeadersEnd is RequestHeaders, told whether the request ends with
-// its headers (no body follows). A request whose decision needs its body
-// (filter.Decision.NeedBody) is decided at once with an empty body when
-// none follows, else Held until RequestData has it whole.
+// its headers (no body follows). By the route's role — control:
+// DecideControl (DecideControlUpgrade for an upgrade); egress:
+// DecideConnect; intercept: DecideUpgrade, which is DecideRequest for a
+// request that asks no upgrade (UpgradeOf reads the upgrade header Envoy
+// keeps), toward the route's target (the connection's, when the route
+// config names none: the host gives it with Config.ForConnection before
+// the stream starts). A reply is sent as a local reply (text/plain); a
+// forward sets :path (and, toward a bound target, :authority to
+// contract.UpstreamHost), removes and sets headers, then marks the
+// request, the last thing it does. A request whose decision needs its
+// body (filter.Decision.NeedBody: a SigV4 signature over the body's hash)
+// is decided at once with an empty body when none follows, else Held
+// until RequestData has it whole.
 func (s *Stream) RequestHeadersEnd(h Headers, endStream bool) (status Status) {
 	defer s.recoverPanic(false, &status)
 	s.target = "-"
@@ -259,7 +282,11 @@ func (s *Stream) intercept(h Headers, d filter.Decision) Status {
 // buffer, at most filter.MaxSignedBody bytes (past them the engine's 413);
 // at the last chunk the request is decided with the whole body
 // (filter.Engine.DecideRequestBody), and the body goes on in that chunk.
-// A request not held passes untouched.
+// A forwarded signed aws-chunked body (Decision.Chunks) goes through the
+// engine's chunk re-signer chunk by chunk; one that does not verify is
+// answered 403 and Envoy cuts the request upstream. Any other request's
+// body passes untouched: the agent's bytes, an upgraded connection's too,
+// are not read.
 func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 	defer s.recoverPanic(false, &status)
 	if s.chunks != nil {
@@ -379,9 +406,13 @@ func (s *Stream) redact(v string) string {
 	return s.eng.ScrubHeaderValue(v)
 }
 
-// ResponseHeaders decides a response to a forwarded request: scrubbed
-// headers, the body's scrubber, or the 502 of an unreadable encoding. It
-// writes the request's action=intercept line.
+// ResponseHeaders decides a response to a forwarded request (intercept and
+// control roles) with DecideResponse, on the headers exactly as the
+// upstream sent them: scrubbed header values, content-length and
+// content-encoding dropped and the body's scrubber started, or the 502 of
+// an encoding the Custodian cannot read. A 101 to a WebSocket upgrade is
+// decided by DecideSwitch (switched). It writes the request's
+// action=intercept line, with the status the agent gets.
 func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 	defer s.recoverPanic(true, &status)
 	if !s.scrubs() {
@@ -411,7 +442,10 @@ func (s *Stream) ResponseHeaders(h Headers, endStream bool) (status Status) {
 }
 
 // ResponseData passes one chunk through the body's scrubber and lets what
-// it returns go on at once.
+// it returns go on at once: a body is never buffered whole; the scrubber
+// holds the tail that could begin a value. A gzip body that turns out
+// broken ends the response (cutOff). After a 101, each chunk of the
+// upgraded bytes goes through the engine's frame scrubber (framesData).
 func (s *Stream) ResponseData(b Body, endStream bool) (status Status) {
 	defer s.recoverPanic(true, &status)
 	if s.broken {
@@ -446,7 +480,8 @@ func (s *Stream) ResponseData(b Body, endStream bool) (status Status) {
 }
 
 // ResponseTrailers appends the scrubber's held tail before the trailers
-// and scrubs every trailer.
+// and decides the trailers as headers are: a name that holds a value is
+// removed, every value scrubbed.
 func (s *Stream) ResponseTrailers(t Headers) (status Status) {
 	defer s.recoverPanic(true, &status)
 	if s.broken {

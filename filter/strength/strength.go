@@ -1,60 +1,24 @@
-// Package strength estimates how many candidates an attacker must try to
-// find a held value, and refuses a value whose guess space is below a floor.
+// Package strength refuses a held value whose guess space is below a floor
+// of 2^64 candidates (FloorBits), estimated from its length, character
+// classes, repeats and runs (Bits).
 //
 // Why: the scrubber replaces every form of a held value in what the agent
-// reads. An agent that can make a bound upstream (or an effect's command)
-// echo text of its choosing can echo candidates and watch which one comes
-// back as "[secret:NAME]": the scrubber is a membership oracle. No scrubber
-// can be both complete and silent, so the defence is at the input: a value
-// whose guess space is small is refused where values are loaded (the
-// Custodian's filter.LoadValues and filter.New, which the contained run's
-// broker also goes through, and the Effector's config). controlplane render
-// and the contained run's policy never see values, so the check cannot be
-// earlier than load.
-//
-// # The estimate
-//
-// Bits(v) is log2 of the size of a family of strings that holds v and that
-// an attacker who knows v's length and the kinds of characters it uses can
-// enumerate. It is computed as follows:
-//
-//  1. Period: when v is a shorter string u repeated (the last copy may be
-//     cut short: "abcabcab"), only u counts — the attacker enumerates u and
-//     the repetition is free.
-//  2. Alphabet: N is the sum of the sizes of the character classes u uses:
-//     digits 10; lower-case a-f 6 and g-z 20; upper-case A-F 6 and G-Z 20
-//     (hex is told apart, so a hex string counts 16, not 36 or 62); the
-//     other 33 printable ASCII characters, space included; and any other
-//     byte 161.
-//  3. Runs: a character that is the one before it, or the one before it
-//     plus or minus one, is a step: it costs log2(3) bits (which of the
-//     three), and nothing when it takes the same step as the character
-//     before it ("aaaa", "123456", "fedcba" cost one free character and
-//     one step). Every other character is free and costs log2(N).
-//
-// Bits is the sum over u's characters. It is the log2 of the size of the
-// family of strings that have u's length, classes and pattern of free,
-// step and same-step positions, repeated as v is: exact for that model, so
-// a lower bound on the search only for an attacker who knows no more than
-// the model says. Conservative in the usual direction: the discounts
-// charge a random token a few bits it did not lose, never the reverse.
-//
-// Floor: FloorBits = 64, that is 2^64 candidates. Measured on random
-// draws, a generated value clears it reliably (fewer than 1 in 1,000
-// refused) from about 24 hex characters, 16 letters and digits, or 30
-// digits (digits step often: 3 in 10); a 32-hex 128-bit key always does.
-// The refusal's fix asks for 24 or more random letters and digits (about
-// 137 bits by this estimate). An 8-digit number is at most 27 bits.
-//
-// Not covered: a value a human chose, or one with structure the model does
-// not see. Words, names, keyboard walks ("qwerty"), dates and timestamps,
-// l33t spellings and reused passwords are not discounted: the estimate sees
-// length, classes, repeats and runs only, so "Password2024!xyz" and
-// "2024-01-31T12:00:00" pass. Use a generated credential.
+// reads, so an agent that can make a bound upstream (or an effect's
+// command) echo its guesses learns which one comes back as
+// "[secret:NAME]": the scrubber is a membership oracle. The defence is at
+// load (filter.LoadValues and filter.New, which the contained run's broker
+// also goes through, and the Effector's config), because nothing earlier
+// sees a value. docs/scrub.md ("The guess floor") is the contract.
 //
 // Invariant: nothing here holds, returns or formats a byte of a value; an
 // error says why and what to do, never what the value is (not even its
 // length or its estimate).
+//
+// Not covered: a value a human chose, or one with structure the model does
+// not see. Words, names, keyboard walks ("qwerty"), dates and timestamps,
+// l33t spellings and reused passwords are not discounted, so
+// "Password2024!xyz" and "2024-01-31T12:00:00" pass. Use a generated
+// credential.
 package strength
 
 import (
@@ -63,7 +27,12 @@ import (
 )
 
 // FloorBits is the fewest candidates, as a power of two, a held value's
-// shape may leave an attacker.
+// shape may leave an attacker. Measured on random draws, a generated value
+// clears it reliably (fewer than 1 in 1,000 refused) from about 24 hex
+// characters, 16 letters and digits, or 30 digits (digits step often: 3 in
+// 10); a 32-hex 128-bit key always does. The refusal's fix asks for 24 or
+// more random letters and digits (about 137 bits by this estimate). An
+// 8-digit number is at most 27 bits.
 const FloorBits = 64
 
 // ErrWeak is the refusal of a value below the floor. Its text names the
@@ -81,7 +50,7 @@ func Check(v []byte) error {
 	return nil
 }
 
-// Class sizes (see the package doc, "The estimate").
+// Class sizes (see Bits, step 2).
 const (
 	sizeDigit  = 10
 	sizeHex    = 6  // a-f, or A-F
@@ -92,8 +61,30 @@ const (
 
 var log2Step = math.Log2(3)
 
-// Bits estimates log2 of the number of candidates for v (see the package
-// doc). An empty value is 0.
+// Bits estimates log2 of the number of candidates for v: the size of a
+// family of strings that holds v and that an attacker who knows v's length
+// and the kinds of characters it uses can enumerate. An empty value is 0.
+//
+//  1. Period: when v is a shorter string u repeated (the last copy may be
+//     cut short: "abcabcab"), only u counts — the attacker enumerates u and
+//     the repetition is free.
+//  2. Alphabet: N is the sum of the sizes of the character classes u uses:
+//     digits 10; lower-case a-f 6 and g-z 20; upper-case A-F 6 and G-Z 20
+//     (hex is told apart, so a hex string counts 16, not 36 or 62); the
+//     other 33 printable ASCII characters, space included; and any other
+//     byte 161.
+//  3. Runs: a character that is the one before it, or the one before it
+//     plus or minus one, is a step: it costs log2(3) bits (which of the
+//     three), and nothing when it takes the same step as the character
+//     before it ("aaaa", "123456", "fedcba" cost one free character and
+//     one step). Every other character is free and costs log2(N).
+//
+// Bits is the sum over u's characters: the log2 of the size of the family
+// of strings that have u's length, classes and pattern of free, step and
+// same-step positions, repeated as v is. It is exact for that model, so a
+// lower bound on the search only for an attacker who knows no more than
+// the model says. It errs in the usual direction: the discounts charge a
+// random token a few bits it did not lose, never the reverse.
 func Bits(v []byte) float64 {
 	u := v[:period(v)]
 	n := alphabet(u)

@@ -21,11 +21,9 @@
 // ends the stream: nothing of the upstream's passes after it, only the
 // Custodian's own close frame (CloseMalformed).
 //
-// A message of up to Max bytes (as the upstream sent it) is held whole and
-// goes as one frame of its scrubbed length; beyond that the message goes
-// on in fragments as it arrives, scrubbed in a sliding window as a body
-// is. Frames the agent sends are not read here: they pass unchanged (a
-// stand-in in a frame is not swapped; values ride headers only).
+// Not covered: frames the agent sends are not read here; they pass
+// unchanged (a stand-in in a frame is not swapped; values ride headers
+// only).
 package wsframe
 
 import (
@@ -84,7 +82,10 @@ type Scrubber struct {
 }
 
 // New returns a Scrubber that replaces every value sc holds, holding
-// messages of up to max bytes whole (max <= 0: DefaultMax).
+// messages of up to max bytes whole (max <= 0: DefaultMax). A message of
+// up to max bytes (as the upstream sent it) goes as one frame of its
+// scrubbed length; beyond that the message goes on in fragments as it
+// arrives, scrubbed in a sliding window as a body is.
 func New(sc *scrub.Scrubber, max int) *Scrubber {
 	if max <= 0 {
 		max = DefaultMax

@@ -1,6 +1,6 @@
 // Package bundle writes and checks the record of a contained run: one JSON
 // object per line, each chained to the line before it by hash, sealed when
-// the run ends cleanly.
+// the run ends cleanly. docs/run.md gives every record kind and verdict.
 //
 // Invariant: a line is written whole or not at all by this package, in
 // sequence, chained to the line before; once a write fails, or the bundle is
@@ -8,53 +8,13 @@
 // the guard flags is ever written. The guard is the last line of defence,
 // not the recorders' filter: they write each form of a held value as its
 // label, with "scrubbed": true on the record, before it reaches the guard,
-// so a record is never missing because it named a value.
+// so a record is never missing because it named a value. Writer gives the
+// format, Result the verdicts.
 //
-// # Format
-//
-// Every record is one line:
-//
-//		{"seq":N,"time":"RFC3339Nano","kind":"…","prev":"<hex sha256>",…fields}
-//
-//	  - seq counts from 1, one per line.
-//	  - prev is the hex sha256 of the previous line's bytes without its '\n';
-//	    the first record's prev is Genesis, 64 zeros ("no line before").
-//	  - kind is one of Kinds (spec run.md); fields are the caller's, never
-//	    one of the header keys or "seal". "scrubbed": true marks a record
-//	    whose text had a form of a held value replaced by its label
-//	    ("[secret:NAME]"); "[withheld]" stands for text the guard still
-//	    refused once scrubbed.
-//	  - The last record of a cleanly ended run is the seal:
-//	    {"seq":N,…,"kind":"seal","prev":…,"records":N-1,"seal":"<hex>"}, where
-//	    records counts the lines before it and seal is the sha256 of the seal
-//	    line itself rendered without the ,"seal":"…" member. The seal vouches
-//	    for itself; every other line is vouched for by the prev of the next.
-//
-// # What Verify reports
-//
-//   - VERIFIED: every line chains and the seal ends the file (exit 0).
-//   - TRUNCATED (verifiable prefix of N records): the lines 1..N chain and
-//     no seal follows, possibly with a torn last line, a prefix of a line
-//     cut by a kill mid-write, which is not counted (exit 3). The last
-//     record of an unsealed bundle has no successor to vouch for it: it is
-//     counted when it is well formed and chains, but an edit inside it
-//     cannot be told from the original.
-//   - TAMPERED (record K): line K is not what the writer wrote (exit 4). K is
-//     the record whose bytes changed where the chain can tell (a broken link
-//     whose later side is vouched for by its own successor or seal points at
-//     the earlier side), else the first record not vouched for.
-//
-// # The key
-//
-// With Options.Key the seal is signed (Ed25519, "sig") and the caller
-// names the public key in the first record ("pubkey"). VerifyKeyed with
-// the key the run printed proves the bundle is the one that run wrote; a
-// bundle re-sealed with another key is TAMPERED at record 1 (the key it
-// names) or at the seal (the signature).
-//
-// NOT covered: without the key from outside the file, whoever can rewrite
-// the whole file can name a key of their own and re-sign it; an unsealed
-// bundle carries no signature.
+// NOT covered: without the key from outside the file (VerifyKeyed),
+// whoever can rewrite the whole file can name a key of their own and
+// re-sign it; an unsealed bundle carries no signature, and an edit inside
+// its last record cannot be told from the original.
 package bundle
 
 import (
@@ -147,7 +107,26 @@ var (
 	ErrBroken = errors.New("bundle: an earlier write failed; nothing more is written")
 )
 
-// Writer appends records to a bundle. It implements Recorder.
+// Writer appends records to a bundle. It implements Recorder. Every
+// record is one line:
+//
+//	{"seq":N,"time":"RFC3339Nano","kind":"…","prev":"<hex sha256>",…fields}
+//
+// Where:
+//   - seq counts from 1, one per line.
+//   - prev is the hex sha256 of the previous line's bytes without its '\n';
+//     the first record's prev is Genesis, 64 zeros ("no line before").
+//   - kind is one of Kinds (docs/run.md); fields are the caller's, never
+//     one of the header keys or "seal". "scrubbed": true marks a record
+//     whose text had a form of a held value replaced by its label
+//     ("[secret:NAME]"); "[withheld]" stands for text the guard still
+//     refused once scrubbed.
+//   - The last record of a cleanly ended run is the seal:
+//     {"seq":N,…,"kind":"seal","prev":…,"records":N-1,"seal":"<hex>"}, where
+//     records counts the lines before it and seal is the sha256 of the seal
+//     line itself rendered without the ,"seal":"…" member. The seal vouches
+//     for itself; every other line is vouched for by the prev of the next.
+//     With Options.Key the seal is also signed ("sig").
 type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer

@@ -26,7 +26,22 @@ const (
 	Tampered                // exit 4
 )
 
-// Result is what Verify found.
+// Result is what Verify found:
+//
+//   - VERIFIED: every line chains and the seal ends the file (exit 0).
+//   - TRUNCATED (verifiable prefix of N records): the lines 1..N chain and
+//     no seal follows, possibly with a torn last line, a prefix of a line
+//     cut by a kill mid-write, which is not counted (exit 3). The last
+//     record of an unsealed bundle has no successor to vouch for it: it is
+//     counted when it is well formed and chains, but an edit inside it
+//     cannot be told from the original.
+//   - TAMPERED (record K): line K is not what the writer wrote (exit 4). K is
+//     the record whose bytes changed where the chain can tell (a broken link
+//     whose later side is vouched for by its own successor or seal points at
+//     the earlier side), else the first record not vouched for. A bundle
+//     re-sealed with another key is TAMPERED at record 1 (the key it
+//     names) or at the seal (the signature) under VerifyKeyed with the key
+//     the run printed.
 type Result struct {
 	Status Status
 	// Records is the number of records that chain from the start: all of

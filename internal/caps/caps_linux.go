@@ -10,11 +10,24 @@ import (
 )
 
 // Drop empties the calling thread's capability sets and sets NO_NEW_PRIVS
-// (see the package doc for the order and what it leaves), but for the
-// capabilities in keep that the thread holds (permitted): those stay in
-// every set a program executed next needs to keep them (permitted,
-// effective, inheritable, ambient, bounding), and are the only ones left.
-// On an error the thread must not execute the program.
+// (see the package doc for what it leaves), but for the capabilities in
+// keep that the thread holds (permitted): those stay in every set a
+// program executed next needs to keep them (permitted, effective,
+// inheritable, ambient, bounding — so they survive execve, as root and as
+// another uid through the ambient set), and are the only ones left. On an
+// error the thread must not execute the program.
+//
+// NO_NEW_PRIVS keeps execve from raising the euid or the permitted set
+// past the (empty) one the thread had, and the empty bounding set would
+// cap them even without it; DAC checks apply as owner, never overridden.
+//
+// The order: NO_NEW_PRIVS first (it cannot be undone and needs nothing);
+// then the ambient set; then CAP_SETPCAP is raised into the effective set
+// when it is only permitted, and the bounding set is emptied one
+// capability at a time, which needs it; then permitted, effective and
+// inheritable at once. The other way round, an empty permitted set would
+// strand the bounding set full. Last, the sets are read back: Drop fails
+// unless they are empty and NO_NEW_PRIVS is set.
 func Drop(keep ...int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)

@@ -50,6 +50,11 @@ type ABI struct {
 }
 
 // ABIs is every known ABI version, oldest first; a test holds it ordered.
+// Rights are data: each entry lists the filesystem rights and scopes that
+// version added; FS and Scopes fold the table up to a version, and the
+// named access sets (ReadExec, ReadFile, ReadWrite) are masked to a
+// ruleset's handled rights when a rule is added (AddPath), rights that
+// apply only to directories dropped from a rule on a file.
 // A kernel newer than the last entry is treated as the last entry: rights
 // this table does not know are not handled.
 var ABIs = []ABI{

@@ -107,8 +107,20 @@ func (r *Ruleset) AddPath(path string, access Access) (Access, error) {
 //
 // The caller must have called runtime.LockOSThread before Probe, must never
 // unlock it, and must execve on this same thread: Landlock restricts one
-// thread, and another goroutine's thread is not in the domain. Rules added
-// after RestrictSelf do not change the domain.
+// thread, and another goroutine's thread is not in the domain (other
+// goroutines' threads stay unconfined until execve ends them). Rules added
+// after RestrictSelf do not change the domain. The use:
+//
+//	runtime.LockOSThread() // never unlocked: the domain is the thread's
+//	abi, err := landlock.Probe()
+//	if err != nil { return landlock.Unavailable(node, err) }
+//	rs, err := landlock.NewRuleset(abi, landlock.ScopeSignal)
+//	if err != nil { … }
+//	defer rs.Close()
+//	_, err = rs.AddPath("/usr", landlock.ReadExec)
+//	_, err = rs.AddPath(scratch, landlock.ReadWrite)
+//	err = rs.RestrictSelf()          // NO_NEW_PRIVS, then restrict this thread
+//	err = unix.Exec(path, argv, env) // on the same thread
 func (r *Ruleset) RestrictSelf() error {
 	if r.fd < 0 {
 		return &Error{Op: "restrict self", Err: unix.EBADF}

@@ -5,12 +5,6 @@
 // faults (send, and inject seeded faults) and preflight (send nothing,
 // record the plan).
 //
-// A host computes each effect's canonical form (Canon: the request as the
-// agent asked for it, a held value only as its label), asks the Layer
-// before anything leaves (Before), acts on a Refuse verdict with its own
-// refusal answer, and otherwise sends through the verdict (Verdict.RoundTrip),
-// which sends live, answers from the record, or injects the drawn fault.
-//
 // Invariant: in replay and preflight no byte of any request leaves the
 // machine: Verdict.RoundTrip never calls the next RoundTripper; in
 // read-only only a read (GET, HEAD, OPTIONS, no body) reaches it. The
@@ -153,7 +147,12 @@ type Stream interface {
 }
 
 // Layer is one run's (or one Effector's) mode. It is safe for concurrent
-// use.
+// use. A host computes each effect's canonical form (Canon: the request as
+// the agent asked for it, a held value only as its label), asks the Layer
+// before anything leaves (Before), acts on a Refuse verdict with its own
+// refusal answer, and otherwise sends through the verdict
+// (Verdict.RoundTrip), which sends live, answers from the record, or
+// injects the drawn fault.
 type Layer struct {
 	cfg    Config
 	rec    bundle.Recorder

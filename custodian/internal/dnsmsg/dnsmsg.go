@@ -11,19 +11,7 @@
 // the message, follows compression pointers only backwards and at most
 // MaxPointers times, and refuses a name longer than 255 bytes on the wire.
 //
-// # Answers to what cannot be answered
-//
-//   - Shorter than a header, or a response (QR set): no reply. Answering a
-//     response could make two resolvers answer each other forever.
-//   - An opcode other than QUERY: NOTIMP.
-//   - Not exactly one question, a question cut short, a bad label type, a
-//     pointer loop or a name too long: FORMERR, without a question.
-//   - A well-formed name that is not a host name (a byte outside LDH and
-//     '_', an all-digit last label, the root): REFUSED, echoing the
-//     question, which stub resolvers need to match the reply to the query.
-//
-// Sections after the question (an EDNS OPT record, for one) are ignored; the
-// answers carry no OPT, which EDNS clients accept (RFC 6891 §7).
+// ErrorReply says what a message that cannot be answered gets.
 package dnsmsg
 
 import (
@@ -207,6 +195,8 @@ func hostName(labels [][]byte) (string, bool) {
 
 // Answer builds the reply to q: for an A question of class IN, one A record
 // holding addr; for any other, NOERROR with no answer. addr must be IPv4.
+// Sections after the question (an EDNS OPT record, for one) are ignored;
+// the answers carry no OPT, which EDNS clients accept (RFC 6891 §7).
 func Answer(q Query, addr netip.Addr) ([]byte, error) {
 	if !addr.Is4() {
 		return nil, fmt.Errorf("dns: the mediator's address %s is not IPv4", addr)
@@ -233,6 +223,15 @@ func Answer(q Query, addr netip.Addr) ([]byte, error) {
 
 // ErrorReply builds the reply to a message Parse refused with err, or nil
 // when the message gets none.
+//
+//   - Shorter than a header, or a response (QR set): no reply. Answering a
+//     response could make two resolvers answer each other forever.
+//   - An opcode other than QUERY: NOTIMP.
+//   - Not exactly one question, a question cut short, a bad label type, a
+//     pointer loop or a name too long: FORMERR, without a question.
+//   - A well-formed name that is not a host name (a byte outside LDH and
+//     '_', an all-digit last label, the root): REFUSED, echoing the
+//     question, which stub resolvers need to match the reply to the query.
 func ErrorReply(q Query, err error) []byte {
 	e, ok := err.(*Error)
 	if !ok || e.Rcode == rcodeDrop {

@@ -1,31 +1,16 @@
 // Package envoyrun is `custodian envoy`: it runs Envoy from a rendered
 // envoy.json and gives it the stop custodian serve has. Envoy exits at
-// once on SIGTERM, dropping every request in flight; its drain is reached
-// only through the admin interface. So this process
-// starts Envoy as its child, and on SIGTERM or SIGINT it drives the stop
-// through envoy.json's admin socket (a unix socket under hostlimits.AdminSocketDir, each render's own):
-//
-//  1. POST /healthcheck/fail: the drain sequence starts on every listener
-//     (drain_type DEFAULT); with --drain-strategy immediate each answer
-//     from then on carries Connection: close.
-//  2. POST /drain_listeners: every listener stops accepting at once, so a
-//     new connection is refused, as custodian serve closes its listeners.
-//  3. Every 50 ms, GET /stats: once no request is in flight on any
-//     listener of the agent's (the sum of http.*.downstream_rq_active but
-//     the admin's and the health listener's: an intercepted request, a
-//     tunnel, a long poll), or once hostlimits.StopGrace is over, Envoy
-//     gets SIGTERM and what is still open is closed.
-//
-// It exits with Envoy's exit code (0 after a stop), 1 when Envoy cannot be
-// started or envoy.json has no admin socket, 2 for a usage error. The
-// admin socket, which Envoy never removes, is removed before Envoy starts
-// (when nothing answers on it) and after it exits.
+// once on SIGTERM, dropping every request in flight, and drains only
+// through its admin interface; so this process starts Envoy as its child
+// and, on SIGTERM or SIGINT, drives the stop through envoy.json's admin
+// socket (Stop).
 //
 // Invariant: this process makes no decision about traffic and reads no
 // value; it moves signals and reads counters, and it drains no Envoy but
-// its own child (each admin connection's peer pid is checked first). It writes nothing on stdout
-// or stderr but its own start-up errors and one line when the admin socket
-// does not answer at a stop; Envoy's output passes through untouched.
+// its own child (each admin connection's peer pid is checked first). It
+// writes nothing on stdout or stderr but its own start-up errors and one
+// line when the admin socket does not answer at a stop; Envoy's output
+// passes through untouched.
 package envoyrun
 
 import (
@@ -72,7 +57,11 @@ The pod's start command (envoy/README.md):
 `
 
 // Main runs `custodian envoy` with args (the words after "envoy") and
-// returns the exit code.
+// returns the exit code: Envoy's (0 after a stop), 1 when Envoy cannot be
+// started or envoy.json has no admin socket, 2 for a usage error. The admin
+// socket (a unix socket under hostlimits.AdminSocketDir, each render's
+// own), which Envoy never removes, is removed before Envoy starts (when
+// nothing answers on it) and after it exits.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := Flags()
 	if ok, code := cliflag.Parse(fs, args, Usage, stdout, stderr); !ok {
@@ -129,7 +118,18 @@ func Flags() *flag.FlagSet { return flag.NewFlagSet("custodian envoy", flag.Cont
 
 // Stop drains Envoy through its admin socket and then ends it: at most
 // grace after the stop began (plus 5 s for Envoy's own exit, then it is
-// killed). exited closes when Envoy has exited.
+// killed). exited closes when Envoy has exited. The steps:
+//
+//  1. POST /healthcheck/fail: the drain sequence starts on every listener
+//     (drain_type DEFAULT); with --drain-strategy immediate each answer
+//     from then on carries Connection: close.
+//  2. POST /drain_listeners: every listener stops accepting at once, so a
+//     new connection is refused, as custodian serve closes its listeners.
+//  3. Every 50 ms, GET /stats: once no request is in flight on any
+//     listener of the agent's (the sum of http.*.downstream_rq_active but
+//     the admin's and the health listener's: an intercepted request, a
+//     tunnel, a long poll; InFlight), or once grace (hostlimits.StopGrace)
+//     is over, Envoy gets SIGTERM and what is still open is closed.
 //
 // Every connection to the socket is first checked to be served by p itself
 // (its peer's pid): a path names whichever socket was bound there last, and

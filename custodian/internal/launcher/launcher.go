@@ -3,30 +3,25 @@
 // Landlock to the policy's paths, a seccomp filter, no capabilities and
 // NO_NEW_PRIVS, then execve of the command.
 //
-// Invariant: the command never runs uncontained. Every step happens in a
-// re-executed copy of this binary, on one locked OS thread, before execve;
-// if any step fails, that copy writes the step and the reason to the parent
+// Invariants: the command never runs uncontained — every step happens in a
+// re-executed copy of this binary, on one locked OS thread, before execve,
+// and a copy whose step fails writes the step and the reason to the parent
 // and exits with the step's code (Steps) instead of executing anything.
+// Nothing of a run outlives it: Run kills what the command left in its
+// namespace, and Sweep, at the next start, removes what a runner killed
+// outright left behind. NewNetwork says how the namespaces are built and
+// why nothing is forwarded; contain (child_linux.go) lists the child's
+// steps in order; docs/run.md ("Containment, in order") is the reference.
 //
-// Invariant: nothing of a run outlives it. Run kills what the command left
-// in its namespace, and Sweep, at the next start, removes what a runner
-// killed outright left behind.
-//
-// NewNetwork says how the namespaces are built and why nothing is
-// forwarded; contain (child_linux.go) lists the child's steps in order;
-// docs/run.md ("Containment, in order") is the reference.
-//
-// # NOT covered
-//
+// NOT covered:
 //   - No PID namespace: the child sees every process. Landlock's signal
 //     scope (ABI 6) stops it signalling outside its domain; below ABI 6 a
 //     root child without capabilities can still signal processes of uid 0.
-//   - The child keeps the runner's uid and gid (root without capabilities);
+//   - The child keeps the runner's uid and gid (root without capabilities):
 //     files owned by root and readable by their owner are readable wherever
-//     Landlock allows.
-//   - Landlock binds rules to inodes: a bind mount of a hidden path under an
-//     allowed one is reachable. Hidden paths are compared as written and
-//     with symbolic links resolved, not through mounts.
+//     Landlock allows, and a bind mount of a hidden path under an allowed
+//     one is reachable (hidden paths are compared as written and with
+//     symbolic links resolved, not through mounts).
 package launcher
 
 import (

@@ -1,48 +1,22 @@
 // Package relay carries one request the engine decided to its upstream and
 // the answer back, for the Custodian's Go host and the contained run's
-// mediator alike: the outbound request exactly as the engine decided it (its
-// path, its headers less what it removes, what it sets, nothing Go would add),
-// the 502 when no answer came, and the answer streamed through the engine's
-// scrubber chunk by chunk. Every Go host forwards through one function,
-// Forward, whose Exchange hooks are where the hosts differ (the contained
-// run's records and modes, the control listener's retries); it shares
+// mediator alike. Every Go host forwards through one function, Forward,
+// whose Exchange hooks are where the hosts differ (the contained run's
+// records and modes, the control listener's retries); it shares
 // ChanListener and Tracker, the connections a host reads itself and those
 // its stop must close.
 //
 // Invariant: a value reaches the wire only in a header the engine Set, on
-// the outbound request; everything written back to the client went through
-// the engine's scrubber, and a body that breaks midway resets the client's
-// stream instead of ending it as complete.
-//
-// Speed without a second copy of any rule: a chunk is flushed as soon as
-// it is scrubbed unless the body's end came with it (then the end shares
-// its write); a request body of a declared length up to 16 KiB is read
-// whole so it leaves with its headers; the buffers an answer streams
-// through are reused, not allocated per response; and such a request is
-// carried on the handler's own goroutine (Pool), not handed to
-// net/http's writer and reader goroutines.
-//
-// Hop-by-hop headers (the fixed set, and those a Connection header names)
-// never decide what the engine sees of an answer: the engine decides on
-// the response exactly as the upstream sent it, and hop-by-hop removal
-// happens after its decision, on what is written. A header the engine
-// reads (content-encoding, content-type, transfer-encoding,
-// content-length) is never removed because Connection names it: an
-// upstream that names content-encoding in Connection gets its gzip body
-// decoded and scrubbed, or its unreadable encoding answered 502, like any
-// other. On a request, what the engine judges and what goes upstream are
-// one list (endToEnd): a header Connection names is neither judged nor
-// forwarded, so it can hide nothing from the engine.
-//
-// A request net/http would refuse before its handler for a '%' in the
-// path that begins no escape reaches the handler through Gate, its target
-// as sent (Target, RequestOf), so the engine answers it; Gate changes no
-// other byte.
-//
-// Every refusal leaves the client's connection usable: a request refused
-// before it is forwarded is answered in Go's default (half-duplex) mode,
-// which drains or closes its body, and one forwarded has its body closed
-// before its handler returns (FullDuplex).
+// the outbound request, which is exactly as the engine decided it (its
+// path, its headers less what it removes, what it sets, nothing Go would
+// add: Outbound); everything written back to the client went through the
+// engine's scrubber, and a body that breaks midway resets the client's
+// stream instead of ending it as complete (Response). What the engine
+// judges is what the peer sent: hop-by-hop headers never hide a header
+// from it (RequestOf, Response), and a target net/http would refuse reaches
+// it (Gate). Every refusal leaves the client's connection usable
+// (FullDuplex). Speed comes without a second copy of any rule (Outbound,
+// Response, Pool).
 package relay
 
 import (
@@ -76,8 +50,8 @@ import (
 // a body the upstream never read (a 502, an early answer) is drained or
 // the connection marked to close. Without both, a full-duplex handler
 // that returns with an unread body makes the server panic on the next
-// read of the connection ("invalid concurrent Body.Read call",
-// golang/go#68560) and drop it.
+// read of the connection ("invalid concurrent Body.Read call", a
+// net/http fault of full duplex with an unread body) and drop it.
 func FullDuplex(w http.ResponseWriter, r *http.Request) (settle func()) {
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	body := r.Body // the server's, even if the handler replaces r.Body
@@ -87,7 +61,8 @@ func FullDuplex(w http.ResponseWriter, r *http.Request) (settle func()) {
 // RequestOf is what the engine judges of r: the method, the Host, the
 // request target as sent, and every end-to-end header (hop-by-hop headers,
 // and those Connection names, are the transport's and never forwarded:
-// Outbound copies the same list).
+// Outbound copies the same list, endToEnd, so a header Connection names is
+// neither judged nor forwarded and can hide nothing from the engine).
 func RequestOf(r *http.Request) filter.Request {
 	req := filter.Request{Method: r.Method, Authority: r.Host, Path: Target(r), ContentLength: r.Header.Get("Content-Length")}
 	for _, k := range endToEnd(r.Header) {
@@ -285,6 +260,15 @@ type Hooks struct {
 // the status the client got in *status before any byte is written. A body that breaks midway (or a gzip body
 // that does not read) resets the client's stream: a cut body is never
 // passed on as complete.
+//
+// Hop-by-hop headers (the fixed set, and those a Connection header names)
+// never decide what the engine sees of an answer: the engine decides on
+// the response exactly as the upstream sent it, and hop-by-hop removal
+// happens after its decision, on what is written (answerHeaders). A header
+// the engine reads (engineReads) is never removed because Connection names
+// it: an upstream that names content-encoding in Connection gets its gzip
+// body decoded and scrubbed, or its unreadable encoding answered 502, like
+// any other.
 func Response(e *filter.Engine, w http.ResponseWriter, target, method string, resp *http.Response, status *int, hooks *Hooks) {
 	if hooks == nil {
 		hooks = &Hooks{}

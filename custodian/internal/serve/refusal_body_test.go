@@ -59,8 +59,8 @@ func send(t *testing.T, c *http.Client, r plainReq, body io.Reader) (int, string
 
 // A refusal of a request that carries a body must leave
 // the connection usable. The Go host used to log "http: panic serving …:
-// invalid concurrent Body.Read call" (full duplex with an unread body,
-// golang/go#68560) and drop the connection. Each refusal, with each body,
+// invalid concurrent Body.Read call" (a net/http fault of full duplex
+// with an unread body) and drop the connection. Each refusal, with each body,
 // is followed on the same keep-alive connection by a request that is
 // answered; a body too large to drain may close the connection, after a
 // whole answer, as Go's own server does.

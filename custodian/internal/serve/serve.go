@@ -1,39 +1,22 @@
 // Package serve is `custodian serve`: the Custodian's Go host, for where
 // Envoy is absent. It runs the same engine (jr2.dev/boundary/filter) on the
 // same rendered files, with the same three listeners, answers and log lines
-// as Envoy with the Go filter.
+// as Envoy with the module or the Go filter.
 //
-// It is transport only: every decision — which CONNECT target is
-// intercepted or tunneled, what a request may carry, which header becomes
-// the value, what a response may show — comes from the engine. This package
-// moves bytes: it ends TLS with a bound target's leaf, forwards over TLS
-// verified against ca/upstream.crt, streams responses through the engine's
-// scrubber, tunnels other targets byte for byte, and checks in
-// net.Dialer.Control the address it actually dials, after resolution, so a
-// name that resolves to a guarded address is refused like the literal.
-//
-// The values follow their files (filter.Live): a rotation of the value
-// directory is read whole, and each request, with its answer, is decided
-// with the set that was current when the request arrived; a request
-// already in flight, or a tunnel, is not touched by it.
-//
-// Invariant: a held value leaves this process only in the request to the
-// bound target (or the Orchestrator) the engine decided it for. Log lines
-// (written together at most every 100 ms, all of them before Serve
-// returns) are the spec's four (ready, intercept, tunnel, refuse) and error
-// (action=error listener=<name> reason=<fixed word>, for what net/http
-// would have printed itself: every http.Server's ErrorLog and the standard
-// logger its Transport writes to), and carry no value, stand-in, path,
-// query, header value, body or anything the peer chose; errors name files
-// and targets, never contents.
-//
-// Every request on every listener reaches this package's handler, and on
-// an intercepted connection the engine: net/http answers nothing itself
-// ("OPTIONS *" is the engine's 400 there, the control listener's 404, the
-// egress listener's 405), because every http.Server here comes from
-// newServer, and every connection but the health listener's is read
-// through relay.Gate (a target net/http would refuse for a '%' that
-// begins no escape reaches the engine as sent).
+// Invariant: it is transport only. Every decision comes from the engine;
+// this package ends TLS with a bound target's leaf, forwards over TLS
+// verified against ca/upstream.crt (package relay), tunnels other targets
+// byte for byte, and checks in net.Dialer.Control the address it actually
+// dials, after resolution. A held value leaves this process only in the
+// request to the bound target (or the Orchestrator) the engine decided it
+// for, or to an OAuth secret's token endpoint (filter.Live.Mint). Its log
+// lines are docs/logs.md's jr2.custodian lines (logEvery says when they are
+// written) and carry nothing the peer chose; errors name files and targets,
+// never contents. Every request on every listener reaches the engine or
+// this package's handler, never an answer of net/http's own (newServer,
+// relay.Gate). A rotation of the values (filter.Live) changes only the
+// requests that arrive after it; a request in flight, or a tunnel, keeps
+// its set.
 package serve
 
 import (
@@ -242,10 +225,14 @@ const logEvery = 100 * time.Millisecond
 
 // newServer is the one way this host makes an http.Server for listener:
 // every request reaches h, "OPTIONS *" included (net/http would answer it
-// 200 itself), so every request on an intercepted connection is the
-// engine's to decide; and what net/http would log (a TLS handshake error
-// quoting the ALPN the peer offered, a panic) is one contract line with a
-// fixed word (relay.ErrorLog).
+// 200 itself; it is the engine's 400 on an intercepted connection, the
+// control listener's 404, the egress listener's 405), so every request on
+// an intercepted connection is the engine's to decide; every connection
+// but the health listener's is read through relay.Gate; and what net/http
+// would log (a TLS handshake error quoting the ALPN the peer offered, a
+// panic, and the standard logger its Transport writes to) is one contract
+// line with a fixed word (relay.ErrorLog: action=error listener=<name>
+// reason=<fixed word>).
 func (s *Server) newServer(listener string, h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:                      h,

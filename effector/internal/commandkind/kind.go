@@ -7,38 +7,25 @@
 //   - Prepare starts nothing: it checks a start and returns a plan, or the
 //     400 reason (no Landlock, commands off, a malformed start).
 //   - The Effector never executes argv itself. Every process an effect
-//     starts — each git of the checkout, and the keeper — is started through
-//     the Effector's one reap.Tracker, in a session of its own registered to
-//     the effect; the program runs as
-//     `effector keep --report-fd 3 -- effector confine … -- ARGV`, so
-//     nothing of it runs before landlock_restrict_self.
+//     starts goes through the Effector's one reap.Tracker, in a session of
+//     its own; the program runs as `effector keep --report-fd 3 -- effector
+//     confine … -- ARGV`, so nothing of it runs before
+//     landlock_restrict_self; every path the Effector holds
+//     (config.OwnPaths) is denied to it (Kind).
 //   - An outcome exists only after the settle loop (reap.Tracker.Settle):
-//     no process the effect started, and no descendant, outlives it.
-//   - A command holds classlock.Command from before its first process until
-//     after its settle loop: no command child is alive beside a GPG push.
-//   - The child's env holds only what the start names, HOME, TMPDIR, a fixed
-//     PATH and LANG. A secret value reaches the child only there; it never
-//     reaches argv, a log line or a file of the Effector's.
-//   - git never takes config or hooks from the agent's repository (the
-//     clean checkout, in git_linux.go): the checkout is a clone over git's
-//     transport into the effect's scratch, and the dirty check reads the
-//     worktree through a git dir of the Effector's own.
+//     no process the effect started, and no descendant, outlives it. A
+//     command holds classlock.Command from before its first process until
+//     then: no command child is alive beside a GPG push.
+//   - A secret value reaches the child only in its env (what the start
+//     names, HOME, TMPDIR, a fixed PATH and LANG); never argv, a log line
+//     or a file of the Effector's. git never takes config or hooks from the
+//     agent's repository (the clean checkout, git_linux.go).
 //
-// # What the child may reach
-//
-// Package confine's rules: the image's system paths, the devices, its own
-// scratch (the checkout, HOME and TMPDIR — three directories, so the git
-// dir the Effector made for the checkout is not among them), and the secret
-// files its env names by secretPath. Every path the Effector holds
-// (config.OwnPaths) is denied.
-//
-// # Not covered
-//
-// The network (egress is open, ADR-0068); a secret the command names, which
-// the child reads by design and may transform past the scrubber; a child
-// that kills its own keeper on a kernel without Landlock's signal scope
-// (ABI 6) — its daemon then belongs to the Effector, whose next settle ends
-// it.
+// Not covered: the network (egress is open); a secret the command names,
+// which the child reads by design and may transform past the scrubber; a
+// child that kills its own keeper on a kernel without Landlock's signal
+// scope (ABI 6) — its daemon then belongs to the Effector, whose next
+// settle ends it.
 package commandkind
 
 import (
@@ -110,7 +97,12 @@ type Options struct {
 	Grace, OutputGrace time.Duration
 }
 
-// Kind is the command kind. It is safe for concurrent use.
+// Kind is the command kind. It is safe for concurrent use. What a child
+// may reach is package confine's rules: the image's system paths, the
+// devices, its own scratch (the checkout, HOME and TMPDIR — three
+// directories, so the git dir the Effector made for the checkout is not
+// among them), and the secret files its env names by secretPath. Every
+// path the Effector holds (config.OwnPaths) is denied.
 type Kind struct {
 	o   Options
 	git string // git's absolute path in FixedPath, or ""

@@ -3,26 +3,20 @@
 // reads the held secrets again, under the same rules, when their directory
 // rotates (package rotation).
 //
-// Invariant: an error names the env variable or the effector.json field and
-// the fix, and never carries a secret's value, the key, or a path (the env
-// names where things are; a path is the operator's to look up). A secret
-// value leaves this package only in Config.Secrets, which the Effector's
-// kinds and scrubber read and nothing logs.
-//
-// Invariant: every held secret is at least 8 bytes and clears the guess
-// floor of package strength (2^64 candidates by its estimate), or the
-// Effector does not start. The Effector's scrubber replaces each form of
-// every held value in every answer, including the output of a command that
-// names no secret; a command that prints candidates would otherwise learn
-// which one is a held value from the one line replaced. Only here can it
-// be checked: nothing upstream of the Effector sees a value.
-//
-// Invariant: the push credentials (JR2_EFFECTOR_GIT/<entry>/) are read once,
-// here, like every secret: each secret file of an entry (identity, password,
-// sign.identity, sign.private.asc) is held — at least 8 bytes, past the guess
-// floor — and scrubbed as "@git:<entry>:<file>"; known_hosts and entry.json
-// are public. The push kind copies the bytes read here into its own scratch
-// and never reads the entry's files again.
+// Invariants:
+//   - An error names the env variable or the effector.json field and the
+//     fix, and never carries a secret's value, the key, or a path (a path
+//     is the operator's to look up). A secret value leaves this package
+//     only in Config.Secrets, which the kinds and scrubber read and nothing
+//     logs.
+//   - Every held secret is at least 8 bytes and clears package strength's
+//     guess floor, or the Effector does not start: the scrubber replaces
+//     every held value in every answer, so a command that prints candidates
+//     would otherwise learn which one is held. Only here can it be checked:
+//     nothing upstream of the Effector sees a value.
+//   - The push credentials (JR2_EFFECTOR_GIT/<entry>/) are read once, here,
+//     and each secret file of an entry is held and scrubbed like any secret
+//     (git.go); the push kind never reads the entry's files again.
 //
 // Each input is read in a file of its own: config.go the environment
 // (Load), key.go the placement key, secrets.go the held secrets,

@@ -8,37 +8,14 @@
 // caps) — but CAP_DAC_READ_SEARCH under --keep-dac-read-search, which only
 // the Effector's own git is given; no rule grants making a character or
 // block device (package landlock). So a root Effector's command holds no
-// more than a non-root one's: it makes no device node, loads no BPF program, and a setuid or
-// file-capability binary gives nothing back. Any failure before execve
-// ends the confiner with exit 126 and its reason on stderr, and runs
-// nothing.
+// more than a non-root one's: it makes no device node, loads no BPF
+// program, and a setuid or file-capability binary gives nothing back. Any
+// failure before execve ends the confiner with exit 126 and its reason on
+// stderr, and runs nothing.
 //
-// # Use
-//
-//		effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]… [--node NAME] [--keep-dac-read-search] -- ARGV
-//
-//	  - --scratch DIR: read, write and execute beneath DIR — the Effect's own
-//	    scratch (its checkout, HOME and TMPDIR). Nothing denied may lie
-//	    beneath it.
-//	  - --read FILE: read FILE — a secret file the command names, by path
-//	    only: a secret's value never travels in argv.
-//	  - --read-tree DIR: read and execute beneath DIR — the worktree, for
-//	    the Effector's own git, which reads it and nothing else of the
-//	    Effector's. Nothing denied may lie beneath it.
-//	  - --deny PATH: never allowed by the walk — the Effector's own paths
-//	    (the key, the secrets directory, push credentials, the worktree,
-//	    the repo caches, the scratch root holding other Effects' scratch).
-//	    PATH need not exist.
-//	  - --node NAME: the node named in the fail-closed reason.
-//	  - --keep-dac-read-search: keep CAP_DAC_READ_SEARCH, if the confiner
-//	    holds it, and no other capability: the program reads and lists
-//	    what the rules allow whatever its owner and mode. For the
-//	    Effector's own git, which reads the agent's worktree (another
-//	    uid's, possibly 0600); never given to an Effect's command, whose
-//	    argv comes after --.
-//
-// Plan lists the rules (ADR-0068) and why each is there; confineAndExec
-// (main_linux.go) says what happens between them and execve.
+// Options gives the flags; Plan lists the rules (ADR-0068) and why each is
+// there; confineAndExec (main_linux.go) says what happens between them and
+// execve.
 //
 // Not covered: the network (TCP, UDP, netlink), pathname Unix sockets
 // before ABI 9, what package landlock lists, and what package caps lists
@@ -69,15 +46,36 @@ var DeniedNames = []string{
 // to open.
 var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
-// Options are what the Effector asks of one confinement.
+// Options are what the Effector asks of one confinement:
+//
+//	effector confine [--scratch DIR]… [--read FILE]… [--read-tree DIR]… [--deny PATH]… [--node NAME] [--keep-dac-read-search] -- ARGV
 type Options struct {
-	Scratch []string // --scratch: read+write+execute beneath
-	Read    []string // --read: read this file
-	Trees   []string // --read-tree: read+execute beneath
-	Deny    []string // --deny: never allowed by the walk
-	Node    string   // --node: named in the fail-closed reason
+	// Scratch (--scratch DIR): read, write and execute beneath DIR — the
+	// Effect's own scratch (its checkout, HOME and TMPDIR). Nothing denied
+	// may lie beneath it.
+	Scratch []string
+	// Read (--read FILE): read FILE — a secret file the command names, by
+	// path only: a secret's value never travels in argv.
+	Read []string
+	// Trees (--read-tree DIR): read and execute beneath DIR — the
+	// worktree, for the Effector's own git, which reads it and nothing
+	// else of the Effector's. Nothing denied may lie beneath it.
+	Trees []string
+	// Deny (--deny PATH): never allowed by the walk — the Effector's own
+	// paths (the key, the secrets directory, push credentials, the
+	// worktree, the repo caches, the scratch root holding other Effects'
+	// scratch). PATH need not exist.
+	Deny []string
+	// Node (--node NAME): the node named in the fail-closed reason.
+	Node string
 
-	KeepDACReadSearch bool // --keep-dac-read-search: the one capability kept
+	// KeepDACReadSearch (--keep-dac-read-search): keep CAP_DAC_READ_SEARCH,
+	// if the confiner holds it, and no other capability: the program reads
+	// and lists what the rules allow whatever its owner and mode. For the
+	// Effector's own git, which reads the agent's worktree (another uid's,
+	// possibly 0600); never given to an Effect's command, whose argv comes
+	// after --.
+	KeepDACReadSearch bool
 }
 
 const usage = "usage: effector confine [--scratch DIR]... [--read FILE]... [--read-tree DIR]... [--deny PATH]... [--node NAME] [--keep-dac-read-search] -- ARGV"

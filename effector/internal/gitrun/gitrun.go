@@ -61,7 +61,11 @@ func Hardening() []string { return append([]string(nil), hardening...) }
 
 // Argv is the argv of one git, program first: prefix (the confinement,
 // program first; nil for none), then git by its absolute path, the
-// hardening, and args. A "-c" in args wins over the hardening.
+// hardening, and args. A "-c" in args wins over the hardening. The
+// hardening is command-line config, the scope that wins over the system,
+// global and repository ones: no hook, no fsmonitor, no credential helper
+// and no askpass but one the caller names after it, no redirect followed,
+// no `git for-each-ref` run in an alternate, no gc or maintenance.
 func Argv(prefix []string, git string, args ...string) []string {
 	argv := append(append([]string(nil), prefix...), git)
 	return append(append(argv, hardening...), args...)
@@ -94,7 +98,12 @@ func (h Home) WriteConfig(safe ...string) error {
 // Env is the whole environment of git (and of a program beside it:
 // ssh, gpg): nothing of the Effector's own. It allows no transport; an
 // entry of extra replaces the one of the same name, so Allow in extra
-// names the transports one git may use.
+// names the transports one git may use. Written whole: no system config,
+// a global config of the Effector's own, GIT_ALLOW_PROTOCOL naming the one
+// transport a call may use (none by default), which no config can widen
+// (a repository's protocol.<name>.allow beats command-line
+// protocol.allow, but not this), no terminal prompt, no replace refs, no
+// optional lock taken in a repository it only reads.
 func (h Home) Env(extra ...string) []string {
 	env := []string{
 		"PATH=" + FixedPath,

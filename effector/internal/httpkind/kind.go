@@ -13,22 +13,10 @@
 // resumes the target's TLS session when it can: TLS 1.3 resumption with a
 // fresh key exchange and no early data, so nothing is ever replayed.
 //
-// With receipts (Options.Receipts), nothing is sent unrecorded: the fence's
-// decision and the request are recorded before it goes, and each read of a
-// live body before the transport gets its bytes (a read that cannot be
-// recorded fails the request); every record holds a held value only as its
-// label. Request bodies are recorded within one budget per Effector
-// (DefaultBodyBudget), past which they are hashed, marked cut, and still
-// sent whole. With a mode (Options.Mode) other than live, the mode layer
-// decides after the fence allows and before anything is sent, on the
-// request's canonical form as the agent asked for it (labels, never
-// values), and the request goes through its verdict (no redirect is
-// followed, the effect's timeout holds).
-//
-// What the outcome claims: `unreachable` means no byte of the request was
-// written (name, connection or TLS failed, or the timeout came first);
-// `unknown` means the request may have reached the server (the headers were
-// handed to the connection) and no whole answer came back.
+// With receipts (Options.Receipts) nothing is sent unrecorded, and with a
+// mode (Options.Mode) other than live, the mode layer decides before
+// anything is sent. `unreachable` means no byte of the request was written;
+// `unknown` means it may have reached the server (failed).
 package httpkind
 
 import (
@@ -73,11 +61,20 @@ type Options struct {
 	Work string
 	// Receipts, when set, records each effect's decision, request (with
 	// every held value as its label), body and answer (receipts.go).
+	// Nothing is then sent unrecorded: the fence's decision and the
+	// request are recorded before it goes, and each read of a live body
+	// before the transport gets its bytes (a read that cannot be recorded
+	// fails the request).
 	Receipts bundle.Recorder
-	// Mode is the shared mode layer (internal/mode); nil is live.
+	// Mode is the shared mode layer (internal/mode); nil is live. Another
+	// mode decides after the fence allows and before anything is sent, on
+	// the request's canonical form as the agent asked for it (labels,
+	// never values), and the request goes through its verdict (no
+	// redirect is followed, the effect's timeout holds).
 	Mode *mode.Layer
 	// BodyBudget is how many bytes of request bodies the receipts record
-	// (this Effector's whole life); 0 is DefaultBodyBudget.
+	// (this Effector's whole life), past which a body is hashed, marked
+	// cut, and still sent whole; 0 is DefaultBodyBudget.
 	BodyBudget int64
 }
 
@@ -307,8 +304,10 @@ func (k *Kind) send(ctx context.Context, h *wire.HTTP, b *built, max int64, sc *
 	return k.sendRecorded(ctx, req, b, max, sc)
 }
 
-// failed words a request that got no answer: unreachable when nothing was
-// written, unknown when the request may have reached the server.
+// failed words a request that got no answer: unreachable when no byte of
+// the request was written (name, connection or TLS failed, or the timeout
+// came first), unknown when the request may have reached the server (the
+// headers were handed to the connection) and no whole answer came back.
 func failed(ctx context.Context, sent bool, err error) wire.Outcome {
 	reason := sendtrace.Reason(err)
 	if ctx.Err() == context.DeadlineExceeded {

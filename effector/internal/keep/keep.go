@@ -2,30 +2,15 @@
 // confiner, so that nothing a credentialed command's child leaves behind
 // outlives it, and its own end is still read.
 //
+//	effector keep --report-fd 3 -- effector confine … -- ARGV
+//
 // Invariant: when the keeper reports, every process it was the parent of
 // — the child, and every descendant orphaned to it — has been killed and
 // reaped; the report is written on a descriptor the child never held, so the
-// child cannot forge its own end.
+// child cannot forge its own end. Main says how.
 //
-// # Mechanism
-//
-//	effector keep --report-fd 3 -- effector confine … -- ARGV
-//
-// The keeper sets PR_SET_CHILD_SUBREAPER, marks every descriptor above 2
-// close-on-exec (the report descriptor among them), starts ARGV in a new
-// process group of its own (the child's pid is its id) and waits for it
-// without reaping it, so the group id cannot be reused while the keeper
-// may still signal it. Orphans reparented to the keeper that end meanwhile
-// are reaped by pid as they end. SIGTERM, SIGINT and SIGHUP sent to the
-// keeper are forwarded to the child's group, and the keeper waits on, so a
-// child that catches SIGTERM still gives its own code. When the child ends,
-// the keeper reaps it, kills (SIGKILL) and reaps every process it is the
-// parent of until none remains — a setsid daemon, a double-forked
-// grandchild — and then writes one line on the report descriptor (see
-// [Report]) and exits with the child's code (128+signal for a signal).
-//
-// SIGKILL to the keeper ends the keeper alone; what it held is reparented
-// to the Effector, whose settle loop (package reap) ends it.
+// Not covered: SIGKILL to the keeper ends the keeper alone; what it held is
+// reparented to the Effector, whose settle loop (package reap) ends it.
 package keep
 
 import (

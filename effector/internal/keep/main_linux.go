@@ -22,6 +22,19 @@ import (
 // Main runs `effector keep` with args (the words after "keep") and returns
 // its exit code: the child's code, 128+signal when a signal ended it, 126
 // when the keeper could not start it.
+//
+// The keeper sets PR_SET_CHILD_SUBREAPER, marks every descriptor above 2
+// close-on-exec (the report descriptor among them), starts ARGV in a new
+// process group of its own (the child's pid is its id) and waits for it
+// without reaping it, so the group id cannot be reused while the keeper
+// may still signal it. Orphans reparented to the keeper that end meanwhile
+// are reaped by pid as they end. SIGTERM, SIGINT and SIGHUP sent to the
+// keeper are forwarded to the child's group, and the keeper waits on, so a
+// child that catches SIGTERM still gives its own code. When the child ends,
+// the keeper reaps it, kills (SIGKILL) and reaps every process it is the
+// parent of until none remains — a setsid daemon, a double-forked
+// grandchild — and then writes one line on the report descriptor (Report)
+// and exits with the child's code.
 func Main(args []string) int {
 	if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
 		fmt.Println(usage)

@@ -1,72 +1,33 @@
-// Package pushkind is the Effector's `push` kind (ADR-0068): the
-// agent's pinned commit leaves the sandbox for its Repo Slot's remote, sent
-// with the slot's git.credentials entry and, when the slot signs, rewritten
-// as signed commits — with keys the agent's container never holds.
+// Package pushkind is the Effector's `push` kind (ADR-0068): the agent's
+// pinned commit leaves the sandbox for its Repo Slot's remote, sent with the
+// slot's git.credentials entry and, when the slot signs, rewritten as signed
+// commits — with keys the agent's container never holds.
+// docs/effector-push.md is the contract and says how each step holds.
 //
 // Invariants:
-//   - Prepare starts nothing: it checks the start and reads the pinned
-//     commit from the worktree's files in Go (an os.Root of the worktree;
-//     .git must be its own directory). The start answer names it, and a
-//     later change of the worktree changes nothing: only that sha is
-//     fetched.
-//   - No git runs in the agent's repository. The push makes a bare
-//     repository in its own scratch (`git init --template=`: no hook, no
-//     config the agent chose, no alternates, no attributes), fetches the
-//     pinned commit into it over git's transport (upload-pack reads the
-//     worktree; it runs no hook and no program the repository names), and
-//     pushes from there. Nothing in the worktree — .git/config, hooks,
-//     .gitattributes filters, core.sshCommand, core.fsmonitor,
-//     credential.helper, includeIf, a .gitmodules url — runs or is read
-//     as the push's configuration.
-//   - Every git, ssh, ssh-keygen, gpg and gpg-agent runs by its absolute
-//     path in /usr/local/bin:/usr/bin:/bin, with gitrun's environment,
-//     written whole (GIT_CONFIG_NOSYSTEM, a HOME and a global config of
-//     its own, GIT_ALLOW_PROTOCOL naming the one transport a step uses,
-//     no SSH_AUTH_SOCK, no PATH but the fixed one); every git gets
-//     gitrun's command-line config, and runs confined (`effector confine`): it writes only the push's
-//     scratch, reads the worktree only for the fetch, and is denied every
-//     other path of the Effector's own (a worktree's alternates entry or
-//     link reaches nothing).
+//   - Prepare starts nothing: it reads the pinned commit from the worktree's
+//     files in Go (an os.Root; .git its own directory); only that sha is
+//     fetched, whatever the worktree does later.
+//   - No git runs in the agent's repository, and nothing of it (config,
+//     hooks, attributes, a .gitmodules url) is read as configuration: the
+//     push fetches the commit over git's transport into a clean bare
+//     repository of its own scratch and pushes from there. Every program
+//     runs by absolute path with gitrun's environment, written whole, and
+//     every git runs confined (`effector confine`): it writes only the
+//     push's scratch, reads the worktree only for the fetch and the push's
+//     own cache as data, and is denied every other path of the Effector's.
 //   - A push sends only objects that are the worktree's own or that the
-//     cache of its own remote holds. A node cache (Options.Repos) is
-//     bound to the remote it mirrors by its name, CacheName of the slot's
-//     url; the worktree's objects/info/alternates may name that cache and
-//     nothing else (read in Go before the answer; any other entry, or an
-//     http-alternates file, is rejected at start). That cache is data,
-//     never configuration: the clean repository's alternates name it,
-//     every git of the push gets it alone as a read-only --read-tree
-//     (Repos stays denied, so no alternates entry, chained or linked,
-//     reaches another cache after the answer either), and
-//     core.alternateRefsCommand=true keeps git from running for-each-ref
-//     in it, so no git runs in a cache and its config, hooks and includes
-//     are never read. Every object the push sends — commit, tree, blob or
-//     tag — is read by name from the worktree's own objects or that cache
-//     by a git that can open nothing else, before anything is sent.
-//   - Every commit a push that reads a cache sends — the pinned commit and
-//     its history no ref of the remote holds — is the worktree's own: read
-//     from its .git/objects alone (GIT_OBJECT_DIRECTORY, in an empty
-//     repository of its own; no cache and not the clean repository
-//     readable) and hashed to its name; else the push is rejected at
-//     start. A commit only a cache holds is never pushed. Trees, blobs and
-//     tags may be the push's cache's.
+//     cache of its own remote (CacheName) holds, and every commit it sends
+//     is the worktree's own, hashed to its name; else it is rejected at
+//     start. No git runs in a cache.
 //   - The credentials are the bytes config read at start, copied into the
 //     push's scratch (mode 0600) where a program must read a file, and
-//     removed with the scratch once the push settled. ssh runs with
-//     IdentitiesOnly, StrictHostKeyChecking=yes against the entry's
-//     known_hosts, no agent and no config file (-F /dev/null). A token
-//     reaches git only through `effector credential`, git's credential
-//     helper, which reads it from the scratch: never argv, never an env,
-//     never a file git reads.
-//   - A GPG push holds classlock.GPG from before its first process until
-//     its gpg-agent is gone (SIGTERM to the agent's group, SIGKILL after
-//     a while, then the settle loop): no credentialed command's child is
-//     alive beside a gpg-agent.
-//   - An outcome exists only after the settle loop (reap.Tracker.Settle)
-//     of every process the push started, and after its scratch is gone.
-//   - A reason names no value and no path of a secret: the push's scratch
-//     is written as "<scratch>" in every line of git's or ssh's it quotes,
-//     and the server scrubs every held value (the entry's files among
-//     them) from the outcome.
+//     removed with it once the push settled; a token reaches git only
+//     through `effector credential`, never argv, an env or a file git
+//     reads. A GPG push holds classlock.GPG until its gpg-agent is gone.
+//   - An outcome exists only after every process the push started settled
+//     (reap.Tracker.Settle) and its scratch is gone; a reason names no
+//     value and no path of a secret ("<scratch>").
 package pushkind
 
 import (

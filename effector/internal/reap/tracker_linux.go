@@ -10,7 +10,21 @@ import (
 )
 
 // Tracker registers the process groups of live Effects and settles an
-// Effect. Its methods are safe for concurrent use: a Start never
+// Effect. The Effector sets PR_SET_CHILD_SUBREAPER (SetChildSubreaper), so
+// a process whose parent ends is reparented to it, not to the container's
+// init. Each child an Effect starts (Start) runs in a new session whose
+// group is registered with that Effect; a descendant can leave that group
+// only for a group of its own (setsid, setpgid), never into the
+// Effector's. Settle kills the Effect's groups, then scans /proc for
+// processes whose parent is the Effector and whose group is no live
+// Effect's, kills and reaps them by pid, and repeats until none remain — a
+// descendant that called setsid or double-forked is dead when it returns.
+// An owner that signals its child's group until it waits on it starts it
+// with StartChild: the end is learnt without reaping (waitid with
+// WNOWAIT), so the group's id is still the child's whenever it is
+// signalled.
+//
+// Its methods are safe for concurrent use: a Start never
 // interleaves with a Settle's scan, so a child being started is registered
 // before a scan can see it, and Settles run one at a time.
 type Tracker struct {

@@ -15,9 +15,10 @@
 //     where what it built is scrubbed.
 //   - The held secrets' automaton (and its case-folded twin) is built in
 //     New, and again when the secrets rotate (SetHeld, one atomic swap); an
-//     effect keeps the scrubber it started with. An effect's own state — its plan, its scrubber — lives only
-//     until it settles; what stays for re-reads until Expire is the
-//     scrubbed outcome and a few words about the effect.
+//     effect keeps the scrubber it started with. An effect's own state —
+//     its plan, its scrubber — lives only until it settles; what stays for
+//     re-reads until Expire is the scrubbed outcome and a few words about
+//     the effect.
 //   - An effect's Run is called at most once per id, and its outcome is
 //     settled exactly once.
 //   - Log lines carry ids, kinds, methods, hosts, outcome kinds, statuses

@@ -3,28 +3,11 @@
 // image's ref and its docker-archive tarball in .cache/images/, ready for
 // `ctr -n k8s.io images import`.
 //
-// # Use
-//
-//	imgs := imagestest.Find(t)                     // every described image
-//	imgs := imagestest.Find(t, "custodian-serve", "agent", "pause")
-//	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
-//	// a Pod's container: image imgs["agent"].Ref, imagePullPolicy Never
-//
-// # Refs
-//
-// jr2.dev/NAME:TAG, TAG the first 12 hex digits of the image's config
-// digest: the same inputs give the same ref, a changed image another, and
-// never :latest (whose default pull policy is Always; there is no
-// registry).
-//
-// # Missing images
-//
-// Find fails, naming `make images`, when the index or a tarball is missing
-// or the index was built from another images/images.json. Only
-// JR2_KUBE_TESTS=skip turns a missing image into a loud skip, as for the
-// API server (internal/testkit/kubetest), and never under JR2_REQUIRE_ALL=1. An
-// image the builder omitted on purpose (custodian-envoy without an Envoy,
-// under JR2_E2E_HOST=serve) is skipped loudly when asked for, unless
+// Invariant: a ref is jr2.dev/NAME:TAG, TAG the first 12 hex digits of the
+// image's config digest: the same inputs give the same ref, a changed image
+// another, and never :latest (whose default pull policy is Always; there is
+// no registry). A missing or stale image fails the test naming `make
+// images`; it is skipped, loudly, only as Find says, and never under
 // JR2_REQUIRE_ALL=1.
 package imagestest
 
@@ -51,7 +34,20 @@ type Image struct {
 }
 
 // Find returns the built images named (every described image when none
-// is), by name, or ends the test: see the package doc.
+// is), by name, or ends the test:
+//
+//	imgs := imagestest.Find(t)                     // every described image
+//	imgs := imagestest.Find(t, "custodian-serve", "agent", "pause")
+//	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
+//	// a Pod's container: image imgs["agent"].Ref, imagePullPolicy Never
+//
+// Find fails, naming `make images`, when the index or a tarball is missing
+// or the index was built from another images/images.json. Only
+// JR2_KUBE_TESTS=skip turns a missing image into a loud skip, as for the
+// API server (internal/testkit/kubetest), and never under JR2_REQUIRE_ALL=1.
+// An image the builder omitted on purpose (custodian-envoy without an
+// Envoy, under JR2_E2E_HOST=serve) is skipped loudly when asked for, unless
+// JR2_REQUIRE_ALL=1.
 func Find(t testing.TB, names ...string) map[string]Image {
 	t.Helper()
 	m, omitted, err := find(names)

@@ -72,6 +72,13 @@ func (l logw) Logf(format string, args ...any) { fmt.Fprintf(l.w, format+"\n", a
 // Demo brings the node up, runs demo.RunOnNode on it and removes it,
 // checking the host after; it returns the exit code. Its inner half (in
 // the node's namespaces) is this same call.
+//
+// Demo and Serve are each two halves of one binary, as nodetest.Start is:
+// the outer half claims the host (nodetest.Claim: the machine's node lock,
+// the host's snapshot, the kubelet's cgroupRoot) and re-runs the binary in
+// the node's namespaces (Host.Command); the inner half brings the node up
+// (nodetest.Up) and runs on it. When the inner half has ended, the outer
+// removes the cgroups and compares the host (Host.Release).
 func Demo(ctx context.Context, c Config) int {
 	if nodetest.Inner() == innerDemo {
 		return demoInner(ctx, c)
@@ -179,7 +186,8 @@ func refusal(state string) string {
 	return fmt.Sprintf("a node is already running (pid %s, %s): use it, or stop it first with `make node-down`", strings.TrimSpace(string(pid)), state)
 }
 
-// Up starts Serve detached and returns once the node is ready, printing
+// Up starts Serve detached (a session of its own, its output in
+// STATE/node.log) and returns once the node is ready, printing
 // the kubeconfig and the kubectl line to use; it refuses while a node of
 // c.State runs.
 func Up(ctx context.Context, c Config) int {
@@ -253,8 +261,18 @@ func Up(ctx context.Context, c Config) int {
 // written.
 const statusReady = "ready"
 
-// Serve is the long-running runner Up starts: see the package doc. It
-// returns the exit code once the node is stopped.
+// Serve is the long-running runner Up starts, two halves of one binary as
+// Demo is. It returns the exit code once the node is stopped.
+//
+// Serve holds an flock on STATE/lock for as long as it runs, writes its
+// pid to STATE/pid and, once the node is ready, STATE/kubeconfig: the
+// node's API server, reached through a listener Serve makes on the host's
+// loopback before the namespaces exist and hands to the inner half, which
+// forwards each connection to the API server inside the node's network
+// namespace (kubectl exec, logs and port-forward included). On SIGTERM or
+// SIGINT the inner half stops the node, and Serve releases the host,
+// writes what the host check found to STATE/result and removes its other
+// files.
 func Serve(ctx context.Context, c Config) int {
 	if nodetest.Inner() == innerServe {
 		return serveInner(ctx, c)
@@ -489,7 +507,9 @@ const downWait = 2 * time.Minute
 
 // Down stops the node Serve runs for c.State, waits until Serve has
 // ended, prints what the host check found and removes c.State. With no
-// node running it says so and succeeds.
+// node running it says so and succeeds. It signals the pid and waits for
+// the flock on STATE/lock to be free (the kernel frees it when Serve ends,
+// however it ends).
 func Down(ctx context.Context, c Config) int {
 	f, err := os.OpenFile(filepath.Join(c.State, lockFile), os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {

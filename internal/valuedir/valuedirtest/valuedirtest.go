@@ -3,41 +3,14 @@
 // package valuedir (the engine's Live, the Effector's secrets) can be held,
 // fast and under -race, to following a rotation while requests run.
 //
-// # What it stands for
-//
-// Write is the kubelet's AtomicWriter.Write (k8s.io/kubernetes
-// pkg/volume/util/atomic_writer.go, v1.37.2, the release the node tests
-// run) for a payload of top-level files, one per value, each at mode 0400:
-// the mode render gives the Custodian's values volume and the Effector's
-// secrets volume (defaultMode). Its steps are that file's, numbered as it
-// numbers them:
-//
-//  1. the payload is checked: a name is not empty, holds no '/', does not
-//     begin with ".." and has at most 255 bytes;
-//  2. the current timestamped directory is read from the symlink ..data;
-//  3. the names it holds that the payload no longer holds are noted;
-//  4. when every file already has its bytes and none is to go, nothing is
-//     written and ..data stays; only step 10 runs;
-//  5. a new directory ..<UTC time 2006_01_02_15_04_05>.<random> is made,
-//     mode 0755 whatever the umask;
-//  6. each file is written into it and chmod-ed to its mode;
-//  7. (setPerms: the pod's fsGroup, which these tests do not give);
-//  8. the symlink ..data_tmp is made to the new directory's name;
-//  9. ..data_tmp is renamed over ..data — the one atomic step a reader
-//     sees;
-//  10. each name without a visible entry gets the symlink ..data/<name>
-//     (an existing one is kept);
-//  11. the visible names noted in step 3 are removed;
-//  12. the previous timestamped directory is removed.
-//
-// # Why it stays
-//
-// The node tests (internal/testkit/nodetest) run the real kubelet, whose writer
-// these steps are; but a node takes a minute and runs one at a time, while
-// the watchers' consistency under many rotations and many requests is a
-// property to check on every `go test`, with the race detector. This
-// package is only that writer's on-disk steps — no Pod, no volume kinds,
-// no projection rules — and its own test holds it to them.
+// Invariant: Write is the kubelet's AtomicWriter.Write, step for step on
+// disk, for a payload of top-level files at mode 0400, and its own test
+// holds it to those steps; it is no more (no Pod, no volume kinds, no
+// projection rules). Why it stays beside the node tests
+// (internal/testkit/nodetest), which run the real kubelet: a node takes a
+// minute and runs one at a time, while the watchers' consistency under
+// many rotations and many requests is a property to check on every
+// `go test`, with the race detector.
 package valuedirtest
 
 import (
@@ -70,6 +43,31 @@ const Mode os.FileMode = 0o400
 // Write lays files (name to bytes) out in dir, which must exist, as the
 // kubelet's atomic writer does; calling it again on dir is the kubelet's
 // update of the mounted Secret. It fails t on any error.
+//
+// It is the kubelet's AtomicWriter.Write (k8s.io/kubernetes
+// pkg/volume/util/atomic_writer.go, v1.37.2, the release the node tests
+// run) for a payload of top-level files, one per value, each at mode 0400:
+// the mode render gives the Custodian's values volume and the Effector's
+// secrets volume (defaultMode). Its steps are that file's, numbered as it
+// numbers them:
+//
+//  1. the payload is checked: a name is not empty, holds no '/', does not
+//     begin with ".." and has at most 255 bytes;
+//  2. the current timestamped directory is read from the symlink ..data;
+//  3. the names it holds that the payload no longer holds are noted;
+//  4. when every file already has its bytes and none is to go, nothing is
+//     written and ..data stays; only step 10 runs;
+//  5. a new directory ..<UTC time 2006_01_02_15_04_05>.<random> is made,
+//     mode 0755 whatever the umask;
+//  6. each file is written into it and chmod-ed to its mode;
+//  7. (setPerms: the pod's fsGroup, which these tests do not give);
+//  8. the symlink ..data_tmp is made to the new directory's name;
+//  9. ..data_tmp is renamed over ..data — the one atomic step a reader
+//     sees;
+//  10. each name without a visible entry gets the symlink ..data/<name>
+//     (an existing one is kept);
+//  11. the visible names noted in step 3 are removed;
+//  12. the previous timestamped directory is removed.
 func Write(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	if err := write(dir, files); err != nil {
