@@ -67,6 +67,33 @@ type nodeProc struct {
 // node is Ready and schedulable. Stop ends it. On an error everything
 // Up started is stopped; a missing binary is kubetest.ErrMissing
 // (errors.Is).
+//
+// What the node changes, in order, and where it is undone:
+//
+//  1. The mount namespace is made private, then shared within itself (the
+//     kubelet's mount propagation), with a fresh /proc for the PID
+//     namespace; every directory the parts write (containerd's root and
+//     state, the kubelet's root, pod logs, CNI state) is on one tmpfs, and
+//     /var, /etc and /opt are overlays whose upper is a tmpfs, so a write
+//     nobody configured reaches no disk. All of it ends with the namespace.
+//  2. The kubelet checks three kernel settings it would otherwise write on
+//     the host (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops);
+//     it runs with protectKernelDefaults and sees files bound over those
+//     /proc/sys entries in its mount namespace, so the host's stay as they
+//     are.
+//  3. The network namespace is new: loopback, the node's address
+//     (NodeIP, on lo) and the bridge the CNI plugin makes; it ends with the
+//     namespace.
+//  4. Every process is in the new PID namespace, whose first process is the
+//     inner test binary: when it ends, for any reason, the kernel kills the
+//     rest; the inner binary dies with the outer (Pdeathsig).
+//  5. cgroups are the host's (v1 here): the kubelet's cgroupRoot,
+//     /jr2-node-<id>, is made in every mounted controller before it starts
+//     (Claim) and removed by the outer call once the inner run is over
+//     (Release), with what runc makes below the same name in the hybrid
+//     host's cgroup2 (/sys/fs/cgroup/unified), which the host check covers
+//     too. A run killed before it can remove them leaves empty ones, which
+//     the next Claim removes.
 func Up(o Options) (_ *Node, err error) {
 	if Inner() == "" {
 		return nil, fmt.Errorf("nodetest: Up runs only inside the namespaces Host.Command makes (no %s)", envInner)

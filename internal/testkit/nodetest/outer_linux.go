@@ -34,7 +34,24 @@ const cgroupBase = "/sys/fs/cgroup"
 
 // Start brings a node up for t. In the test binary as go test runs it, it
 // re-runs t alone inside the node's namespaces, waits, checks the host and
-// returns nil; inside, it returns the running node. See the package doc.
+// returns nil; inside, it returns the running node.
+//
+// Start must be called first in a top-level test:
+//
+//	func TestX(t *testing.T) {
+//		n := nodetest.Start(t, nodetest.Options{Images: tars})
+//		if n == nil {
+//			return // this process ran the test inside the node's namespaces
+//		}
+//		out, err := n.API.Run(t, dir, "kubectl apply …")
+//	}
+//
+// The first call re-runs the test binary for that test alone inside new
+// mount, network and PID namespaces; there Start brings the node up and
+// returns it, and the test body runs against it. The outer call waits,
+// reports the inner run's output and exit, removes what the kernel keeps
+// after the namespaces end (the node's cgroups), and checks that the host
+// is as it was.
 func Start(t *testing.T, o Options) *Node {
 	t.Helper()
 	if name := Inner(); name != "" {
@@ -135,6 +152,17 @@ type Host struct {
 // snapshots the host and makes this node's cgroupRoot. A missing binary
 // or root is an error that is kubetest.ErrMissing (errors.Is). Release
 // undoes it; nothing is held when Claim fails.
+//
+// The lock is an flock on .cache/kube/nodetest.lock, held from before the
+// host's first snapshot to after its last (Claim to Release), so the nodes
+// of test binaries run side by side (go test ./... runs packages in
+// parallel) take turns: a second node's cgroupRoot would read as a change
+// of the host, and a starting node would remove another's not yet in use
+// as a killed run's. For a program (internal/testkit/noderun: make
+// node-demo, node-up), Claim is the outer half's start (the lock, the
+// host's snapshot, the cgroupRoot), Host.Command the inner run,
+// Host.Release its end (the cgroups removed, the host compared); inside,
+// Up brings the node up and Node.Stop ends it.
 func Claim(l Logger) (h *Host, err error) {
 	if _, err := FindTools(); err != nil {
 		return nil, err
