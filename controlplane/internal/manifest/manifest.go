@@ -1,74 +1,24 @@
 // Package manifest reads a pod's held manifest — the names and bindings of
 // the secrets its Custodian holds, never a value — and refuses one that
-// breaks a rule of custodian.md (ADR-0059's R2, R3, R5, R6 and R12).
-//
-// # The manifest
-//
-//	{
-//	  "pod": "ws-7f3a",
-//	  "orchestrator": "jr2-orchestrator.jr2.svc:4000",
-//	  "sandbox": "ws-7f3a",
-//	  "secrets": [
-//	    { "name": "ANTHROPIC_API_KEY", "hosts": ["api.anthropic.com"], "headers": ["x-api-key"], "paths": ["/v1/"] },
-//	    { "name": "GITHUB_TOKEN", "hosts": ["api.github.com", "github.com:443"] }
-//	  ]
-//	}
-//
-// # Rules
-//
-// Every refusal names the manifest path (secrets[2].hosts[0]) and says what to
-// write instead. All of them are reported at once: the top-level fields
-// first, then each secret in order (its name, headers, hosts, paths).
-//
-//   - Shape: one JSON object; an unknown field, a field given twice, a value
-//     of the wrong type, an empty pod or a missing orchestrator is refused.
-//   - R2: a JR2_* name other than the Sandbox token (any case); a proxy or
-//     trust variable (contract.ProxyOrTrustVar: the table of
-//     docs/harness-env.md, git's GIT_CONFIG_* among them) — render sets
-//     those in the Harness, and a tool reads each to choose its route or
-//     its roots; or a signing credential (contract.SigningVars:
-//     AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, …), whose value
-//     signs a request and never rides one, so no stand-in of it is ever
-//     swapped: the refusal points at the Effector.
-//   - R3: one name held twice, or two names whose stand-ins are one (a
-//     shape of the user's own too short to tell them apart).
-//   - R5: no hosts; a wildcard, userinfo, a scheme other than https, a path
-//     (or query) on a host, a bad port, an IPv6 address out of brackets; one
-//     target listed twice; two secrets on one host in one header.
-//   - R6: a header that is not a lowercase token, that frames or routes a
-//     request (contract.Frames), that the request's own signature covers
-//     (contract.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
-//   - R4: a valueFrom that is not {"secretKeyRef": {"name", "key"}} with a
-//     Secret's name and one of its keys (the value's place in the
-//     cluster, never the value).
-//   - R12: a path prefix that does not start with "/", or holds "..", ";",
-//     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
-//     ASCII, "?" or "#" (a prefix is matched against the path alone).
-//
-// A secret's shape (contract.Shape) spells its stand-in as keys of a kind
-// are spelled, so an SDK that checks a key's shape takes it: a kind of
-// the table as a string ("github"), or {"prefix": …, "length": …}; a shape
-// Resolve refuses is refused here with its words.
-//
-// The Sandbox token (contract.TokenName) is the kit's own: render always holds
-// it. A manifest may name it bare ({"name": "JR2_SANDBOX_TOKEN"}); any
-// binding on it is refused, since it rides the control listener only.
+// breaks one of ADR-0059's rules R2–R6 and R12, or is not a manifest.
+// docs/manifest.md is the contract: the file, every rule and every
+// refusal's words (TestDocsManifestRefusals holds the two together).
 //
 // Invariant: a *Manifest exists only when every rule passed, and it is not
 // modified after Parse. The manifest carries no value, and a message quotes
 // at most 64 bytes of any input. A name that is not a variable name is never
-// quoted back (a pasted value would be); hosts, headers and paths are.
+// quoted back (a pasted value would be); hosts, headers and paths are. Every
+// refusal names the manifest path (secrets[2].hosts[0]) and says what to
+// write instead, all of them at once (Refused).
 //
 // A binding to a guarded address (loopback, link-local, a metadata address,
-// localhost: anything the dial guard refuses, by spelling) is refused too:
-// the agent shares the pod's loopback, so a server it starts there would be
-// handed the value. Options.AllowLocalTargets lifts that for tests and
-// demos on one machine, where the upstreams are local by necessity.
-//
-// Not covered here: a name that resolves to a guarded address (a Custodian
-// that dials bound targets with the guard covers it; see filter.Config);
-// whether a value file exists is the Custodian's check at start, not
-// render's.
+// localhost: anything the dial guard refuses, by spelling) is refused: the
+// agent shares the pod's loopback, so a server it starts there would be
+// handed the value (Options.AllowLocalTargets lifts that for tests and demos
+// on one machine, where the upstreams are local by necessity). Not covered
+// here: a name that resolves to a guarded address (a Custodian that dials
+// bound targets with the guard covers it; see filter.Config); whether a
+// value file exists is the Custodian's check at start, not render's.
 package manifest
 
 import (
@@ -84,7 +34,17 @@ import (
 	"jr2.dev/boundary/internal/tchar"
 )
 
-// Manifest is a checked held manifest.
+// Manifest is a checked held manifest. Its file:
+//
+//	{
+//	  "pod": "ws-7f3a",
+//	  "orchestrator": "jr2-orchestrator.jr2.svc:4000",
+//	  "sandbox": "ws-7f3a",
+//	  "secrets": [
+//	    { "name": "ANTHROPIC_API_KEY", "hosts": ["api.anthropic.com"], "headers": ["x-api-key"], "paths": ["/v1/"] },
+//	    { "name": "GITHUB_TOKEN", "hosts": ["api.github.com", "github.com:443"] }
+//	  ]
+//	}
 type Manifest struct {
 	Pod          string
 	Orchestrator string // canonical host:port
@@ -157,7 +117,7 @@ func (s *Secret) ValueNames() []string {
 // Problem is one refusal.
 type Problem struct {
 	Path string // the manifest path, e.g. "secrets[2].hosts[0]"; empty for the whole file
-	Rule string // "R2", "R3", "R4", "R5", "R6", "R12", or "shape"
+	Rule string // "R2", "R3", "R4", "R5", "R6", "R12", "oauth", or "shape"
 	Msg  string
 }
 
@@ -207,6 +167,46 @@ func (c *checker) add(path, rule, format string, a ...any) {
 func Parse(b []byte) (*Manifest, error) { return ParseWith(b, Options{}) }
 
 // ParseWith is Parse with options.
+//
+// Every problem is reported at once: the top-level fields first, then each
+// secret in order (its name, headers, hosts, paths).
+//
+//   - Shape: one JSON object; an unknown field, a field given twice, a value
+//     of the wrong type, an empty pod or a missing orchestrator is refused.
+//   - R2: a JR2_* name other than the Sandbox token (any case); a proxy or
+//     trust variable (contract.ProxyOrTrustVar: the table of
+//     docs/harness-env.md, git's GIT_CONFIG_* among them) — render sets
+//     those in the Harness, and a tool reads each to choose its route or
+//     its roots; or a signing credential (contract.SigningVars:
+//     AWS_SECRET_ACCESS_KEY, GOOGLE_APPLICATION_CREDENTIALS, …), whose value
+//     signs a request and never rides one, so no stand-in of it is ever
+//     swapped: the refusal points at the Effector.
+//   - R3: one name held twice, or two names whose stand-ins are one (a
+//     shape of the user's own too short to tell them apart).
+//   - R4: a value field, or a valueFrom that is not
+//     {"secretKeyRef": {"name", "key"}} with a Secret's name and one of its
+//     keys (the value's place in the cluster, never the value).
+//   - R5: no hosts; a wildcard, userinfo, a scheme other than https, a path
+//     (or query) on a host, a bad port, an IPv6 address out of brackets; one
+//     target listed twice; two secrets on one host in one header.
+//   - R6: a header that is not a lowercase token, that frames or routes a
+//     request (contract.Frames), that the request's own signature covers
+//     (contract.SigningHeader: x-amz-*, under SigV4), or that is listed twice.
+//   - R12: a path prefix that does not start with "/", or holds "..", ";",
+//     "\", "%2e", "%2f" or "%5c" (any case), or a byte outside printable
+//     ASCII, "?" or "#" (a prefix is matched against the path alone).
+//
+// An aws secret (aws.go) and an oauth secret (oauth.go) have refusals of
+// their own, under these rules and "oauth"; docs/manifest.md lists each.
+//
+// A secret's shape (contract.Shape) spells its stand-in as keys of a kind
+// are spelled, so an SDK that checks a key's shape takes it: a kind of
+// the table as a string ("github"), or {"prefix": …, "length": …}; a shape
+// Resolve refuses is refused here with its words.
+//
+// The Sandbox token (contract.TokenName) is the kit's own: render always holds
+// it. A manifest may name it bare ({"name": "JR2_SANDBOX_TOKEN"}); any
+// binding on it is refused, since it rides the control listener only.
 func ParseWith(b []byte, opts Options) (*Manifest, error) {
 	if len(b) > MaxSize {
 		return nil, &Refused{[]Problem{{Rule: "shape", Msg: fmt.Sprintf("the manifest is larger than %d bytes; a held manifest holds names and bindings only", MaxSize)}}}
