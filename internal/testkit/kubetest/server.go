@@ -150,6 +150,17 @@ func Main(m *testing.M) int {
 
 // Shared is the test binary's one server (see Main, which must run the
 // tests). Tests that share it keep apart by namespace (Namespace).
+//
+//	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+//
+//	func TestX(t *testing.T) {
+//		s := kubetest.Shared(t)        // one server per test binary
+//		ns := s.Namespace(t)           // a fresh namespace with its default ServiceAccount
+//		obj, err := s.Apply(ctx, yaml) // server-side apply, field manager "jr2"
+//		out, err := s.Run(t, dir, "kubectl apply --server-side --field-manager=jr2 -f kubernetes/")
+//	}
+//
+// Start gives a test a server of its own, stopped by t.Cleanup.
 func Shared(t testing.TB) *Server {
 	t.Helper()
 	if !shared.inMain {

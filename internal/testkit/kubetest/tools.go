@@ -2,45 +2,22 @@
 // kube-apiserver as processes of their own on loopback, and the real
 // kubectl against them. What a test applies is validated, defaulted,
 // admitted and stored by the same code a cluster runs; nothing is faked.
+// Shared shows the use; FindTools says which binaries and where.
 //
-// # Use
-//
-//	func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
-//
-//	func TestX(t *testing.T) {
-//		s := kubetest.Shared(t)       // one server per test binary
-//		ns := s.Namespace(t)          // a fresh namespace with its default ServiceAccount
-//		obj, err := s.Apply(ctx, yaml) // server-side apply, field manager "jr2"
-//		out := s.Run(t, dir, "kubectl apply --server-side --field-manager=jr2 -f kubernetes/")
-//	}
-//
-// Start gives a test a server of its own, stopped by t.Cleanup.
-//
-// # Binaries
-//
-// kube-apiserver and kubectl v1.37.2 and etcd v3.7.3, from JR2_KUBE_APISERVER,
-// JR2_KUBECTL and JR2_ETCD, else from .cache/kube/bin/ in the repository,
-// where `make kube-tools` (scripts/kube-tools.sh; make test runs it) builds
-// them from the Go module proxy. Each is checked to report its pinned
-// version. A test that finds none fails, naming `make kube-tools`; only
+// Invariant: every process a server starts is killed, and every file it
+// wrote (all of them under one temporary directory) removed, when its test
+// (Start) or its test binary (Main) ends; a child also dies with the test
+// binary (Pdeathsig, on Linux). The servers listen on 127.0.0.1 only. A
+// missing binary fails the test, naming `make kube-tools`; only
 // JR2_KUBE_TESTS=skip turns that into a loud skip, and never under
 // JR2_REQUIRE_ALL=1.
 //
-// # Not covered
-//
-// No controller-manager, scheduler, kubelet or container runtime runs: an
-// object is validated, admitted and stored, never acted on. A Pod is never
-// scheduled or started, a Deployment makes no ReplicaSet, a namespace is
-// never finalized, and no controller creates a namespace's `default`
-// ServiceAccount (Namespace creates it, as the ServiceAccount admission
-// plugin needs it for every Pod).
-//
-// # Invariant
-//
-// Every process a server starts is killed, and every file it wrote (all of
-// them under one temporary directory) removed, when its test (Start) or
-// its test binary (Main) ends; a child also dies with the test binary
-// (Pdeathsig). The servers listen on 127.0.0.1 only.
+// Not covered: no controller-manager, scheduler, kubelet or container
+// runtime runs: an object is validated, admitted and stored, never acted
+// on. A Pod is never scheduled or started, a Deployment makes no
+// ReplicaSet, a namespace is never finalized, and no controller creates a
+// namespace's `default` ServiceAccount (Namespace creates it, as the
+// ServiceAccount admission plugin needs it for every Pod).
 package kubetest
 
 import (
@@ -105,6 +82,11 @@ func CacheDir() (string, error) {
 
 // FindTools finds the three binaries and checks that each reports its
 // pinned release. Its error names the binary, where it looked, and the fix.
+//
+// kube-apiserver and kubectl v1.37.2 and etcd v3.7.3, from JR2_KUBE_APISERVER,
+// JR2_KUBECTL and JR2_ETCD, else from .cache/kube/bin/ in the repository,
+// where `make kube-tools` (scripts/kube-tools.sh; make test runs it) builds
+// them from the Go module proxy.
 func FindTools() (Tools, error) {
 	var tt Tools
 	dir, dirErr := CacheDir()
