@@ -1065,3 +1065,30 @@ func TestDocsExamplesAreTheFiles(t *testing.T) {
 		t.Error("no page quotes a file; the examples check checks nothing")
 	}
 }
+
+// repoPath is a backquoted name that starts with one of the repository's
+// own top-level directories and so reads as a path in it.
+var repoPath = regexp.MustCompile("`((?:controlplane|custodian|demo|docs|e2e|effector|envoy|examples|filter|images|internal|scripts|tools)/[A-Za-z0-9_./-]*)`")
+
+// TestDocsPathsExist: a path of the repository a page (docs/, the README
+// and each directory's README) names in backquotes names a file or
+// directory that exists, so a package that moved is not left named where
+// it was. A directory's README may name a path from its own directory.
+func TestDocsPathsExist(t *testing.T) {
+	r := root(t)
+	readmes, _ := filepath.Glob(filepath.Join(r, "*", "README.md"))
+	for _, f := range append(markdown(t), readmes...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(r, f)
+		for _, m := range repoPath.FindAllStringSubmatch(string(b), -1) {
+			p := strings.TrimSuffix(strings.TrimSuffix(m[1], "/..."), "/")
+			_, errHere := os.Stat(filepath.Join(filepath.Dir(f), filepath.FromSlash(p)))
+			if _, err := os.Stat(filepath.Join(r, filepath.FromSlash(p))); err != nil && errHere != nil {
+				t.Errorf("%s names `%s`, which is not in the repository; name where it is now", rel, m[1])
+			}
+		}
+	}
+}
