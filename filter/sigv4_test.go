@@ -405,7 +405,7 @@ func TestAWSConfig(t *testing.T) {
 		want string
 	}{
 		{func(s *SecretConfig) { s.Headers = []string{"authorization"} }, `secrets[0].headers: an aws secret rides authorization and x-amz-security-token; write ["authorization", "x-amz-security-token"]`},
-		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com`},
+		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com, or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)`},
 		{func(s *SecretConfig) {
 			s.OAuth = &OAuthConfig{Grant: "client-credentials", TokenURL: "https://auth.example.com/token"}
 		},
@@ -426,12 +426,20 @@ func TestAWSConfig(t *testing.T) {
 	}
 }
 
+// TestAWSScope: the region and service a bound host signs for, read from
+// its name, regional or global.
 func TestAWSScope(t *testing.T) {
 	for _, tc := range []struct{ host, region, service string }{
 		{"bedrock-runtime.us-east-1.amazonaws.com", "us-east-1", "bedrock"},
 		{"s3.eu-west-1.amazonaws.com", "eu-west-1", "s3"},
 		{"bucket.s3.us-gov-west-1.amazonaws.com", "us-gov-west-1", "s3"},
-		{"sts.amazonaws.com", "", ""},
+		// The global endpoints name no region and sign for us-east-1.
+		{"sts.amazonaws.com", "us-east-1", "sts"},
+		{"iam.amazonaws.com", "us-east-1", "iam"},
+		{"S3.amazonaws.com.", "us-east-1", "s3"},
+		{"bucket.s3.amazonaws.com", "us-east-1", "s3"},
+		{"bedrock-runtime.amazonaws.com", "", ""},
+		{"amazonaws.com", "", ""},
 		{"s3.example.com", "", ""},
 	} {
 		r, s, ok := AWSScope(tc.host)

@@ -47,11 +47,26 @@ const (
 	TokenValue  = "SENTINEL-sigv4test-token-Fw0GZXIvYXdzE9Lm2Qx8"
 )
 
-// The bound hosts.
+// The bound hosts: two regional, and a global endpoint, which names no
+// region and signs for us-east-1.
 const (
 	S3      = "s3.us-east-1.amazonaws.com"
 	Bedrock = "bedrock-runtime.us-east-1.amazonaws.com"
+	STS     = "sts.amazonaws.com"
 )
+
+// Hosts are the bound hosts, which a host's test binds the key to
+// (Targets) and serves.
+var Hosts = []string{S3, Bedrock, STS}
+
+// Targets are Hosts on port.
+func Targets(port string) []string {
+	var out []string
+	for _, h := range Hosts {
+		out = append(out, h+":"+port)
+	}
+	return out
+}
 
 // Sentinels are the parts a host must never show the agent or log (the
 // key id is scrubbed from answers too).
@@ -195,6 +210,10 @@ func Cases(now time.Time, port string) []Case {
 		headers: map[string]string{"Content-Type": "application/json", "Accept": "application/json"}}
 	eu := get
 	eu.region = "eu-west-1"
+	caller := unsigned{method: "POST", host: at(STS), path: "/", body: "Action=GetCallerIdentity&Version=2011-06-15", service: "sts", region: "us-east-1",
+		headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}}
+	regional := caller
+	regional.region = "us-west-2"
 	chunked := put
 	chunked.sha = "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"
 	named := func(n string, c Case) Case { c.Name = n; return c }
@@ -209,6 +228,8 @@ func Cases(now time.Time, port string) []Case {
 		named("bedrock invoke, the body hashed by the host", invoke.sign(StandIns, now)),
 		named("s3 presigned get", get.presign(StandIns, now, 900)),
 		refuse(named("another region: 403", eu.sign(StandIns, now)), 403, filter.ReasonScope),
+		named("sts GetCallerIdentity at the global endpoint, signed for us-east-1", caller.sign(StandIns, now)),
+		refuse(named("the global endpoint signed for us-west-2: 403", regional.sign(StandIns, now)), 403, filter.ReasonScope),
 		refuse(named("the body changed after signing: 403", tampered), 403, filter.ReasonSignature),
 		refuse(named("dated 20 minutes ago: 403", get.sign(StandIns, now.Add(-20*time.Minute))), 403, filter.ReasonSignedDate),
 		refuse(named("ECDSA-signed chunks: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),

@@ -40,7 +40,7 @@ func SigV4(t *testing.T, d Driver) {
 	if err := sigv4test.WriteValues(dir); err != nil {
 		t.Fatal(err)
 	}
-	c.Secrets = append(c.Secrets, sigv4test.Secret(sigv4test.S3+":443", sigv4test.Bedrock+":443"))
+	c.Secrets = append(c.Secrets, sigv4test.Secret(sigv4test.Targets("443")...))
 	pod := d.Pod(t, c)
 	for _, tc := range sigv4test.Cases(time.Now().UTC(), "") {
 		t.Run(tc.Name, func(t *testing.T) {
