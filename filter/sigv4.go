@@ -443,12 +443,18 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 		set = append(set, identityEncoding)
 	}
 	if form, ok := chunkFormOf(contentSHA); ok && hasSHA {
-		seedOut, ok := parseSigV4Auth(out)
-		if !ok {
-			d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
-			return true
+		// A signed form's chain is seeded by the header signatures; the
+		// unsigned form has none to chain.
+		var seedOut string
+		if form != formUnsignedTrailer {
+			o, ok := parseSigV4Auth(out)
+			if !ok {
+				d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
+				return true
+			}
+			seedOut = o.signature
 		}
-		d.Chunks = newChunks(form, k.sSecret, k.secret, p.amzDate, region, service, p.signature, seedOut.signature)
+		d.Chunks = newChunks(form, k.sSecret, k.secret, p.amzDate, region, service, p.signature, seedOut)
 	}
 	d.Set = set
 	d.Secrets = bt.aws.names1
