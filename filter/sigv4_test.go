@@ -287,7 +287,7 @@ func TestSigV4Refused(t *testing.T) {
 	otherService := bedrockPost
 	otherService.service = "sagemaker"
 	chunked := s3Get
-	chunked.method, chunked.payload = "PUT", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+	chunked.method, chunked.payload = "PUT", "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"
 	ranged := s3Get
 	ranged.headers = map[string]string{"Range": "bytes=0-3"}
 	foreign := aws.Credentials{AccessKeyID: "AKIAOTHERKEY", SecretAccessKey: "other"}
@@ -303,7 +303,11 @@ func TestSigV4Refused(t *testing.T) {
 		{"skewed", filterRequest(s3Get.sign(t, standInCreds, when.Add(-16*time.Minute))), nil, 403, ReasonSignedDate},
 		{"signed with another secret", filterRequest(s3Get.sign(t, aws.Credentials{AccessKeyID: standInCreds.AccessKeyID, SecretAccessKey: "guess"}, when)), nil, 403, ReasonSignature},
 		{"body changed", filterRequest(bedrockPost.sign(t, standInCreds, when)), ptr(`{"prompt":"bye"}`), 403, ReasonSignature},
-		{"signed chunks with a trailer", filterRequest(chunked.sign(t, standInCreds, when)), nil, 400, ReasonAWSChunked},
+		{"ECDSA-signed chunks", filterRequest(chunked.sign(t, standInCreds, when)), nil, 400, ReasonAWSChunked},
+		{"SigV4a", &Request{Method: "GET", Authority: s3Host, Path: "/b", Headers: []Header{
+			{Name: "Authorization", Value: "AWS4-ECDSA-P256-SHA256 Credential=" + standInCreds.AccessKeyID + "/20130524/s3/aws4_request, SignedHeaders=host;x-amz-date;x-amz-region-set, Signature=3045022100" + strings.Repeat("ab", 32)},
+			{Name: "X-Amz-Date", Value: "20130524T000000Z"}, {Name: "X-Amz-Region-Set", Value: "*"}}}, nil, 400, ReasonSignature},
+		{"SigV4a presigned", &Request{Method: "GET", Authority: s3Host, Path: "/b?X-Amz-Algorithm=AWS4-ECDSA-P256-SHA256&X-Amz-Credential=" + standInCreds.AccessKeyID + "%2F20130524%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Region-Set=%2A&X-Amz-SignedHeaders=host&X-Amz-Signature=3045"}, nil, 400, ReasonSignature},
 		{"signed range", filterRequest(ranged.sign(t, standInCreds, when)), nil, 400, ReasonSignature},
 		{"another key: today's rules", filterRequest(s3Get.sign(t, foreign, when)), nil, 400, ReasonDuplicate},
 		{"malformed", &Request{Method: "GET", Authority: s3Host, Path: "/b", Headers: []Header{{Name: "Authorization", Value: "AWS4-HMAC-SHA256 Credential=" + standInCreds.AccessKeyID + "/x"}}}, nil, 400, ReasonSignature},
@@ -332,6 +336,9 @@ func TestSigV4Refused(t *testing.T) {
 			}
 			if d.Reply == nil || d.Reply.Status != tc.status || d.Reply.Reason != tc.reason {
 				t.Fatalf("want %d %s, got %+v", tc.status, tc.reason, d.Reply)
+			}
+			if strings.HasPrefix(tc.name, "SigV4a") && !strings.Contains(d.Reply.Body, SigV4aText) {
+				t.Fatalf("want the SigV4a answer, got %q", d.Reply.Body)
 			}
 			noAWS(t, "reply", d.Reply.Body)
 			for _, f := range d.LogFields(0) {
@@ -398,7 +405,7 @@ func TestAWSConfig(t *testing.T) {
 		want string
 	}{
 		{func(s *SecretConfig) { s.Headers = []string{"authorization"} }, `secrets[0].headers: an aws secret rides authorization and x-amz-security-token; write ["authorization", "x-amz-security-token"]`},
-		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com`},
+		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com, or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)`},
 		{func(s *SecretConfig) {
 			s.OAuth = &OAuthConfig{Grant: "client-credentials", TokenURL: "https://auth.example.com/token"}
 		},
@@ -419,12 +426,20 @@ func TestAWSConfig(t *testing.T) {
 	}
 }
 
+// TestAWSScope: the region and service a bound host signs for, read from
+// its name, regional or global.
 func TestAWSScope(t *testing.T) {
 	for _, tc := range []struct{ host, region, service string }{
 		{"bedrock-runtime.us-east-1.amazonaws.com", "us-east-1", "bedrock"},
 		{"s3.eu-west-1.amazonaws.com", "eu-west-1", "s3"},
 		{"bucket.s3.us-gov-west-1.amazonaws.com", "us-gov-west-1", "s3"},
-		{"sts.amazonaws.com", "", ""},
+		// The global endpoints name no region and sign for us-east-1.
+		{"sts.amazonaws.com", "us-east-1", "sts"},
+		{"iam.amazonaws.com", "us-east-1", "iam"},
+		{"S3.amazonaws.com.", "us-east-1", "s3"},
+		{"bucket.s3.amazonaws.com", "us-east-1", "s3"},
+		{"bedrock-runtime.amazonaws.com", "", ""},
+		{"amazonaws.com", "", ""},
 		{"s3.example.com", "", ""},
 	} {
 		r, s, ok := AWSScope(tc.host)

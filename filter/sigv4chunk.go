@@ -7,28 +7,75 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// A signed aws-chunked upload (x-amz-content-sha256:
-// STREAMING-AWS4-HMAC-SHA256-PAYLOAD) signs each chunk of the body with
-// the signature of the one before, starting from the request's own
-// signature (the seed). The agent's chain is made with the stand-in
-// secret; Chunks checks each link of it and writes the real key's chain in
-// its place as the body streams. A signature is 64 hex digits either way,
-// so the body's length does not change.
+// An aws-chunked upload frames its body as chunks, each a line with its
+// size in hex and its data, a zero-size chunk last, and in the -TRAILER
+// forms trailing header lines after it (a checksum the SDK computed as the
+// body streamed), the body ending at an empty line. Three forms go
+// upstream; Chunks reads each strictly and writes the same bytes but for
+// the signatures the real key makes:
+//
+//   - STREAMING-AWS4-HMAC-SHA256-PAYLOAD: each chunk's line carries a
+//     signature of its data chained to the one before, starting from the
+//     request's own signature (the seed). The agent's chain is made with
+//     the stand-in secret; Chunks checks each link and writes the real
+//     key's chain in its place.
+//   - STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: the same chain, and the
+//     trailer lines end with x-amz-trailer-signature, which signs them
+//     (string to sign AWS4-HMAC-SHA256-TRAILER) chained to the zero chunk's
+//     signature; it is checked and made again the same way.
+//   - STREAMING-UNSIGNED-PAYLOAD-TRAILER: no signature in the body (only
+//     the header signature, which the engine re-signs); chunks and
+//     trailers go upstream as sent, as soon as they arrive, but are still
+//     read to the grammar, so the body the upstream reads is the one this
+//     read.
+//
+// A signature is 64 hex digits either way and every size goes upstream
+// spelled as sent, so the body's length never changes.
 //
 // The AWS SDK for Go v2 exports no signer for these chunks (its stream
 // signer is the event stream's), so the chain is computed here: the
-// signing key as SigV4 derives it, and each chunk's string to sign as
-// AWS's "Transferring Payload in Multiple Chunks" gives it, checked
-// against AWS's published example (TestChunksAWSExample).
+// signing key as SigV4 derives it, each chunk's string to sign as AWS's
+// "Transferring Payload in Multiple Chunks" gives it and the trailer's as
+// its "Signature calculations for trailing headers" gives it, checked
+// against AWS's published chunk example and the trailer signature AWS's
+// own signing library (aws-c-auth) is tested with (TestChunksAWSExample,
+// TestChunksAWSTrailerExample).
 
-// StreamingSignedPayload is the x-amz-content-sha256 of a signed
-// aws-chunked upload that Chunks re-signs. Its trailer form
-// (…-PAYLOAD-TRAILER) is refused (ReasonAWSChunked).
-const StreamingSignedPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+// The x-amz-content-sha256 values of the aws-chunked forms that go
+// upstream (Chunks).
+const (
+	StreamingSignedPayload   = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+	StreamingSignedTrailer   = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+	StreamingUnsignedTrailer = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+)
+
+// chunkForm is which of the forms a body is in.
+type chunkForm uint8
+
+const (
+	formSigned chunkForm = iota
+	formSignedTrailer
+	formUnsignedTrailer
+)
+
+// chunkFormOf is the form of an x-amz-content-sha256 value; ok is false
+// for one that is not an aws-chunked form Chunks reads.
+func chunkFormOf(contentSHA string) (chunkForm, bool) {
+	switch contentSHA {
+	case StreamingSignedPayload:
+		return formSigned, true
+	case StreamingSignedTrailer:
+		return formSignedTrailer, true
+	case StreamingUnsignedTrailer:
+		return formUnsignedTrailer, true
+	}
+	return 0, false
+}
 
 // signingKey is SigV4's signing key of secret for date (YYYYMMDD),
 // region and service.
@@ -49,26 +96,41 @@ func chunkSignature(key []byte, amzDate, scope, prev string, data []byte) string
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Chunks re-signs one signed aws-chunked body: Decision.Chunks, which a
-// host puts every byte of the request body through (Write, or Reader) on
-// its way upstream. It is one request's, used by one goroutine.
+// trailerSignature is the signature of the trailer lines (canonical:
+// each "name:value\n", by name), chained to prev, the zero chunk's.
+func trailerSignature(key []byte, amzDate, scope, prev, canonical string) string {
+	sum := sha256.Sum256([]byte(canonical))
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("AWS4-HMAC-SHA256-TRAILER\n" + amzDate + "\n" + scope + "\n" + prev + "\n" + hex.EncodeToString(sum[:])))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Chunks reads one aws-chunked body and re-signs its signed forms:
+// Decision.Chunks, which a host puts every byte of the request body
+// through (Write, or Reader) on its way upstream. It is one request's,
+// used by one goroutine.
 type Chunks struct {
+	form            chunkForm
 	inKey, outKey   []byte
 	amzDate, scope  string
 	prevIn, prevOut string
 
-	line     []byte // the chunk line being read
-	size     int    // the chunk being read: its data's length, -1 reading its line
+	line     []byte // the line being read (a chunk's, or a trailer's)
+	size     int64  // the chunk being read: its data's length, -1 reading its line
 	sizeText string // its size as the agent spelled it (hex digits only)
 	sig      string // its signature, as the agent sent it
-	data     []byte // its data and CRLF so far
-	done     bool   // the final (empty) chunk was read: the body ends here
-	failed   bool   // a refusal was returned
+	data     []byte // signed forms: its data and CRLF so far; unsigned: its CRLF so far
+	left     int64  // unsigned: data bytes of the chunk still to pass
+	trailing bool   // the zero chunk was read: reading trailer lines
+	trailers []string
+	trailLen int
+	done     bool // the body's last line was read: it ends here
+	failed   bool // a refusal was returned
 }
 
-// SigV4ChunkText is the answer to a signed aws-chunked body that does not
-// verify (ChunksRefused).
-const SigV4ChunkText = "a chunk of the signed aws-chunked body does not verify with the stand-in secret key (or the body ends before its final chunk); the request was cut"
+// SigV4ChunkText is the answer to an aws-chunked body that is not one its
+// form allows or does not verify (ChunksRefused).
+const SigV4ChunkText = "the aws-chunked body is not framed as its x-amz-content-sha256 form says, or a chunk or trailer signature does not verify with the stand-in secret key (or the body ends before its last line); the request was cut"
 
 // ChunksRefused is a host's answer when Decision.Chunks refused the body
 // (Failed), if no answer went out yet: 403, reason signature.
@@ -81,23 +143,35 @@ func (c *Chunks) Failed() bool { return c.failed }
 
 // errChunks is every refusal of a chunked body: the host cuts the request,
 // and the answer is a reset or the engine's 502 (no value, no signature).
-var errChunks = errors.New("the signed aws-chunked body does not verify with the stand-in secret key")
+var errChunks = errors.New("the aws-chunked body is malformed or does not verify with the stand-in secret key")
 
-// maxChunkLine bounds a chunk line: hex size, ";chunk-signature=", 64 hex.
+// maxChunkLine bounds a chunk or trailer line: hex size,
+// ";chunk-signature=", 64 hex; a checksum trailer; the trailer signature.
 const maxChunkLine = 128
 
-func newChunks(inSecret, outSecret, amzDate, region, service, seedIn, seedOut string) *Chunks {
-	return &Chunks{
-		inKey: signingKey(inSecret, amzDate[:8], region, service), outKey: signingKey(outSecret, amzDate[:8], region, service),
-		amzDate: amzDate, scope: amzDate[:8] + "/" + region + "/" + service + "/aws4_request",
-		prevIn: seedIn, prevOut: seedOut, size: -1,
+// maxTrailers bounds the trailer lines of a body, and maxTrailerBytes
+// their length: an SDK sends one checksum and, signed, the signature.
+const (
+	maxTrailers     = 8
+	maxTrailerBytes = 1024
+)
+
+// trailerSigName is the trailer line that signs the others.
+const trailerSigName = "x-amz-trailer-signature"
+
+func newChunks(form chunkForm, inSecret, outSecret, amzDate, region, service, seedIn, seedOut string) *Chunks {
+	c := &Chunks{form: form, amzDate: amzDate, scope: amzDate[:8] + "/" + region + "/" + service + "/aws4_request", prevIn: seedIn, prevOut: seedOut, size: -1}
+	if form != formUnsignedTrailer {
+		c.inKey, c.outKey = signingKey(inSecret, amzDate[:8], region, service), signingKey(outSecret, amzDate[:8], region, service)
 	}
+	return c
 }
 
 // Write takes the next bytes of the body and returns the bytes that go
-// upstream now: each chunk whole once its data arrived and its signature
-// verified, with the real key's signature in its line. An error means the
-// body is not one the stand-in chain signed: nothing more may go upstream.
+// upstream now: in a signed form each chunk whole once its data arrived
+// and its signature verified, with the real key's signature in its line;
+// unsigned, each line once read and data as it comes. An error means the
+// body is not one its form allows: nothing more may go upstream.
 func (c *Chunks) Write(p []byte) ([]byte, error) {
 	out, err := c.write(p)
 	if err != nil {
@@ -109,10 +183,10 @@ func (c *Chunks) Write(p []byte) ([]byte, error) {
 func (c *Chunks) write(p []byte) ([]byte, error) {
 	var out []byte
 	for len(p) > 0 {
-		if c.done {
+		switch {
+		case c.done:
 			return nil, errChunks
-		}
-		if c.size < 0 {
+		case c.size < 0: // a line: a chunk's, or a trailer's
 			i := strings.IndexByte(string(p), '\n')
 			if i < 0 {
 				c.line = append(c.line, p...)
@@ -127,22 +201,46 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 			if i < 0 {
 				break
 			}
-			if err := c.readLine(); err != nil {
+			var err error
+			var o []byte
+			if c.trailing {
+				o, err = c.readTrailer()
+			} else {
+				o, err = c.readLine()
+			}
+			if err != nil {
 				return nil, err
 			}
-			continue
+			out = append(out, o...)
+		case c.form == formUnsignedTrailer && c.left > 0: // data, as it comes
+			n := int(min(int64(len(p)), c.left))
+			out = append(out, p[:n]...)
+			p, c.left = p[n:], c.left-int64(n)
+		case c.form == formUnsignedTrailer: // the CRLF after the data
+			n := min(len(p), 2-len(c.data))
+			c.data = append(c.data, p[:n]...)
+			p = p[n:]
+			if len(c.data) < 2 {
+				continue
+			}
+			if string(c.data) != "\r\n" {
+				return nil, errChunks
+			}
+			out = append(out, c.data...)
+			c.size = -1
+		default: // a signed chunk's data and CRLF, held whole
+			n := int(min(int64(len(p)), c.size+2-int64(len(c.data))))
+			c.data = append(c.data, p[:n]...)
+			p = p[n:]
+			if int64(len(c.data)) < c.size+2 {
+				continue
+			}
+			chunk, err := c.finish()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, chunk...)
 		}
-		n := min(len(p), c.size+2-len(c.data))
-		c.data = append(c.data, p[:n]...)
-		p = p[n:]
-		if len(c.data) < c.size+2 {
-			continue
-		}
-		chunk, err := c.finish()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, chunk...)
 	}
 	return out, nil
 }
@@ -163,38 +261,63 @@ func isHexDigits(s string) bool {
 	return true
 }
 
-// readLine reads "<hex size>;chunk-signature=<signature>\r\n".
-func (c *Chunks) readLine() error {
-	line := strings.TrimSuffix(string(c.line), "\r\n")
+// readLine reads a chunk's line: "<hex size>;chunk-signature=<signature>\r\n"
+// in a signed form, "<hex size>\r\n" unsigned, and returns what goes
+// upstream of it now.
+func (c *Chunks) readLine() ([]byte, error) {
+	line, ok := strings.CutSuffix(string(c.line), "\r\n")
 	c.line = c.line[:0]
-	hexSize, sig, ok := strings.Cut(line, ";chunk-signature=")
-	if !ok || !isHexDigits(hexSize) || len(sig) != 64 || !isLowerHex(sig) {
-		return errChunks
+	if !ok {
+		return nil, errChunks
+	}
+	hexSize, sig := line, ""
+	if c.form != formUnsignedTrailer {
+		hexSize, sig, ok = strings.Cut(line, ";chunk-signature=")
+		if !ok || len(sig) != 64 || !isLowerHex(sig) {
+			return nil, errChunks
+		}
+	}
+	if !isHexDigits(hexSize) {
+		return nil, errChunks
 	}
 	size, err := strconv.ParseInt(hexSize, 16, 64)
-	if err != nil || size > MaxSignedBody {
-		return errChunks
+	if err != nil || c.form != formUnsignedTrailer && size > MaxSignedBody {
+		return nil, errChunks
 	}
 	// The size goes upstream as the agent spelled it (leading zeros,
 	// either case), so the body keeps its length and Content-Length stays
 	// true; only the signature, 64 hex either way, changes.
-	c.size, c.sizeText, c.sig, c.data = int(size), hexSize, sig, c.data[:0]
-	return nil
+	c.size, c.sizeText, c.sig, c.data = size, hexSize, sig, c.data[:0]
+	switch {
+	case c.form == formUnsignedTrailer && size == 0:
+		c.size, c.trailing = -1, true // the trailer lines follow
+		return []byte(hexSize + "\r\n"), nil
+	case c.form == formUnsignedTrailer:
+		c.left = size
+		return []byte(hexSize + "\r\n"), nil
+	case c.form == formSignedTrailer && size == 0:
+		// The zero chunk has no data line: the trailer lines follow.
+		out, err := c.resign(nil)
+		if err != nil {
+			return nil, err
+		}
+		c.size, c.trailing = -1, true
+		return out, nil
+	}
+	return nil, nil
 }
 
-// finish checks the chunk read and returns it re-signed.
+// finish checks the signed chunk read and returns it re-signed.
 func (c *Chunks) finish() ([]byte, error) {
 	data := c.data[:c.size]
 	if string(c.data[c.size:]) != "\r\n" {
 		return nil, errChunks
 	}
-	if subtle.ConstantTimeCompare([]byte(chunkSignature(c.inKey, c.amzDate, c.scope, c.prevIn, data)), []byte(c.sig)) != 1 {
-		return nil, errChunks
+	out, err := c.resign(data)
+	if err != nil {
+		return nil, err
 	}
-	sig := chunkSignature(c.outKey, c.amzDate, c.scope, c.prevOut, data)
-	c.prevIn, c.prevOut = c.sig, sig
-	out := make([]byte, 0, len(data)+100)
-	out = append(append(append(out, c.sizeText...), ";chunk-signature="+sig+"\r\n"...), c.data...)
+	out = append(out, c.data...)
 	if c.size == 0 {
 		c.done = true // its CRLF is the body's last
 	}
@@ -202,8 +325,101 @@ func (c *Chunks) finish() ([]byte, error) {
 	return out, nil
 }
 
-// End reports whether the body ended where a signed aws-chunked body
-// ends: after its final chunk. A host calls it at the body's end.
+// resign checks the signature of a chunk whose data is data and returns
+// its line signed with the real key's chain.
+func (c *Chunks) resign(data []byte) ([]byte, error) {
+	if subtle.ConstantTimeCompare([]byte(chunkSignature(c.inKey, c.amzDate, c.scope, c.prevIn, data)), []byte(c.sig)) != 1 {
+		return nil, errChunks
+	}
+	sig := chunkSignature(c.outKey, c.amzDate, c.scope, c.prevOut, data)
+	c.prevIn, c.prevOut = c.sig, sig
+	out := make([]byte, 0, len(data)+100)
+	return append(append(out, c.sizeText...), ";chunk-signature="+sig+"\r\n"...), nil
+}
+
+// isTrailerName reports whether s is a trailer name as the SDKs send one:
+// lowercase letters, digits and '-'.
+func isTrailerName(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
+
+// isTrailerValue reports whether s is printable ASCII with no space: a
+// checksum (base64) or a signature, which no parser trims or folds.
+func isTrailerValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// readTrailer reads one line after the zero chunk: "name:value\r\n", or
+// the empty line that ends the body. The lines go upstream at the end,
+// the trailer signature (the signed form's last line) made again.
+func (c *Chunks) readTrailer() ([]byte, error) {
+	line, ok := strings.CutSuffix(string(c.line), "\r\n")
+	c.trailLen += len(c.line)
+	c.line = c.line[:0]
+	if !ok || c.trailLen > maxTrailerBytes {
+		return nil, errChunks
+	}
+	if line != "" {
+		name, value, found := strings.Cut(line, ":")
+		if !found || !isTrailerName(name) || !isTrailerValue(value) || len(c.trailers) == maxTrailers {
+			return nil, errChunks
+		}
+		for _, t := range c.trailers {
+			if n, _, _ := strings.Cut(t, ":"); n == name || n == trailerSigName {
+				return nil, errChunks // twice, or a line after the signature
+			}
+		}
+		if name == trailerSigName && (c.form != formSignedTrailer || len(value) != 64 || !isLowerHex(value)) {
+			return nil, errChunks
+		}
+		c.trailers = append(c.trailers, line)
+		return nil, nil
+	}
+	c.done = true
+	if c.form == formUnsignedTrailer {
+		return c.trailerBytes(""), nil
+	}
+	// Signed: the last line is the signature of the ones before it.
+	n := len(c.trailers)
+	if n == 0 {
+		return nil, errChunks
+	}
+	name, sig, _ := strings.Cut(c.trailers[n-1], ":")
+	if name != trailerSigName {
+		return nil, errChunks
+	}
+	signed := slices.Clone(c.trailers[:n-1])
+	slices.Sort(signed)
+	canonical := ""
+	for _, t := range signed {
+		canonical += t + "\n"
+	}
+	if subtle.ConstantTimeCompare([]byte(trailerSignature(c.inKey, c.amzDate, c.scope, c.prevIn, canonical)), []byte(sig)) != 1 {
+		return nil, errChunks
+	}
+	return c.trailerBytes(trailerSignature(c.outKey, c.amzDate, c.scope, c.prevOut, canonical)), nil
+}
+
+// trailerBytes is the trailer lines and the empty line as they go
+// upstream, the signature line's value sig when a signed form's.
+func (c *Chunks) trailerBytes(sig string) []byte {
+	var out []byte
+	for i, t := range c.trailers {
+		if sig != "" && i == len(c.trailers)-1 {
+			t = trailerSigName + ":" + sig
+		}
+		out = append(append(out, t...), "\r\n"...)
+	}
+	return append(out, "\r\n"...)
+}
+
+// End reports whether the body ended where an aws-chunked body ends:
+// after its last line. A host calls it at the body's end.
 func (c *Chunks) End() error {
 	if !c.done {
 		c.failed = true

@@ -42,7 +42,7 @@ var exampleChunks = [][]byte{bytes.Repeat([]byte("a"), 65536), bytes.Repeat([]by
 // as the chain of the other key, seeded by the other signature.
 func TestChunksAWSExample(t *testing.T) {
 	const otherSecret, otherSeed = "another-secret-key-Kq7Zr2Vw9Ty4", "1111111111111111111111111111111111111111111111111111111111111111"
-	c := newChunks(exampleSecret, otherSecret, exampleDate, "us-east-1", "s3", exampleSeed, otherSeed)
+	c := newChunks(formSigned, exampleSecret, otherSecret, exampleDate, "us-east-1", "s3", exampleSeed, otherSeed)
 	body := chunkedBody(exampleChunks, exampleSigs)
 	out, err := io.ReadAll(c.Reader(io.NopCloser(iotestHalves(body))))
 	if err != nil {
@@ -54,7 +54,7 @@ func TestChunksAWSExample(t *testing.T) {
 	if bytes.Contains(out, []byte(exampleSigs[0])) {
 		t.Fatal("the stand-in chain's signature went upstream")
 	}
-	back := newChunks(otherSecret, exampleSecret, exampleDate, "us-east-1", "s3", otherSeed, exampleSeed)
+	back := newChunks(formSigned, otherSecret, exampleSecret, exampleDate, "us-east-1", "s3", otherSeed, exampleSeed)
 	again, err := io.ReadAll(back.Reader(io.NopCloser(bytes.NewReader(out))))
 	if err != nil || !bytes.Equal(again, body) {
 		t.Fatalf("the re-signed chain does not verify as the other key's: %v", err)
@@ -79,7 +79,7 @@ func TestChunksRefused(t *testing.T) {
 		if name == "another seed" {
 			seed = exampleSigs[2]
 		}
-		c := newChunks(exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", seed, exampleSeed)
+		c := newChunks(formSigned, exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", seed, exampleSeed)
 		if _, err := io.ReadAll(c.Reader(io.NopCloser(bytes.NewReader(body)))); !errors.Is(err, errChunks) {
 			t.Errorf("%s: %v, want the refusal", name, err)
 		}
@@ -119,7 +119,7 @@ func TestChunksKeepTheSizeSpelling(t *testing.T) {
 		{"0x" + string(first[:len(first)-1]), false},
 	} {
 		body := append([]byte(tc.size+";"), good[len(first):]...)
-		c := newChunks(exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+		c := newChunks(formSigned, exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
 		out, err := io.ReadAll(c.Reader(io.NopCloser(bytes.NewReader(body))))
 		switch {
 		case tc.ok && err != nil:
@@ -132,16 +132,21 @@ func TestChunksKeepTheSizeSpelling(t *testing.T) {
 	}
 }
 
-// FuzzChunks: whatever bytes the agent sends and however the host's reads
-// split them, Chunks never panics, gives the same answer for every split,
-// and what it passes upstream is exactly as long as what it read.
+// FuzzChunks: whatever bytes the agent sends, in whichever form, and
+// however the host's reads split them, Chunks never panics, gives the
+// same answer for every split, and what it passes upstream is exactly as
+// long as what it read.
 func FuzzChunks(f *testing.F) {
-	f.Add(chunkedBody(exampleChunks, exampleSigs), 7)
-	f.Add([]byte("0;chunk-signature="+exampleSigs[0]+"\r\n\r\n"), 1)
-	f.Add([]byte("+1;chunk-signature="+exampleSigs[0]+"\r\nx\r\n"), 3)
-	f.Fuzz(func(t *testing.T, body []byte, cut int) {
+	f.Add(chunkedBody(exampleChunks, exampleSigs), 7, uint8(formSigned))
+	f.Add([]byte("0;chunk-signature="+exampleSigs[0]+"\r\n\r\n"), 1, uint8(formSigned))
+	f.Add([]byte("+1;chunk-signature="+exampleSigs[0]+"\r\nx\r\n"), 3, uint8(formSigned))
+	f.Add(trailerBody(exampleTrailers, exampleTrailerSig), 66600, uint8(formSignedTrailer))
+	f.Add([]byte("6\r\nhello \r\n0\r\nx-amz-checksum-crc32:gtnkmQ==\r\n\r\n"), 9, uint8(formUnsignedTrailer))
+	f.Add([]byte("0\r\n\r\n"), 2, uint8(formUnsignedTrailer))
+	f.Fuzz(func(t *testing.T, body []byte, cut int, form uint8) {
+		form %= uint8(formUnsignedTrailer) + 1
 		run := func(parts ...[]byte) ([]byte, error) {
-			c := newChunks(exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+			c := newChunks(chunkForm(form), exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
 			var out []byte
 			for _, p := range parts {
 				o, err := c.Write(p)
@@ -169,4 +174,111 @@ func FuzzChunks(f *testing.F) {
 			t.Fatalf("a verified body of %d bytes went upstream as %d", len(body), len(whole))
 		}
 	})
+}
+
+// exampleTrailerSig is the trailer signature AWS's own signing library
+// (aws-c-auth, sigv4_trailing_headers_signing_test) makes for the trailer
+// lines first:1st, second:2nd, third:3rd after AWS's published chunk
+// example above, chained to its zero chunk's signature.
+const exampleTrailerSig = "df5735bd9f3295cd9386572292562fefc93ba94e80a0a1ddcbd652c4e0a75e6c"
+
+// trailerBody is the signed -TRAILER body of AWS's example: its chunks,
+// the zero chunk's line, the trailer lines and the trailer signature.
+func trailerBody(trailers []string, sig string) []byte {
+	b := chunkedBody(exampleChunks[:2], exampleSigs[:2])
+	b = append(b, "0;chunk-signature="+exampleSigs[2]+"\r\n"...)
+	for _, t := range trailers {
+		b = append(b, t+"\r\n"...)
+	}
+	return append(b, "x-amz-trailer-signature:"+sig+"\r\n\r\n"...)
+}
+
+var exampleTrailers = []string{"first:1st", "second:2nd", "third:3rd"}
+
+// TestChunksAWSTrailerExample: the trailer signature Chunks checks is
+// AWS's own (its library's test vector verifies), and what Chunks writes
+// in its place verifies as the other key's chain, the body's length kept.
+func TestChunksAWSTrailerExample(t *testing.T) {
+	const otherSecret, otherSeed = "another-secret-key-Kq7Zr2Vw9Ty4", "1111111111111111111111111111111111111111111111111111111111111111"
+	body := trailerBody(exampleTrailers, exampleTrailerSig)
+	c := newChunks(formSignedTrailer, exampleSecret, otherSecret, exampleDate, "us-east-1", "s3", exampleSeed, otherSeed)
+	out, err := io.ReadAll(c.Reader(io.NopCloser(iotestHalves(body))))
+	if err != nil {
+		t.Fatalf("AWS's trailer example did not verify: %v", err)
+	}
+	if len(out) != len(body) || bytes.Contains(out, []byte(exampleTrailerSig)) || !bytes.Contains(out, []byte("\r\nthird:3rd\r\nx-amz-trailer-signature:")) {
+		t.Fatalf("the re-signed body: %d bytes (want %d), the stand-in trailer signature in it or the trailers not as sent", len(out), len(body))
+	}
+	back := newChunks(formSignedTrailer, otherSecret, exampleSecret, exampleDate, "us-east-1", "s3", otherSeed, exampleSeed)
+	again, err := io.ReadAll(back.Reader(io.NopCloser(bytes.NewReader(out))))
+	if err != nil || !bytes.Equal(again, body) {
+		t.Fatalf("the re-signed chain does not verify as the other key's: %v", err)
+	}
+	// The trailer lines are signed in name order, whatever order they came in.
+	shuffled := trailerBody([]string{"third:3rd", "first:1st", "second:2nd"}, exampleTrailerSig)
+	c = newChunks(formSignedTrailer, exampleSecret, otherSecret, exampleDate, "us-east-1", "s3", exampleSeed, otherSeed)
+	if _, err := io.ReadAll(c.Reader(io.NopCloser(bytes.NewReader(shuffled)))); err != nil {
+		t.Fatalf("trailers out of name order: %v", err)
+	}
+}
+
+// TestChunksTrailerRefused: a signed -TRAILER body whose trailer was
+// changed, lacks its signature, has a line after it, repeats a line, or
+// spells one outside the grammar, fails; and so does one of the plain
+// signed form that has trailer lines at all.
+func TestChunksTrailerRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		form chunkForm
+		body []byte
+	}{
+		"a trailer changed":           {formSignedTrailer, trailerBody([]string{"first:1st", "second:2nd", "third:3RD"}, exampleTrailerSig)},
+		"a trailer added":             {formSignedTrailer, trailerBody(append([]string{"fourth:4th"}, exampleTrailers...), exampleTrailerSig)},
+		"no trailer signature":        {formSignedTrailer, append(chunkedBody(exampleChunks[:2], exampleSigs[:2]), "0;chunk-signature="+exampleSigs[2]+"\r\nfirst:1st\r\n\r\n"...)},
+		"a line after the signature":  {formSignedTrailer, bytes.Replace(trailerBody(exampleTrailers, exampleTrailerSig), []byte("\r\n\r\n"), []byte("\r\nfifth:5th\r\n\r\n"), 1)},
+		"a trailer twice":             {formSignedTrailer, trailerBody([]string{"first:1st", "first:1st"}, exampleTrailerSig)},
+		"a trailer name in capitals":  {formSignedTrailer, trailerBody([]string{"First:1st", "second:2nd", "third:3rd"}, exampleTrailerSig)},
+		"a trailer value with spaces": {formSignedTrailer, trailerBody([]string{"first: 1st", "second:2nd", "third:3rd"}, exampleTrailerSig)},
+		"a bare LF":                   {formSignedTrailer, bytes.Replace(trailerBody(exampleTrailers, exampleTrailerSig), []byte("first:1st\r\n"), []byte("first:1st\n"), 1)},
+		"bytes after the end":         {formSignedTrailer, append(trailerBody(exampleTrailers, exampleTrailerSig), '0')},
+		"trailers in the plain form":  {formSigned, trailerBody(exampleTrailers, exampleTrailerSig)},
+		"the trailer form cut short":  {formSignedTrailer, trailerBody(exampleTrailers, exampleTrailerSig)[:66700]},
+	} {
+		c := newChunks(tc.form, exampleSecret, "x-secret-Kq7Zr2Vw9Ty4Hn6Xp3", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+		if _, err := io.ReadAll(c.Reader(io.NopCloser(bytes.NewReader(tc.body)))); !errors.Is(err, errChunks) {
+			t.Errorf("%s: %v, want the refusal", name, err)
+		}
+	}
+}
+
+// TestChunksUnsignedTrailer: an unsigned -TRAILER body (what the SDKs'
+// flexible checksums send by default) goes upstream byte for byte, data as
+// it arrives; one that breaks the grammar — a size not plain hex, a chunk
+// signature, a trailer signature, a missing CRLF, an end before the empty
+// line — fails.
+func TestChunksUnsignedTrailer(t *testing.T) {
+	good := []byte("6\r\nhello \r\n0006\r\nstream\r\n0\r\nx-amz-checksum-crc32:gtnkmQ==\r\n\r\n")
+	c := newChunks(formUnsignedTrailer, "", "", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+	out, err := c.Write(good[:6])
+	if err != nil || string(out) != "6\r\nhel" {
+		t.Fatalf("the first bytes: %q, %v; want the size line and the data so far", out, err)
+	}
+	rest, err := c.Write(good[6:])
+	if err != nil || c.End() != nil || string(out)+string(rest) != string(good) {
+		t.Fatalf("the body went on as %q, %v; want it as sent", string(out)+string(rest), err)
+	}
+	for name, body := range map[string]string{
+		"a size with 0x":        "0x6\r\nhello \r\n0\r\n\r\n",
+		"a size with a sign":    "+6\r\nhello \r\n0\r\n\r\n",
+		"a chunk extension":     "6;chunk-signature=" + exampleSigs[0] + "\r\nhello \r\n0\r\n\r\n",
+		"a trailer signature":   "6\r\nhello \r\n0\r\nx-amz-checksum-crc32:gtnkmQ==\r\nx-amz-trailer-signature:" + exampleSigs[0] + "\r\n\r\n",
+		"no CRLF after data":    "6\r\nhello !!0\r\n\r\n",
+		"no empty line":         "6\r\nhello \r\n0\r\nx-amz-checksum-crc32:gtnkmQ==\r\n",
+		"a trailer with no ':'": "6\r\nhello \r\n0\r\nx-amz-checksum-crc32\r\n\r\n",
+		"bytes after the end":   "0\r\n\r\n0",
+	} {
+		c := newChunks(formUnsignedTrailer, "", "", exampleDate, "us-east-1", "s3", exampleSeed, exampleSeed)
+		if _, err := io.ReadAll(c.Reader(io.NopCloser(strings.NewReader(body)))); !errors.Is(err, errChunks) {
+			t.Errorf("%s: %v, want the refusal", name, err)
+		}
+	}
 }

@@ -34,15 +34,31 @@ var awsSigningNames = map[string]string{
 	"bedrock-agent-runtime": "bedrock",
 }
 
+// awsGlobal are the endpoint prefixes of AWS's global endpoints,
+// <prefix>.amazonaws.com, which name no region and sign for us-east-1, as
+// the SDKs sign for them.
+var awsGlobal = map[string]bool{"sts": true, "iam": true, "s3": true}
+
+// awsGlobalRegion is the region a global endpoint signs for.
+const awsGlobalRegion = "us-east-1"
+
 // AWSScope is the region and SigV4 service a bound AWS host signs for,
 // read from its name: <prefix>.<region>.amazonaws.com (a virtual-hosted
-// S3 bucket may stand before it: bucket.s3.<region>.amazonaws.com). The
-// service is the prefix's signing name (bedrock-runtime signs as
+// S3 bucket may stand before it: bucket.s3.<region>.amazonaws.com), or a
+// global endpoint, sts.amazonaws.com, iam.amazonaws.com or
+// s3.amazonaws.com (bucket.s3.amazonaws.com), which signs for us-east-1.
+// The service is the prefix's signing name (bedrock-runtime signs as
 // "bedrock"). ok is false for any other name.
 func AWSScope(host string) (region, service string, ok bool) {
 	labels := strings.Split(strings.TrimSuffix(strings.ToLower(host), "."), ".")
 	n := len(labels)
-	if n < 4 || labels[n-1] != "com" || labels[n-2] != "amazonaws" {
+	if n < 3 || labels[n-1] != "com" || labels[n-2] != "amazonaws" {
+		return "", "", false
+	}
+	if awsGlobal[labels[n-3]] {
+		return awsGlobalRegion, labels[n-3], true
+	}
+	if n < 4 {
 		return "", "", false
 	}
 	region, prefix := labels[n-3], labels[n-4]
@@ -83,7 +99,7 @@ func checkAWS(at string, s *SecretConfig, seen map[string]bool) error {
 			continue // refused with its reason below
 		}
 		if _, _, ok := AWSScope(host); !ok {
-			return fmt.Errorf("%s.targets[%d]: %q names no AWS region and service; bind a host named <service>.<region>.amazonaws.com", at, j, t)
+			return fmt.Errorf("%s.targets[%d]: %q names no AWS region and service; bind a host named <service>.<region>.amazonaws.com, or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)", at, j, t)
 		}
 	}
 	for _, n := range s.ValueNames() {

@@ -19,7 +19,7 @@ func TestSigV4Table(t *testing.T) {
 	if err := sigv4test.WriteValues(dir); err != nil {
 		t.Fatal(err)
 	}
-	c := &filter.Config{Pod: "p", ValuesDir: dir, Secrets: []filter.SecretConfig{sigv4test.Secret(sigv4test.S3+":443", sigv4test.Bedrock+":443")}}
+	c := &filter.Config{Pod: "p", ValuesDir: dir, Secrets: []filter.SecretConfig{sigv4test.Secret(sigv4test.Targets("443")...)}}
 	vals, err := filter.LoadValues(c)
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,14 @@ Its environment names what it needs: SIGV4_CREDS, a file holding the real
 key as JSON {"id", "secret", "token"} (never argv); SIGV4_CERT and SIGV4_KEY,
 its leaf; SIGV4_PORT_FILE, where it writes the port it listens on
 (127.0.0.1). A request that does not verify is answered 403
-SignatureDoesNotMatch and counted; GET /__stats (plain, no signature)
-answers {"verified": N, "refused": M}. No line it writes holds a key part.
+SignatureDoesNotMatch and counted; an aws-chunked body is read strictly,
+its chunk and trailer signatures checked as the real key's chain and its
+CRC32 trailer against its data. GET /__stats (plain, no signature) answers
+{"verified": N, "refused": M, "forms": {x-amz-content-sha256 of each
+verified PUT: count}}. No line it writes holds a key part.
 """
 
+import base64
 import hashlib
 import hmac
 import json
@@ -19,6 +23,7 @@ import os
 import ssl
 import sys
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl
 
@@ -31,7 +36,7 @@ with open(os.environ["SIGV4_CREDS"]) as f:
 CREDS = Credentials(REAL["id"], REAL["secret"], REAL["token"])
 
 objects = {}
-stats = {"verified": 0, "refused": 0}
+stats = {"verified": 0, "refused": 0, "forms": {}}
 lock = threading.Lock()
 
 
@@ -91,45 +96,108 @@ def verify(method, host, target, headers, body):
         return "the signed headers are not the ones sent"
     if not hmac.compare_digest(want, sig):
         return "the signature does not verify with the real key"
-    if headers.get("X-Amz-Content-Sha256") == "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" and not chain_ok(body, date, region, service, sig):
-        return "the chunk signatures are not the real key's chain"
+    form = headers.get("X-Amz-Content-Sha256", "")
+    if form in CHUNKED:
+        why = chunked_why(body, form, date, region, service, sig, headers.get("X-Amz-Trailer", ""))
+        if why:
+            return why
     return None
 
 
-def chain_ok(body, amz_date, region, service, seed):
-    """Whether a signed aws-chunked body carries the real key's chain,
-    seeded by the request's signature (AWS's "Transferring Payload in
-    Multiple Chunks"; botocore has no signer for it, so it is written here)."""
+# The aws-chunked forms: whether each chunk is signed, whether trailers follow.
+CHUNKED = {
+    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD": (True, False),
+    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER": (True, True),
+    "STREAMING-UNSIGNED-PAYLOAD-TRAILER": (False, True),
+}
+
+
+def parse_chunked(body, form):
+    """An aws-chunked body read as S3 reads it: [(data, chunk signature)],
+    [trailer lines], or a ValueError. Written here (botocore has no reader),
+    from AWS's "Transferring Payload in Multiple Chunks" and "Signature
+    calculations for trailing headers"."""
+    signed, trailing = CHUNKED[form]
+    chunks, rest = [], body
+    while True:
+        line, crlf, rest = rest.partition(b"\r\n")
+        if not crlf:
+            raise ValueError("a chunk line without its CRLF")
+        size_hex, sig = line, b""
+        if signed:
+            size_hex, _, sig = line.partition(b";chunk-signature=")
+        if not size_hex or size_hex.strip(b"0123456789abcdefABCDEF"):
+            raise ValueError("a chunk size that is not hex digits")
+        size = int(size_hex, 16)
+        if size == 0 and trailing:
+            chunks.append((b"", sig.decode()))
+            break
+        data, crlf, rest = rest[:size], rest[size:size + 2], rest[size + 2:]
+        if crlf != b"\r\n":
+            raise ValueError("a chunk's data without its CRLF")
+        chunks.append((data, sig.decode()))
+        if size == 0:
+            if rest:
+                raise ValueError("bytes after the last chunk")
+            return chunks, []
+    trailers = []
+    while True:
+        line, crlf, rest = rest.partition(b"\r\n")
+        if not crlf:
+            raise ValueError("a trailer line without its CRLF")
+        if not line:
+            if rest:
+                raise ValueError("bytes after the trailers")
+            return chunks, trailers
+        trailers.append(line.decode())
+
+
+def chunked_why(body, form, amz_date, region, service, seed, declared):
+    """Why an aws-chunked body is not one S3 takes from the real key: its
+    framing, a chunk or trailer signature that is not the real key's chain
+    seeded by the request's signature, a trailer x-amz-trailer (declared)
+    names that is not there, or a checksum trailer that is not its data's.
+    None when it is."""
+    signed, _ = CHUNKED[form]
+    try:
+        chunks, trailers = parse_chunked(body, form)
+    except ValueError as e:
+        return "the aws-chunked body: " + str(e)
     key = ("AWS4" + REAL["secret"]).encode()
     for part in (amz_date[:8], region, service, "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
     scope = "/".join((amz_date[:8], region, service, "aws4_request"))
-    prev, rest = seed, body
-    while True:
-        line, _, rest = rest.partition(b"\r\n")
-        size_hex, _, sig = line.partition(b";chunk-signature=")
-        size = int(size_hex, 16)
-        data, crlf, rest = rest[:size], rest[size:size + 2], rest[size + 2:]
+    prev = seed
+    for data, sig in chunks:
+        if not signed:
+            continue
         sts = "\n".join(("AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev,
                          hashlib.sha256(b"").hexdigest(), hashlib.sha256(data).hexdigest()))
+        prev = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(prev, sig):
+            return "the chunk signatures are not the real key's chain"
+    values = dict(t.partition(":")[::2] for t in trailers)
+    for name in filter(None, (n.strip() for n in declared.split(","))):
+        if name not in values:
+            return "a trailer x-amz-trailer names is not in the body"
+    if signed and trailers:
+        if not trailers[-1].startswith("x-amz-trailer-signature:"):
+            return "the signed trailers do not end with their signature"
+        canonical = "".join(t + "\n" for t in sorted(trailers[:-1]))
+        sts = "\n".join(("AWS4-HMAC-SHA256-TRAILER", amz_date, scope, prev, hashlib.sha256(canonical.encode()).hexdigest()))
         want = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
-        if crlf != b"\r\n" or not hmac.compare_digest(want, sig.decode()):
-            return False
-        prev = want
-        if size == 0:
-            return rest == b""
+        if not hmac.compare_digest(want, values["x-amz-trailer-signature"]):
+            return "the trailer signature is not the real key's chain"
+    if "x-amz-checksum-crc32" in values:
+        crc = zlib.crc32(b"".join(d for d, _ in chunks)).to_bytes(4, "big")
+        if base64.b64encode(crc).decode() != values["x-amz-checksum-crc32"]:
+            return "the CRC32 trailer is not the data's"
+    return None
 
 
-def dechunk(body):
-    """The payload of an aws-chunked body (its trailers dropped)."""
-    out = b""
-    while body:
-        line, _, body = body.partition(b"\r\n")
-        size = int(line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out, body = out + body[:size], body[size + 2:]
-    return out
+def dechunk(body, form):
+    """The payload of an aws-chunked body."""
+    return b"".join(d for d, _ in parse_chunked(body, form)[0])
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -171,6 +239,10 @@ class Handler(BaseHTTPRequestHandler):
         why = verify(self.command, self.headers.get("Host", ""), self.path, self.headers, body)
         with lock:
             stats["refused" if why else "verified"] += 1
+            if not why and self.command == "PUT":
+                form = self.headers.get("X-Amz-Content-Sha256", "")
+                form = form if form in CHUNKED or form == "UNSIGNED-PAYLOAD" else "a hash"
+                stats["forms"][form] = stats["forms"].get(form, 0) + 1
         if why:
             print("sigv4 upstream: refused: " + why, file=sys.stderr, flush=True)
             return self.answer(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", "application/xml")
@@ -181,8 +253,8 @@ class Handler(BaseHTTPRequestHandler):
             echo = REAL["id"] + " " + REAL["token"]
             return self.answer(200, json.dumps({"completion": "hello from bedrock", "echo": echo}).encode())
         if self.command == "PUT":
-            if "aws-chunked" in (self.headers.get("Content-Encoding") or ""):
-                body = dechunk(body)
+            if self.headers.get("X-Amz-Content-Sha256") in CHUNKED:
+                body = dechunk(body, self.headers["X-Amz-Content-Sha256"])
             objects[path] = body
             return self.answer(200, b"", extra=[("ETag", '"e2e"')])
         if self.command in ("GET", "HEAD"):

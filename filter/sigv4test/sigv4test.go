@@ -19,8 +19,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,11 +47,26 @@ const (
 	TokenValue  = "SENTINEL-sigv4test-token-Fw0GZXIvYXdzE9Lm2Qx8"
 )
 
-// The bound hosts.
+// The bound hosts: two regional, and a global endpoint, which names no
+// region and signs for us-east-1.
 const (
 	S3      = "s3.us-east-1.amazonaws.com"
 	Bedrock = "bedrock-runtime.us-east-1.amazonaws.com"
+	STS     = "sts.amazonaws.com"
 )
+
+// Hosts are the bound hosts, which a host's test binds the key to
+// (Targets) and serves.
+var Hosts = []string{S3, Bedrock, STS}
+
+// Targets are Hosts on port.
+func Targets(port string) []string {
+	var out []string
+	for _, h := range Hosts {
+		out = append(out, h+":"+port)
+	}
+	return out
+}
 
 // Sentinels are the parts a host must never show the agent or log (the
 // key id is scrubbed from answers too).
@@ -193,8 +210,12 @@ func Cases(now time.Time, port string) []Case {
 		headers: map[string]string{"Content-Type": "application/json", "Accept": "application/json"}}
 	eu := get
 	eu.region = "eu-west-1"
+	caller := unsigned{method: "POST", host: at(STS), path: "/", body: "Action=GetCallerIdentity&Version=2011-06-15", service: "sts", region: "us-east-1",
+		headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}}
+	regional := caller
+	regional.region = "us-west-2"
 	chunked := put
-	chunked.sha = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+	chunked.sha = "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"
 	named := func(n string, c Case) Case { c.Name = n; return c }
 	tampered := invoke.sign(StandIns, now)
 	tampered.Body = `{"prompt":"bye"}`
@@ -207,11 +228,18 @@ func Cases(now time.Time, port string) []Case {
 		named("bedrock invoke, the body hashed by the host", invoke.sign(StandIns, now)),
 		named("s3 presigned get", get.presign(StandIns, now, 900)),
 		refuse(named("another region: 403", eu.sign(StandIns, now)), 403, filter.ReasonScope),
+		named("sts GetCallerIdentity at the global endpoint, signed for us-east-1", caller.sign(StandIns, now)),
+		refuse(named("the global endpoint signed for us-west-2: 403", regional.sign(StandIns, now)), 403, filter.ReasonScope),
 		refuse(named("the body changed after signing: 403", tampered), 403, filter.ReasonSignature),
 		refuse(named("dated 20 minutes ago: 403", get.sign(StandIns, now.Add(-20*time.Minute))), 403, filter.ReasonSignedDate),
-		refuse(named("signed chunks with a trailer: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),
+		refuse(named("ECDSA-signed chunks: 400", chunked.sign(StandIns, now)), 400, filter.ReasonAWSChunked),
+		refuse(named("SigV4a: 400", sigV4a(get, now)), 400, filter.ReasonSignature),
 		named("s3 put, signed aws-chunked", signedChunks(put, now, false)),
 		refuse(named("s3 put, signed aws-chunked, a chunk changed: cut", signedChunks(put, now, true)), -1, ""),
+		named("s3 put, signed aws-chunked with a checksum trailer", trailerChunks(put, now, filter.StreamingSignedTrailer, "")),
+		refuse(named("s3 put, signed aws-chunked with a trailer, the checksum changed: cut", trailerChunks(put, now, filter.StreamingSignedTrailer, "checksum")), -1, ""),
+		named("s3 put, unsigned aws-chunked with a checksum trailer (the SDKs' default)", trailerChunks(put, now, filter.StreamingUnsignedTrailer, "")),
+		refuse(named("s3 put, unsigned aws-chunked, a size spelled 0x…: cut", trailerChunks(put, now, filter.StreamingUnsignedTrailer, "size")), -1, ""),
 		wrong,
 	}
 }
@@ -243,6 +271,110 @@ func signedChunks(u unsigned, now time.Time, corrupt bool) Case {
 		c.Body = strings.Replace(c.Body, "chunk one", "chunk 0ne", 1)
 	}
 	return c
+}
+
+// sigV4a is u signed as SigV4a (AWS4-ECDSA-P256-SHA256) would sign it
+// with the stand-in key id: its Authorization's shape, a region set, and a
+// DER-looking signature (the engine refuses it before any check).
+func sigV4a(u unsigned, now time.Time) Case {
+	amzDate := now.UTC().Format("20060102T150405Z")
+	return Case{Method: u.method, Host: u.host, Path: u.path, Headers: []filter.Header{
+		{Name: "Authorization", Value: "AWS4-ECDSA-P256-SHA256 Credential=" + StandIns.AccessKeyID + "/" + amzDate[:8] + "/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-region-set, Signature=3045022100" + strings.Repeat("5a", 32) + "02200" + strings.Repeat("a5", 31)},
+		{Name: "X-Amz-Content-Sha256", Value: "UNSIGNED-PAYLOAD"}, {Name: "X-Amz-Date", Value: amzDate}, {Name: "X-Amz-Region-Set", Value: "*"}}}
+}
+
+// trailerChunks is u (a PUT) as an aws-chunked upload of form (a -TRAILER
+// one) whose last chunk is followed by a CRC32 checksum trailer, as the
+// SDKs' flexible checksums send it; signed, its chunks and trailer chain
+// from the header signature with the stand-ins. bad spoils it after
+// signing: "checksum" changes the trailer's value, "size" spells the
+// first size with a 0x prefix.
+func trailerChunks(u unsigned, now time.Time, form, bad string) Case {
+	u.sha = form
+	decoded := 0
+	for _, d := range chunkData {
+		decoded += len(d)
+	}
+	u.headers = map[string]string{"Content-Encoding": "aws-chunked", "X-Amz-Decoded-Content-Length": strconv.Itoa(decoded),
+		"X-Amz-Trailer": "x-amz-checksum-crc32", "X-Amz-Sdk-Checksum-Algorithm": "CRC32"}
+	signed := form == filter.StreamingSignedTrailer
+	u.body = string(trailerFrame(chunkData, signed, make([]string, len(chunkData)), "")) // the length, whatever the signatures
+	c := u.sign(StandIns, now)
+	var sigs []string
+	var trailerSig string
+	if signed {
+		seed := ""
+		for _, h := range c.Headers {
+			if h.Name == "Authorization" {
+				seed = h.Value[strings.LastIndex(h.Value, "Signature=")+len("Signature="):]
+			}
+		}
+		amzDate := now.UTC().Format("20060102T150405Z")
+		sigs = chain(StandIns.SecretAccessKey, amzDate, "us-east-1", "s3", seed, chunkData)
+		trailerSig = trailerChain(StandIns.SecretAccessKey, amzDate, "us-east-1", "s3", sigs[len(sigs)-1], checksumTrailer(chunkData))
+	}
+	c.Body = string(trailerFrame(chunkData, signed, sigs, trailerSig))
+	switch bad {
+	case "checksum":
+		c.Body = strings.Replace(c.Body, checksumTrailer(chunkData), "x-amz-checksum-crc32:AAAAAA==", 1)
+	case "size":
+		c.Body = "0x" + c.Body[2:] // the first size, 1b58, as 0x58: a length kept, another parser's number
+	}
+	return c
+}
+
+// checksumTrailer is the CRC32 trailer of data, as the SDKs write it.
+func checksumTrailer(data [][]byte) string {
+	h := crc32.NewIEEE()
+	for _, d := range data {
+		h.Write(d)
+	}
+	return "x-amz-checksum-crc32:" + base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// trailerFrame is the -TRAILER aws-chunked body of data: each chunk with
+// its signature (signed; 64 zeros where one is "") or none, the last
+// (empty) chunk's line followed by the checksum trailer, the trailer
+// signature (signed) and the empty line.
+func trailerFrame(data [][]byte, signed bool, sigs []string, trailerSig string) []byte {
+	var b []byte
+	for i, d := range data {
+		b = append(b, strconv.FormatInt(int64(len(d)), 16)...)
+		if signed {
+			sig := sigs[i]
+			if sig == "" {
+				sig = strings.Repeat("0", 64)
+			}
+			b = append(b, ";chunk-signature="+sig...)
+		}
+		b = append(b, "\r\n"...)
+		if len(d) > 0 {
+			b = append(append(b, d...), "\r\n"...)
+		}
+	}
+	b = append(b, checksumTrailer(data)+"\r\n"...)
+	if signed {
+		if trailerSig == "" {
+			trailerSig = strings.Repeat("0", 64)
+		}
+		b = append(b, "x-amz-trailer-signature:"+trailerSig+"\r\n"...)
+	}
+	return append(b, "\r\n"...)
+}
+
+// trailerChain is the trailer signature of one trailer line with secret,
+// chained to prev, as AWS's "Signature calculations for trailing headers"
+// computes it.
+func trailerChain(secret, amzDate, region, service, prev, line string) string {
+	key := []byte("AWS4" + secret)
+	for _, part := range []string{amzDate[:8], region, service, "aws4_request"} {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(part))
+		key = m.Sum(nil)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(strings.Join([]string{"AWS4-HMAC-SHA256-TRAILER", amzDate, amzDate[:8] + "/" + region + "/" + service + "/aws4_request", prev, hashOf(line + "\n")}, "\n")))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // frame is the aws-chunked body of data signed with sigs (64 zeros where
@@ -384,10 +516,22 @@ func Verify(method, host, path string, hs []filter.Header, contentLength string,
 	if subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
 		return errors.New("the signature does not verify with the real key")
 	}
-	if get("X-Amz-Content-Sha256") == filter.StreamingSignedPayload {
+	switch get("X-Amz-Content-Sha256") {
+	case filter.StreamingSignedPayload:
 		want := string(frame(chunkData, chain(SecretValue, date, parts[2], parts[3], sig, chunkData)))
 		if string(body) != want {
 			return errors.New("the chunk signatures are not the real key's chain")
+		}
+	case filter.StreamingSignedTrailer:
+		sigs := chain(SecretValue, date, parts[2], parts[3], sig, chunkData)
+		want := string(trailerFrame(chunkData, true, sigs, trailerChain(SecretValue, date, parts[2], parts[3], sigs[len(sigs)-1], checksumTrailer(chunkData))))
+		if string(body) != want {
+			return errors.New("the chunk and trailer signatures are not the real key's chain")
+		}
+	case filter.StreamingUnsignedTrailer:
+		// What S3 checks of it: the framing, and the checksum of the data.
+		if string(body) != string(trailerFrame(chunkData, false, nil, "")) {
+			return errors.New("the unsigned aws-chunked body is not the one sent, or its checksum is not its data's")
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func newAWSUpstream(t *testing.T, f *fixture) *awsUpstream {
 		// scrubbed from the answer.
 		io.WriteString(w, "ok "+r.Header.Get("Authorization")+" "+r.Header.Get("X-Amz-Security-Token")+" "+string(body))
 	}))
-	leaf := f.uca.Leaf(t, sigv4test.S3, sigv4test.Bedrock)
+	leaf := f.uca.Leaf(t, sigv4test.Hosts...)
 	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf.TLS}}
 	u.srv.StartTLS()
 	t.Cleanup(u.srv.Close)
@@ -65,7 +65,7 @@ func TestSigV4(t *testing.T) {
 	var up *awsUpstream
 	f := newFixtureEdit(t, fakeDNS(t), nil, func(f *fixture, dir string, cfg *filter.Config) {
 		up = newAWSUpstream(t, f)
-		targets := []string{sigv4test.S3 + ":" + up.port, sigv4test.Bedrock + ":" + up.port}
+		targets := sigv4test.Targets(up.port)
 		cfg.Secrets = append([]filter.SecretConfig{sigv4test.Secret(targets...)}, cfg.Secrets...)
 		must(t, sigv4test.WriteValues(filepath.Join(dir, "values")))
 		for _, tg := range targets {

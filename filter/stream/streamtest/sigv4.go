@@ -40,7 +40,7 @@ func SigV4(t *testing.T, d Driver) {
 	if err := sigv4test.WriteValues(dir); err != nil {
 		t.Fatal(err)
 	}
-	c.Secrets = append(c.Secrets, sigv4test.Secret(sigv4test.S3+":443", sigv4test.Bedrock+":443"))
+	c.Secrets = append(c.Secrets, sigv4test.Secret(sigv4test.Targets("443")...))
 	pod := d.Pod(t, c)
 	for _, tc := range sigv4test.Cases(time.Now().UTC(), "") {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func SigV4(t *testing.T, d Driver) {
 			if set, v := s.Mark(); !set || !v {
 				t.Fatal("a forwarded request was not marked")
 			}
-			if len(body) != len(tc.Body) || get(tc.Headers, "X-Amz-Content-Sha256") != filter.StreamingSignedPayload && body != tc.Body {
+			if len(body) != len(tc.Body) || !resigned(get(tc.Headers, "X-Amz-Content-Sha256")) && body != tc.Body {
 				t.Errorf("the body went on as %d bytes %.40q, want %d bytes %.40q (a signed chunked body re-signed, any other as sent)", len(body), body, len(tc.Body), tc.Body)
 			}
 			if err := sigv4test.Verify(tc.Method, get(out, ":authority"), get(out, ":path"), out, get(out, "content-length"), []byte(body)); err != nil {
@@ -187,4 +187,10 @@ func noAWS(t *testing.T, s BodyStream) {
 			t.Errorf("a reply or a log line holds a real part of the key")
 		}
 	}
+}
+
+// resigned reports whether a body of this x-amz-content-sha256 goes on
+// re-signed (its chunk signatures the real key's), not as sent.
+func resigned(contentSHA string) bool {
+	return contentSHA == filter.StreamingSignedPayload || contentSHA == filter.StreamingSignedTrailer
 }
