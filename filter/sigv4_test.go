@@ -405,7 +405,7 @@ func TestAWSConfig(t *testing.T) {
 		want string
 	}{
 		{func(s *SecretConfig) { s.Headers = []string{"authorization"} }, `secrets[0].headers: an aws secret rides authorization and x-amz-security-token; write ["authorization", "x-amz-security-token"]`},
-		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com, or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)`},
+		{func(s *SecretConfig) { s.Targets = []string{"example.com:443"} }, `secrets[0].targets[0]: "example.com:443" names no AWS region and service; bind a host named <service>.<region>.amazonaws.com (bedrock-runtime.us-east-1.amazonaws.com), or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)`},
 		{func(s *SecretConfig) {
 			s.OAuth = &OAuthConfig{Grant: "client-credentials", TokenURL: "https://auth.example.com/token"}
 		},

@@ -71,6 +71,10 @@ func AWSScope(host string) (region, service string, ok bool) {
 	return region, prefix, true
 }
 
+// AWSHostFix is the fix both readers of a bound AWS host name (this one,
+// and the manifest's) give for a host AWSScope cannot place.
+const AWSHostFix = "bind a host named <service>.<region>.amazonaws.com (bedrock-runtime.us-east-1.amazonaws.com), or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)"
+
 // awsRegion reports whether r is spelled as an AWS region: letters and
 // digits in at least three '-'-separated words (us-east-1, us-gov-west-1).
 func awsRegion(r string) bool {
@@ -99,7 +103,7 @@ func checkAWS(at string, s *SecretConfig, seen map[string]bool) error {
 			continue // refused with its reason below
 		}
 		if _, _, ok := AWSScope(host); !ok {
-			return fmt.Errorf("%s.targets[%d]: %q names no AWS region and service; bind a host named <service>.<region>.amazonaws.com, or a global endpoint (sts.amazonaws.com, iam.amazonaws.com, s3.amazonaws.com)", at, j, t)
+			return fmt.Errorf("%s.targets[%d]: %q names no AWS region and service; %s", at, j, t, AWSHostFix)
 		}
 	}
 	for _, n := range s.ValueNames() {

@@ -57,7 +57,7 @@ func (s *secretsChecker) awsHosts(hosts, paths []string) {
 			continue
 		}
 		if _, _, ok := filter.AWSScope(host); !ok {
-			s.add(paths[i], "R5", "%s names no AWS region and service; bind a host named <service>.<region>.amazonaws.com (bedrock-runtime.us-east-1.amazonaws.com)", quote(h))
+			s.add(paths[i], "R5", "%s names no AWS region and service; %s", quote(h), filter.AWSHostFix)
 		}
 	}
 }
