@@ -117,6 +117,8 @@ type Mediator struct {
 	once   sync.Once
 	// bodyBudget is what is left of Options.BodyBudget.
 	bodyBudget atomic.Int64
+	// stopMint ends the OAuth minter Serve started (mint.go).
+	stopMint func()
 }
 
 // New checks o and returns a Mediator ready to Serve.
@@ -164,8 +166,10 @@ func New(o Options) (*Mediator, error) {
 	return m, nil
 }
 
-// Serve starts serving l and returns at once.
+// Serve starts serving l, and the minter of the run's OAuth tokens, and
+// returns at once.
 func (m *Mediator) Serve(l Listeners) {
+	m.stopMint = m.mint()
 	m.loops.Add(1)
 	go func() {
 		defer m.loops.Done()
@@ -251,6 +255,9 @@ func (m *Mediator) close() {
 		t.Close()
 	}
 	m.tmu.Unlock()
+	if m.stopMint != nil {
+		m.stopMint()
+	}
 	if m.log != nil {
 		m.log.Close()
 	}
