@@ -457,6 +457,16 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 func (e *Engine) valueSet() map[string][]byte {
 	vals := make(map[string][]byte, len(e.secrets)+len(e.parts))
 	for _, s := range e.secrets {
+		if s.aws != nil {
+			// An AWS key's values are its parts (contract.AWSValueNames):
+			// without them a token's new engine could not be built beside
+			// one.
+			names := contract.AWSValueNames(s.name, s.aws.token != "")
+			for i, v := range []string{s.aws.keyID, s.aws.secret, s.aws.token}[:len(names)] {
+				vals[names[i]] = []byte(v)
+			}
+			continue
+		}
 		if !s.noToken {
 			vals[s.name] = s.value
 		}
