@@ -5,8 +5,10 @@
 // stand-in.
 //
 // Invariant: a value read here leaves this package only into the engine
-// (filter.New). The child's environment never holds a secret's variable
-// nor a value under another variable, the errors name secrets and
+// (filter.NewLive, whose minter alone sends an OAuth secret's parts, to
+// its token endpoint, through the transport the mediator gives Mint).
+// The child's environment never holds a secret's variable nor a value
+// under another variable, the errors name secrets and
 // variables, never values, and Contains is the one test, over every form
 // the engine's scrubber knows, that a record about to be written carries
 // no value.
@@ -20,15 +22,22 @@
 // stand-in, one that holds a value in any form inside it (a URL with the
 // token) or in its name is withheld. Then:
 //
-//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
+//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … } (an
+//     OAuth secret's too: its env names the child's variable of the
+//     stand-in, and each variable its parts name is left out);
+//   - for an AWS key, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+//     AWS_SESSION_TOKEN set to its parts' stand-ins, as harness.env sets
+//     them (the runner's own are read as the key's parts and never
+//     passed on; a runner variable that is exactly a part gets that
+//     part's stand-in);
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
 //     mediator's proxy, and NODE_USE_ENV_PROXY=1, for clients that honour
 //     them (the namespace routes the others to the mediator anyway);
 //   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
 //     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
 //     naming the run CA's file;
-//   - for each host of a secret whose headers hold authorization, the git
-//     credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
+//   - for each host of a secret (not an AWS key) whose headers hold
+//     authorization, the git credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
 //     GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n), which answers the mediator's
 //     401 challenge with the stand-in as the Basic password, so stock git
 //     clones and pushes over https with no flag.

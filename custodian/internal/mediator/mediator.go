@@ -8,7 +8,11 @@
 // Invariant: every decision on a request is the engine's. Each request on
 // an allowed connection, bound host or not, is one call,
 // filter.Engine.DecideAllowed, and each dial is filter.Engine.DialAllowed;
-// this package records, applies the run's mode and moves bytes.
+// this package records, applies the run's mode and moves bytes. A
+// request and its answer are decided with the one engine the broker gave
+// when it began; an OAuth secret's token, minted from Serve to Close
+// through the engine's token transport (mint.go), swaps in a new engine
+// for the requests after it.
 //
 // Invariant: nothing reaches an upstream unless the attempt and the
 // decision that allowed it are in the record first, and a record that
