@@ -183,22 +183,60 @@ func readClientID(dir, f string, h hash.Hash) ([]byte, error) {
 		return nil, valuedir.NewValueError(f, valuedir.RuleMissing, fmt.Errorf("held secret %s: no file %s in the value directory; mount the client id there", f, f))
 	}
 	v := effectorkey.TrimNewline(b)
-	if len(v) == 0 {
-		return nil, valuedir.NewValueError(f, valuedir.RuleEmpty, fmt.Errorf("held secret %s: the client id is empty; write it into its file", f))
-	}
-	for _, c := range v {
-		if c < 0x20 || c > 0x7e {
-			return nil, valuedir.NewValueError(f, valuedir.RuleNotPrintable, fmt.Errorf("held secret %s: the client id is not printable ASCII", f))
-		}
+	if err := checkClientID(f, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
+// checkClientID holds the client id v of part f to its rules: printable
+// ASCII, not empty.
+func checkClientID(f string, v []byte) error {
+	if len(v) == 0 {
+		return valuedir.NewValueError(f, valuedir.RuleEmpty, fmt.Errorf("held secret %s: the client id is empty; write it into its file", f))
+	}
+	for _, c := range v {
+		if c < 0x20 || c > 0x7e {
+			return valuedir.NewValueError(f, valuedir.RuleNotPrintable, fmt.Errorf("held secret %s: the client id is not printable ASCII", f))
+		}
+	}
+	return nil
+}
+
+// PartName is the name of part of the OAuth secret name, as New's values
+// hold it (and the value directory's file).
+func PartName(name, part string) string { return partFile(name, part) }
+
+// CheckPart holds v, part of the OAuth secret name's grant, to the rules
+// a part read from the value directory is held to: a client id printable
+// ASCII and not empty, a key the rules of a value file, every other part
+// a header value's. A host that reads the parts from elsewhere (the
+// contained run reads them from its environment) checks each with it
+// before New.
+func CheckPart(name, part string, v []byte) error {
+	f := partFile(name, part)
+	switch part {
+	case PartClientID:
+		return checkClientID(f, v)
+	case PartKey:
+		return valuedir.Check(f, v, valuedir.File)
+	}
+	return valuedir.Check(f, v, valuedir.Header)
+}
+
 // secretParts are the parts of s in vals that are secret (scrubbed from
-// every answer as the token is): the client secret, the refresh token and
-// the key's private key.
+// every answer as the token is): the client secret, the refresh token,
+// the refresh tokens the endpoint rotated to (rotatedNames), and the key's
+// private key. The client id is not: it is public by design (it is in
+// every authorize URL a browser shows), and often too short to scrub
+// without cutting ordinary text (docs/custodian.md says so).
 func secretParts(s SecretConfig, vals map[string][]byte) [][]byte {
 	var out [][]byte
+	for _, n := range rotatedNames(s.Name) {
+		if v := vals[n]; len(v) > 0 {
+			out = append(out, v)
+		}
+	}
 	for _, p := range s.OAuth.Parts() {
 		v := vals[partFile(s.Name, p)]
 		switch p {
@@ -378,7 +416,7 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 		}
 		wait := backoff
 		switch {
-		case err == nil && tok.AccessToken != "" && l.setToken(s.Name, []byte(tok.AccessToken)) == nil:
+		case err == nil && tok.AccessToken != "" && l.setToken(s.Name, []byte(tok.AccessToken), rotated(tok, refresh, parts, s.Name)) == nil:
 			if tok.RefreshToken != "" {
 				refresh = tok.RefreshToken // a rotating endpoint takes only the newest
 			}
@@ -413,18 +451,59 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 }
 
 // valueSet is every value e holds, by name: each secret's (an OAuth
-// secret's token, when it holds one) and each OAuth secret's parts.
+// secret's token, when it holds one), each OAuth secret's parts, and the
+// refresh tokens its endpoint rotated to (which the Live holds, as it
+// holds the tokens). Its callers hold the Live's lock.
 func (e *Engine) valueSet() map[string][]byte {
 	vals := make(map[string][]byte, len(e.secrets)+len(e.parts))
 	for _, s := range e.secrets {
+		if s.aws != nil {
+			// An AWS key's values are its parts (contract.AWSValueNames):
+			// without them a token's new engine could not be built beside
+			// one.
+			names := contract.AWSValueNames(s.name, s.aws.token != "")
+			for i, v := range []string{s.aws.keyID, s.aws.secret, s.aws.token}[:len(names)] {
+				vals[names[i]] = []byte(v)
+			}
+			continue
+		}
 		if !s.noToken {
 			vals[s.name] = s.value
+		}
+		if s.oauth && e.live != nil {
+			for _, n := range rotatedNames(s.name) {
+				if v, ok := e.live.tokens[n]; ok {
+					vals[n] = v
+				}
+			}
 		}
 	}
 	for f, v := range e.parts {
 		vals[f] = v
 	}
 	return vals
+}
+
+// rotatedNames are the names under which the Live holds (in its tokens,
+// beside the access tokens) the refresh tokens secret name's endpoint
+// rotated to: the newest, and the one before it (an answer in flight may
+// still echo it). Neither is a file of the value directory nor a secret's
+// name (a name holds no '.'), and neither is ever sent by the engine:
+// the minter alone sends the newest, to the token endpoint. Each is
+// scrubbed from every answer as the token is.
+func rotatedNames(name string) [2]string {
+	return [2]string{partFile(name, "refresh-token.rotated"), partFile(name, "refresh-token.rotated.before")}
+}
+
+// rotated is the refresh token tok brings that the engine does not hold
+// yet (the file's, in parts, or the one held before, refresh), nil when
+// none: an endpoint that rotates refresh tokens returns a new one with
+// each access token.
+func rotated(tok *oauth2.Token, refresh string, parts map[string][]byte, name string) []byte {
+	if tok.RefreshToken == "" || tok.RefreshToken == refresh || tok.RefreshToken == string(parts[partFile(name, PartRefreshToken)]) {
+		return nil
+	}
+	return []byte(tok.RefreshToken)
 }
 
 // sameParts reports whether a and b hold the same parts.
@@ -460,14 +539,23 @@ func (l *Live) parts() (map[string][]byte, <-chan struct{}) {
 
 // setToken makes tok secret name's value: a new engine, the token it
 // replaces retired (scrubbed for the grace window, never sent again). A
-// token that breaks a value's rules is refused.
-func (l *Live) setToken(name string, tok []byte) error {
+// token that breaks a value's rules is refused. refresh, when not nil, is
+// the refresh token the endpoint rotated to: the new engine scrubs it (and
+// the one it follows) from every answer, as it scrubs the file's.
+func (l *Live) setToken(name string, tok, refresh []byte) error {
 	if err := valuedir.Check(name, tok, valuedir.Header); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.refusals, name)
+	if refresh != nil {
+		newest, before := rotatedNames(name)[0], rotatedNames(name)[1]
+		if old, ok := l.tokens[newest]; ok {
+			l.tokens[before] = old
+		}
+		l.tokens[newest] = bytes.Clone(refresh)
+	}
 	return l.rebuildLocked(name, tok)
 }
 

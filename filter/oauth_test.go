@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"jr2.dev/boundary/filter"
+	"jr2.dev/boundary/filter/sigv4test"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testkit/oauthtest"
 	"jr2.dev/boundary/internal/valuedir"
@@ -125,6 +126,13 @@ func (o *oauthLive) log() string {
 
 func newOAuthLive(t *testing.T, te *tokenEndpoint, grant string, parts map[string]string, scopes ...string) *oauthLive {
 	t.Helper()
+	return newOAuthLiveBeside(t, te, grant, parts, false, scopes...)
+}
+
+// newOAuthLiveBeside is newOAuthLive, with the sigv4test AWS key held
+// beside API when aws is set.
+func newOAuthLiveBeside(t *testing.T, te *tokenEndpoint, grant string, parts map[string]string, aws bool, scopes ...string) *oauthLive {
+	t.Helper()
 	dir := t.TempDir()
 	for f, v := range parts {
 		if err := os.WriteFile(filepath.Join(dir, "API."+f), []byte(v), 0o600); err != nil {
@@ -135,6 +143,12 @@ func newOAuthLive(t *testing.T, te *tokenEndpoint, grant string, parts map[strin
 		Name: "API", StandIn: contract.StandIn("API"), Targets: []string{boundT}, Headers: []string{"authorization"},
 		OAuth: &filter.OAuthConfig{Grant: grant, TokenURL: te.url(), Scopes: scopes},
 	}}}
+	if aws {
+		c.Secrets = append(c.Secrets, sigv4test.Secret(sigv4test.S3+":443"))
+		if err := sigv4test.WriteValues(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
 	vals, err := filter.LoadValues(c)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +301,7 @@ func TestOAuthOneFetch(t *testing.T) {
 // swaps in like a rotated value: the new one is sent, the old one is never
 // sent again and is still scrubbed. The endpoint rotates refresh tokens,
 // taking only the newest: the second refresh sends the one the first
-// returned.
+// returned, and the one it returned is scrubbed as the file's is.
 func TestOAuthRotates(t *testing.T) {
 	te := newTokenEndpoint(t, nil, 1) // a second's life: the next is got at once
 	te.rotate = true
@@ -297,7 +311,18 @@ func TestOAuthRotates(t *testing.T) {
 			t.Fatalf("mint: %s", line)
 		}
 	}
+	te.mu.Lock()
+	rotated := te.refresh // read before the engine: the engine holds it, or (a mint since) the one after it
+	te.mu.Unlock()
 	e := o.live.Engine()
+	// Every refresh token the engine holds is scrubbed as a value: the
+	// file's, and the one the endpoint rotated to (which the minter alone
+	// sends, to the endpoint).
+	for _, v := range []string{oauthRefresh, rotated} {
+		if got := e.Scrubber().String("echo " + v); got != "echo [secret:API]" {
+			t.Errorf("a refresh token is not scrubbed: %q", got)
+		}
+	}
 	old, cur := te.token(1), te.token(2)
 	if d := e.DecideRequest(boundT, bearerReq()); d.Reply != nil || d.Set[0].Value != "Bearer "+cur {
 		t.Fatalf("after the second mint: %+v", d)
@@ -413,6 +438,29 @@ func TestOAuthNoToken(t *testing.T) {
 		d := o.live.Engine().DecideRequest(boundT, bearerReq())
 		if d.Reply == nil || d.Reply.Status != 502 || d.Reply.Reason != filter.ReasonTokenRefused || d.Reply.Body != tc.want {
 			t.Errorf("%+v, want 502 %q", d.Reply, tc.want)
+		}
+	}
+}
+
+// TestOAuthBesideAWSKey: a token is minted, swapped in and scrubbed when
+// the table also holds an AWS key, whose parts each new engine keeps (it
+// signs with the real key still, and scrubs it). It pins a defect the
+// contained run met first: a token's new engine was built without the
+// AWS key's parts, so it was refused, no token was ever swapped in, and
+// every request got 503 token-pending.
+func TestOAuthBesideAWSKey(t *testing.T) {
+	te := newTokenEndpoint(t, nil, 3600)
+	o := newOAuthLiveBeside(t, te, filter.GrantClientCredentials, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret}, true, "read", "write")
+	if line := <-o.minted; line != "action mint result ok secret API" {
+		t.Fatalf("mint: %s", line)
+	}
+	e := o.live.Engine()
+	if d := e.DecideRequest(boundT, bearerReq()); d.Reply != nil || len(d.Set) == 0 || d.Set[0].Value != "Bearer "+te.token(0) {
+		t.Fatalf("decision %+v, want the token swapped", d)
+	}
+	for _, v := range append(sigv4test.Sentinels, te.token(0), oauthClientSecret) {
+		if got := e.Scrubber().String("echo " + v + " ."); got == "echo "+v+" ." {
+			t.Errorf("%.12q… is not scrubbed by the token's engine", v)
 		}
 	}
 }

@@ -15,14 +15,21 @@ trap 'rm -f "$JR2_BENCH_GOALS"' EXIT
 echo "# jr2 boundary: make bench ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores)"
 
 # The engine: the scrubber beside bytes.Index of one pattern and a
-# naive per-form replace loop; one request's decision with 100 held secrets.
+# naive per-form replace loop; one request's decision with 100 held secrets,
+# and what a credential of another kind adds to it: an AWS key's SigV4
+# request verified with the stand-ins and signed again, an OAuth secret's
+# minted token swapped in, each beside a plain value's swap in one engine.
 go test ./filter/scrub -run '^$' -bench 'Scrub/|Baseline' -benchtime 1s \
 	| table -title "scrub throughput on 64 KiB chunks of mixed text (MB/s; ratio to bytes.Index of one pattern)" -vs 'Baseline/bytes.Index' -unit MB/s \
 	-goal 'scrub, 64 KiB chunks, 64 secrets, one core|^Scrub/secrets=64$|MB/s|>=|1000' || status=1
-go test ./filter -run '^$' -bench 'DecideRequest' -benchmem \
-	| table -title "one intercepted request's decision, 100 held secrets" \
+go test ./filter -run '^$' -bench 'DecideRequest|DecideKinds' -benchmem \
+	| table -title "one intercepted request's decision, 100 held secrets (DecideKinds: one AWS key and one OAuth secret held beside them)" \
 	-goal 'DecideRequest, 100 secrets, a swap: time|^DecideRequest$|ns/op|<=|500' \
-	-goal 'DecideRequest, 100 secrets, a swap: allocations|^DecideRequest$|allocs/op|<=|2' || status=1
+	-goal 'DecideRequest, 100 secrets, a swap: allocations|^DecideRequest$|allocs/op|<=|2' \
+	-goal 'DecideRequest, a SigV4 request re-signed, at most 20 µs over a plain swap|^DecideKinds/sigv4$|ns/op|<=|@^DecideKinds/plain$+20000|the SigV4 work itself: the signature checked with the stand-ins and made again with the real key, each a canonical request hashed and a signing key derived (four HMAC-SHA256), and the headers rewritten ({^DecideKinds/sigv4$ allocs/op} allocations)' \
+	-goal 'DecideRequest, a SigV4 request re-signed: allocations|^DecideKinds/sigv4$|allocs/op|<=|200' \
+	-goal 'DecideRequest, an OAuth token swapped (minted), at most 200 ns over a plain swap|^DecideKinds/oauth$|ns/op|<=|@^DecideKinds/plain$+200' \
+	-goal 'DecideRequest, an OAuth token swapped (minted): allocations|^DecideKinds/oauth$|allocs/op|<=|2' || status=1
 go test ./filter/envoyfilter -run '^$' -bench . -benchmem \
 	| table -title "the Envoy adapter over fakes of the SDK (no Envoy here)" || status=1
 go test ./filter/module -run '^$' -bench PassedRequest -benchmem \

@@ -5,8 +5,10 @@
 // stand-in.
 //
 // Invariant: a value read here leaves this package only into the engine
-// (filter.New). The child's environment never holds a secret's variable
-// nor a value under another variable, the errors name secrets and
+// (filter.NewLive, whose minter alone sends an OAuth secret's parts, to
+// its token endpoint, through the transport the mediator gives Mint).
+// The child's environment never holds a secret's variable nor a value
+// under another variable, the errors name secrets and
 // variables, never values, and Contains is the one test, over every form
 // the engine's scrubber knows, that a record about to be written carries
 // no value.
@@ -20,15 +22,22 @@
 // stand-in, one that holds a value in any form inside it (a URL with the
 // token) or in its name is withheld. Then:
 //
-//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … };
+//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … } (an
+//     OAuth secret's too: its env names the child's variable of the
+//     stand-in, and each variable its parts name is left out);
+//   - for an AWS key, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+//     AWS_SESSION_TOKEN set to its parts' stand-ins, as harness.env sets
+//     them (the runner's own are read as the key's parts and never
+//     passed on; a runner variable that is exactly a part gets that
+//     part's stand-in);
 //   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
 //     mediator's proxy, and NODE_USE_ENV_PROXY=1, for clients that honour
 //     them (the namespace routes the others to the mediator anyway);
 //   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
 //     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
 //     naming the run CA's file;
-//   - for each host of a secret whose headers hold authorization, the git
-//     credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
+//   - for each host of a secret (not an AWS key) whose headers hold
+//     authorization, the git credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
 //     GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n), which answers the mediator's
 //     401 challenge with the stand-in as the Basic password, so stock git
 //     clones and pushes over https with no flag.
@@ -43,9 +52,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
@@ -55,14 +66,17 @@ import (
 )
 
 // Broker is a run's held secrets and their engine. It is read-only after
-// New and safe for concurrent use.
+// New (but for the OAuth tokens its engine mints, each a new engine: see
+// Mint) and safe for concurrent use.
 type Broker struct {
 	pol     *policy.Policy
-	eng     *filter.Engine
+	live    *filter.Live
 	removed map[string]bool // variables the child never gets from the runner
-	// byValue names the secret whose value has this digest: a runner
-	// variable that is exactly that value gets the secret's stand-in.
+	// byValue is the stand-in of the value with this digest: a runner
+	// variable that is exactly that value gets it.
 	byValue map[[sha256.Size]byte]string
+	// log receives the minter's lines once Mint is called.
+	log atomic.Pointer[func(kv ...string)]
 }
 
 // extraTrust are trust variables set beside runca.TrustVars: tools that
@@ -71,18 +85,25 @@ type Broker struct {
 var extraTrust = []string{"CURL_CA_BUNDLE", "AWS_CA_BUNDLE", "PIP_CERT"}
 
 // New reads the value of each of pol's secrets from environ (the runner's
-// environment, "KEY=value" entries) and builds the engine. A secret whose
-// variable is unset or empty, shorter than scrub.MinLen or not printable
-// ASCII refuses the run, naming the secret and its variable.
+// environment, "KEY=value" entries) and builds the engine: a plain
+// secret's value from its env, an AWS key's parts from the AWS SDKs'
+// variables (contract.AWSParts), an OAuth secret's grant parts from the
+// variables its parts name. A variable that is unset or empty, or a value
+// the engine refuses (shorter than scrub.MinLen, not printable ASCII),
+// refuses the run, naming the secret and its variable.
 func New(pol *policy.Policy, environ []string) (*Broker, error) {
 	env := lookup(environ)
 	cfg := &filter.Config{Pod: "custodian-run"}
 	values := map[string][]byte{}
-	for _, s := range pol.Secrets {
-		v := env[s.Env]
+	b := &Broker{pol: pol, removed: map[string]bool{}, byValue: map[[sha256.Size]byte]string{}}
+	read := func(s policy.Secret, variable, what string) ([]byte, error) {
+		v := env[variable]
 		if v == "" {
-			return nil, fmt.Errorf("secrets.%s: the runner's variable %s is unset or empty; export the credential in it before custodian run", s.Name, s.Env)
+			return nil, fmt.Errorf("secrets.%s: the runner's variable %s is unset or empty; export %s in it before custodian run", s.Name, variable, what)
 		}
+		return []byte(v), nil
+	}
+	for _, s := range pol.Secrets {
 		targets := make([]string, len(s.Hosts))
 		for i, h := range s.Hosts {
 			targets[i] = contract.JoinTarget(h.Name, int(h.Port))
@@ -93,19 +114,74 @@ func New(pol *policy.Policy, environ []string) (*Broker, error) {
 			Shape:   s.Shape,
 			Targets: targets,
 			Headers: append([]string(nil), s.Headers...),
+			AWS:     s.AWS,
+			OAuth:   s.OAuth,
 		})
-		values[s.Name] = []byte(v)
+		switch {
+		case s.AWS != nil:
+			for i, n := range contract.AWSValueNames(s.Name, s.AWS.SessionToken) {
+				p := contract.AWSParts[i]
+				v, err := read(s, p.Env, "the key's "+strings.ToLower(strings.TrimPrefix(p.Suffix, "_")))
+				if err != nil {
+					return nil, err
+				}
+				values[n] = v
+				b.byValue[sha256.Sum256(v)] = contract.StandIn(n)
+			}
+			for _, p := range contract.AWSParts {
+				b.removed[p.Env] = true // the child gets all three: see ChildEnv
+			}
+		case s.OAuth != nil:
+			for _, part := range s.OAuth.Parts() {
+				variable := s.Parts[part]
+				v, err := read(s, variable, "the grant's "+part)
+				if err != nil {
+					return nil, err
+				}
+				if err := filter.CheckPart(s.Name, part, v); err != nil {
+					return nil, fmt.Errorf("secrets.%s: the runner's variable %s: %w", s.Name, variable, err)
+				}
+				values[filter.PartName(s.Name, part)] = v
+				b.removed[variable] = true
+			}
+			b.removed[s.Env] = true
+		default:
+			v, err := read(s, s.Env, "the credential")
+			if err != nil {
+				return nil, err
+			}
+			values[s.Name] = v
+			b.removed[s.Env] = true
+			b.byValue[sha256.Sum256(v)] = s.StandIn
+		}
 	}
-	eng, err := filter.New(cfg, values)
+	live, err := filter.NewLive(cfg, values, filter.LiveOptions{Log: func(kv ...string) {
+		if f := b.log.Load(); f != nil {
+			(*f)(kv...)
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{pol: pol, eng: eng, removed: map[string]bool{}, byValue: map[[sha256.Size]byte]string{}}
-	for _, s := range pol.Secrets {
-		b.removed[s.Env] = true
-		b.byValue[sha256.Sum256(values[s.Name])] = s.Name
-	}
+	b.live = live
 	return b, nil
+}
+
+// Mint starts getting the access token of each OAuth secret (filter's
+// Live.Mint), its calls to the token endpoint made with rt (the run's
+// transport: the dial guard and the upstream roots of every upstream),
+// its lines (secret names and words) given to log; stop ends it. Until a
+// token is minted a request that needs it gets the engine's 503
+// token-pending, as under custodian serve. A policy with no OAuth secret
+// starts nothing.
+func (b *Broker) Mint(rt http.RoundTripper, log func(kv ...string)) (stop func()) {
+	if !b.live.Config().HasOAuth() {
+		return func() {}
+	}
+	if log != nil {
+		b.log.Store(&log)
+	}
+	return b.live.Mint(rt)
 }
 
 // lookup maps the last value of each variable of environ.
@@ -119,13 +195,16 @@ func lookup(environ []string) map[string]string {
 	return m
 }
 
-// Engine is the run's engine: the policy's secrets bound to their hosts.
-func (b *Broker) Engine() *filter.Engine { return b.eng }
+// Engine is the run's engine: the policy's secrets bound to their hosts,
+// with the newest token of each OAuth secret. A request is decided, and
+// its answer scrubbed, with the one engine Engine returned when it began.
+func (b *Broker) Engine() *filter.Engine { return b.live.Engine() }
 
 // Contains reports whether s holds a value, in any form the scrubber
-// knows. Give it to the bundle writer (bundle.Options.ContainsSecret).
+// knows (a minted token, and one it replaced within the grace window,
+// included). Give it to the bundle writer (bundle.Options.ContainsSecret).
 func (b *Broker) Contains(s []byte) bool {
-	return !bytes.Equal(b.eng.Scrubber().Bytes(s), s) // one copy, not four: it guards every record line
+	return !bytes.Equal(b.Engine().Scrubber().Bytes(s), s) // one copy, not four: it guards every record line
 }
 
 // ChildEnv is the child's environment built from environ (see the package
@@ -138,8 +217,8 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 		if !ok || b.removed[k] || contract.ProxyOrTrustVar(k) {
 			continue
 		}
-		if name, held := b.byValue[sha256.Sum256([]byte(v))]; held {
-			env = append(env, k+"="+b.pol.StandIn(name))
+		if si, held := b.byValue[sha256.Sum256([]byte(v))]; held {
+			env = append(env, k+"="+si)
 			standIns = append(standIns, k)
 			continue
 		}
@@ -149,6 +228,16 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 		env = append(env, kv)
 	}
 	for _, s := range b.pol.Secrets {
+		if s.AWS != nil {
+			// The session token's stand-in whether the key has one or
+			// not, as harness.env: the engine puts in the real one, or
+			// removes it.
+			for _, p := range contract.AWSParts {
+				env = append(env, p.Env+"="+contract.StandIn(p.Of(s.Name)))
+				standIns = append(standIns, p.Env)
+			}
+			continue
+		}
 		env = append(env, s.Env+"="+s.StandIn)
 		standIns = append(standIns, s.Env)
 	}
@@ -162,7 +251,7 @@ func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns
 	}
 	var git []gitcred.Binding
 	for _, s := range b.pol.Secrets {
-		if slices.Contains(s.Headers, "authorization") {
+		if s.AWS == nil && slices.Contains(s.Headers, "authorization") { // a SigV4 key is no Basic password
 			for _, h := range s.Hosts {
 				git = append(git, gitcred.Binding{Target: h.String(), StandIn: s.StandIn})
 			}

@@ -23,7 +23,13 @@ GH = { env = "GITHUB_TOKEN", hosts = ["other.example.com"], headers = ["x-token"
 
 func load(t *testing.T, environ []string) (*Broker, error) {
 	t.Helper()
-	pol, err := policy.Parse([]byte(testPolicy))
+	return loadText(t, testPolicy, environ)
+}
+
+// loadText is load under the policy text.
+func loadText(t *testing.T, text string, environ []string) (*Broker, error) {
+	t.Helper()
+	pol, err := policy.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ import (
 	"jr2.dev/boundary/internal/mode"
 )
 
-// forward carries one request on an allowed connection to its target: the
+// forward carries one request on an allowed connection to its target,
+// decided and answered with one engine (the broker's newest when it
+// began: an OAuth token minted meanwhile changes the next request): the
 // engine decides it (DecideAllowed, bound target or not), the run's mode
 // may refuse it, and it is recorded, sent, and its answer streamed back
 // through the scrubber and recorded chunk by chunk.
@@ -54,11 +56,11 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 		// is carried from here.
 		Prepare: func(out *http.Request) (int, bool) {
 			var ok bool
-			if reqSeq, v, ok = m.prepare(w, r, ci, out, &d); !ok {
+			if reqSeq, v, ok = m.prepare(eng, w, r, ci, out, &d); !ok {
 				return 0, true
 			}
 			if d.WebSocket {
-				status := m.webSocket(w, r, next, target, out, reqSeq)
+				status := m.webSocket(eng, w, r, next, target, out, reqSeq)
 				if m.log != nil {
 					m.log.Log(d.LogFields(status)...)
 				}
@@ -81,7 +83,7 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 			m.record(bundle.KindHTTPResponse, httpResponse{Request: reqSeq, End: true, Error: "the client went away"})
 		},
 		Respond: func(w http.ResponseWriter, resp *http.Response) int {
-			status := m.relayResponse(w, r, target, reqSeq, resp)
+			status := m.relayResponse(eng, w, r, target, reqSeq, resp)
 			if m.log != nil && len(d.Secrets) > 0 {
 				m.log.Log(d.LogFields(status)...)
 			}
@@ -95,13 +97,18 @@ func (m *Mediator) forward(w http.ResponseWriter, r *http.Request, ci *connInfo)
 // recorded with its label), the mode's verdict, and a record of each
 // secret the engine put in. It reports false when it answered the child
 // itself.
-func (m *Mediator) prepare(w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, d *filter.Decision) (uint64, mode.Verdict, bool) {
-	eng := m.o.Broker.Engine()
+func (m *Mediator) prepare(eng *filter.Engine, w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, d *filter.Decision) (uint64, mode.Verdict, bool) {
 	target := ci.target()
+	path := d.Path
+	if len(d.Secrets) > 0 && m.o.Broker.Contains([]byte(path)) && !m.o.Broker.Contains([]byte(r.URL.RequestURI())) {
+		// A presigned URL the engine signed again with the real key: shown
+		// as the agent sent it, with its stand-ins, as a swapped header is.
+		path = r.URL.RequestURI()
+	}
 	hr := httpRequest{
 		Attempt: ci.attempt,
 		Method:  out.Method,
-		URL:     ci.scheme + "://" + ci.hostHeader() + d.Path,
+		URL:     ci.scheme + "://" + ci.hostHeader() + path,
 		Headers: m.recordedHeaders(out, r, d),
 		Length:  out.ContentLength,
 	}
@@ -122,7 +129,7 @@ func (m *Mediator) prepare(w http.ResponseWriter, r *http.Request, ci *connInfo,
 		m.localReply(w, reqSeq, eng.Unreachable(target, "the request could not be recorded, so it was not sent"))
 		return reqSeq, mode.Verdict{}, false
 	}
-	v, ok := m.decideMode(w, r, ci, out, &hr, reqSeq, d)
+	v, ok := m.decideMode(eng, w, r, ci, out, &hr, reqSeq, d)
 	if !ok {
 		return reqSeq, v, false
 	}
@@ -142,7 +149,7 @@ func (m *Mediator) prepare(w http.ResponseWriter, r *http.Request, ci *connInfo,
 // relayResponse streams resp to w through the engine and records it: the
 // status and headers before any byte, each chunk the child got, and the
 // end. A chunk that cannot be recorded cuts the child's stream.
-func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target string, reqSeq uint64, resp *http.Response) (status int) {
+func (m *Mediator) relayResponse(eng *filter.Engine, w http.ResponseWriter, r *http.Request, target string, reqSeq uint64, resp *http.Response) (status int) {
 	var chunks int
 	var bytes int64
 	headed := false
@@ -171,7 +178,7 @@ func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target 
 			bytes += int64(len(p))
 		},
 	}
-	relay.Response(m.o.Broker.Engine(), w, target, r.Method, resp, &status, hooks)
+	relay.Response(eng, w, target, r.Method, resp, &status, hooks)
 	done = true
 	if !headed {
 		// The engine answered itself (an encoding it cannot scrub).
@@ -188,8 +195,7 @@ func (m *Mediator) relayResponse(w http.ResponseWriter, r *http.Request, target 
 // the request's body (recorded scrubbed, as any body), and the end. A
 // record that cannot be written ends the connection. Any other answer is
 // recorded by its status.
-func (m *Mediator) webSocket(w http.ResponseWriter, r *http.Request, pool *relay.Pool, target string, out *http.Request, reqSeq uint64) int {
-	eng := m.o.Broker.Engine()
+func (m *Mediator) webSocket(eng *filter.Engine, w http.ResponseWriter, r *http.Request, pool *relay.Pool, target string, out *http.Request, reqSeq uint64) int {
 	rec := m.newBodyRecorder(reqSeq)
 	var chunks int
 	var n int64
@@ -319,8 +325,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // further: a body that could not be read or recorded, one over the bound,
 // or a mode's refusal (recorded as an egress-decision with the mode's
 // rule).
-func (m *Mediator) decideMode(w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, hr *httpRequest, reqSeq uint64, d *filter.Decision) (mode.Verdict, bool) {
-	eng := m.o.Broker.Engine()
+func (m *Mediator) decideMode(eng *filter.Engine, w http.ResponseWriter, r *http.Request, ci *connInfo, out *http.Request, hr *httpRequest, reqSeq uint64, d *filter.Decision) (mode.Verdict, bool) {
 	target := ci.target()
 	layer := m.o.Mode
 	hasBody := out.Body != nil && out.Body != http.NoBody

@@ -8,7 +8,11 @@
 // Invariant: every decision on a request is the engine's. Each request on
 // an allowed connection, bound host or not, is one call,
 // filter.Engine.DecideAllowed, and each dial is filter.Engine.DialAllowed;
-// this package records, applies the run's mode and moves bytes.
+// this package records, applies the run's mode and moves bytes. A
+// request and its answer are decided with the one engine the broker gave
+// when it began; an OAuth secret's token, minted from Serve to Close
+// through the engine's token transport (mint.go), swaps in a new engine
+// for the requests after it.
 //
 // Invariant: nothing reaches an upstream unless the attempt and the
 // decision that allowed it are in the record first, and a record that
@@ -117,6 +121,8 @@ type Mediator struct {
 	once   sync.Once
 	// bodyBudget is what is left of Options.BodyBudget.
 	bodyBudget atomic.Int64
+	// stopMint ends the OAuth minter Serve started (mint.go).
+	stopMint func()
 }
 
 // New checks o and returns a Mediator ready to Serve.
@@ -164,8 +170,10 @@ func New(o Options) (*Mediator, error) {
 	return m, nil
 }
 
-// Serve starts serving l and returns at once.
+// Serve starts serving l, and the minter of the run's OAuth tokens, and
+// returns at once.
 func (m *Mediator) Serve(l Listeners) {
+	m.stopMint = m.mint()
 	m.loops.Add(1)
 	go func() {
 		defer m.loops.Done()
@@ -251,6 +259,9 @@ func (m *Mediator) close() {
 		t.Close()
 	}
 	m.tmu.Unlock()
+	if m.stopMint != nil {
+		m.stopMint()
+	}
 	if m.log != nil {
 		m.log.Close()
 	}

@@ -21,6 +21,7 @@ import (
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
 	"jr2.dev/boundary/custodian/internal/runtest"
+	"jr2.dev/boundary/filter/sigv4test"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/testkit/testpki"
@@ -65,6 +66,14 @@ type upstream struct {
 }
 
 func (u *upstream) handler(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.Host, ".amazonaws.com") {
+		awsHandler(w, r)
+		return
+	}
+	if r.Host == tokenHost {
+		tokenHandler(w, r)
+		return
+	}
 	u.mu.Lock()
 	u.got = append(u.got, r.Method+" "+r.Host+" "+r.URL.RequestURI()+" "+r.Header.Get("Authorization"))
 	u.mu.Unlock()
@@ -80,6 +89,9 @@ func (u *upstream) handler(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "auth=%s\n", r.Header.Get("Authorization"))
 	w.(http.Flusher).Flush()
 	fmt.Fprintf(w, "path=%s\n", r.URL.Path)
+	if r.URL.Path == "/v1/parts" { // an upstream that echoes every part of the OAuth secret (kinds_test.go)
+		fmt.Fprintf(w, "parts=%s\n", strings.Join(oauthSentinels, " "))
+	}
 }
 
 func (u *upstream) received() []string {
@@ -142,7 +154,7 @@ func newFixtureOf(t *testing.T, local bool, pol string, environ ...string) *fixt
 	}
 	upCA := testpki.NewCA(t, "upstream test CA")
 	f := &fixture{bundle: &syncBuffer{}, log: &syncBuffer{}}
-	f.tlsUp = startUpstream(t, upCA.Leaf(t, "api.example.com", "open.example.com"))
+	f.tlsUp = startUpstream(t, upCA.Leaf(t, "api.example.com", "open.example.com", sigv4test.S3, sigv4test.Bedrock, tokenHost))
 	f.plainUp = startUpstream(t, nil)
 	if f.ca, err = runca.New("jr2 run mediator test"); err != nil {
 		t.Fatal(err)

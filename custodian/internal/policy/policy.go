@@ -15,6 +15,12 @@
 //	write_paths = ["/home/agent/project"]
 //	[secrets]
 //	EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = ["authorization"] }
+//	AWS = { hosts = ["s3.us-east-1.amazonaws.com"], aws = { sessionToken = true } }
+//	[secrets.API]
+//	env   = "API_TOKEN"
+//	hosts = ["api.example.com"]
+//	oauth = { grant = "client-credentials", tokenURL = "https://auth.example.com/token" }
+//	parts = { client-id = "API_CLIENT_ID", client-secret = "API_CLIENT_SECRET" }
 //
 // # Rules (each refusal names the key and says what to write instead)
 //
@@ -32,6 +38,15 @@
 //     variable, which the run sets itself), one or more hosts each listed in
 //     allow_hosts, and optionally headers (lowercase tokens that neither frame
 //     nor route a request; default: DefaultHeaders).
+//   - A secret with an aws table is an AWS key (kinds.go): its parts come
+//     from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN,
+//     so it names no env, headers or shape, a policy holds one, and each
+//     host names an AWS region and service. A secret with an oauth table
+//     has an access token the run mints: env is the child's variable of
+//     its stand-in, and parts names the runner's variable of each part of
+//     its grant. Both tables are custodian.json's, read by its reader.
+//   - A key spelled in another case is refused, naming the spelling to
+//     write; TOML refuses a key given twice.
 //
 // The file's types are checked by this package, not by a struct decode: the
 // TOML decoder silently ignores a value whose type does not fit a struct
@@ -53,6 +68,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/dialguard"
 	"jr2.dev/boundary/internal/contract"
 	"jr2.dev/boundary/internal/tchar"
@@ -102,6 +118,20 @@ type Secret struct {
 	Shape *contract.Shape
 	// StandIn is contract.StandInOf(Name, Shape).
 	StandIn string
+	// AWS, when set, makes the secret an AWS key that signs requests
+	// (custodian.json's aws object, read into the engine's own type): its
+	// parts come from the runner's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY
+	// and, with SessionToken, AWS_SESSION_TOKEN (contract.AWSParts); Env is
+	// empty and Headers are filter.AWSHeaders.
+	AWS *filter.AWSConfig
+	// OAuth, when set, makes the value an access token the run mints
+	// itself (custodian.json's oauth object, the engine's type): Env is
+	// the child's variable that gets the stand-in, and Parts names the
+	// runner's variable of each of the grant's parts.
+	OAuth *filter.OAuthConfig
+	// Parts maps each part of the OAuth grant (filter.OAuthConfig.Parts)
+	// to the runner's variable that holds it; nil for any other secret.
+	Parts map[string]string
 }
 
 // Load reads and checks the policy at file. The error names the key at
@@ -221,8 +251,23 @@ func unknown(c *checker, prefix string, m map[string]any, known []string, hint s
 	}
 	sort.Strings(extra)
 	for _, k := range extra {
+		if w := foldMatch(known, k); w != "" {
+			c.fail(prefix+k, "spelled %q; write %q (keys are matched exactly)", k, w)
+			continue
+		}
 		c.fail(prefix+k, "unknown key; %s", hint)
 	}
+}
+
+// foldMatch is the key of known that s spells in another case, "" when
+// none.
+func foldMatch(known []string, s string) string {
+	for _, k := range known {
+		if strings.EqualFold(k, s) {
+			return k
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {
@@ -332,7 +377,10 @@ func (c *checker) paths(doc map[string]any, key string, seen map[string]string) 
 	return out
 }
 
-var secretKeys = []string{"env", "hosts", "headers", "shape"}
+var secretKeys = []string{"env", "hosts", "headers", "shape", "aws", "oauth", "parts"}
+
+// secretHint ends the refusal of a secret's unknown key.
+const secretHint = "a secret knows env, hosts, headers, shape, aws, oauth and parts"
 
 func (c *checker) secrets(doc map[string]any) {
 	v, ok := doc["secrets"]
@@ -363,12 +411,21 @@ func (c *checker) secrets(doc map[string]any) {
 			c.fail(key, "a secret's name is letters, digits and '_' (it becomes the stand-in jr2-held-NAME, or names a shaped one)")
 			continue
 		}
-		unknown(c, key+".", m, secretKeys, "a secret knows env, hosts, headers and shape")
+		unknown(c, key+".", m, secretKeys, secretHint)
 		s := Secret{Name: name}
-		s.Env = c.env(key, m, envs)
-		s.Hosts = c.secretHosts(key, m)
-		s.Headers = c.headers(key, m)
-		s.Shape, s.StandIn = c.shape(key, name, m, standIns)
+		var kindOK bool
+		if s.AWS, s.OAuth, kindOK = c.kinds(key, name, m); !kindOK {
+			continue
+		}
+		if s.AWS != nil {
+			c.awsSecret(key, m, &s, envs, standIns)
+		} else {
+			s.Env = c.env(key, m, envs)
+			s.Hosts = c.secretHosts(key, m)
+			s.Headers = c.headers(key, m)
+			s.Shape, s.StandIn = c.shape(key, name, m, standIns)
+			s.Parts = c.parts(key, s.OAuth, m, envs)
+		}
 		for _, h := range s.Hosts {
 			for _, hd := range s.Headers {
 				slot := h.String() + " " + hd
@@ -402,20 +459,28 @@ func (c *checker) env(key string, m map[string]any, envs map[string]string) stri
 		c.fail(key, "no env; name the runner's variable that holds the value, like env = \"EXAMPLE_TOKEN\"")
 		return ""
 	}
+	return c.variable(key+".env", key, v, envs)
+}
+
+// variable checks v, written at k for the secret at key, as a variable
+// of the runner's the secret reads (or, for an OAuth secret's env, the
+// child's variable of its stand-in); envs maps each variable claimed so
+// far to its secret's key.
+func (c *checker) variable(k, key string, v any, envs map[string]string) string {
 	env, ok := v.(string)
 	switch {
 	case !ok:
-		c.fail(key+".env", "must be a string, like \"EXAMPLE_TOKEN\"")
+		c.fail(k, "must be a string, like \"EXAMPLE_TOKEN\"")
 		return ""
 	case !secretName(env) || env[0] >= '0' && env[0] <= '9':
-		c.fail(key+".env", "%q: a variable name is letters, digits and '_', not starting with a digit", env)
+		c.fail(k, "%q: a variable name is letters, digits and '_', not starting with a digit", env)
 		return ""
 	case strings.HasPrefix(strings.ToUpper(env), "JR2_") || contract.ProxyOrTrustVar(env):
-		c.fail(key+".env", "%q: the run sets this variable itself; hold the value in another one", env)
+		c.fail(k, "%q: the run sets this variable itself; hold the value in another one", env)
 		return ""
 	}
 	if prev, dup := envs[env]; dup {
-		c.fail(key+".env", "%q: %s already reads it; one secret per variable", env, prev)
+		c.fail(k, "%q: %s already reads it; one secret per variable", env, prev)
 		return ""
 	}
 	envs[env] = key

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/internal/contract"
 	"os"
 	"path/filepath"
@@ -182,5 +183,48 @@ write_paths = ["/home/agent"]`))
 	}
 	if root.Exposes("/any/where") == nil {
 		t.Error(`read_paths ["/"] does not expose every path`)
+	}
+}
+
+// TestKinds: an aws and an oauth secret are read into the engine's own
+// types, as custodian.json holds them: the aws one's parts from the AWS
+// SDKs' variables, riding filter.AWSHeaders; the oauth one's stand-in in
+// its env, each grant part from the variable parts names.
+func TestKinds(t *testing.T) {
+	p, err := Parse([]byte(`allow_hosts = ["s3.us-east-1.amazonaws.com", "api.example.com"]
+[secrets]
+AWS = { hosts = ["s3.us-east-1.amazonaws.com"], aws = { sessionToken = true } }
+[secrets.G]
+env = "G_TOKEN"
+hosts = ["api.example.com"]
+oauth = { grant = "refresh-token", tokenURL = "https://auth.example.com/token", scopes = ["read", "write"] }
+parts = { client-id = "G_ID", client-secret = "G_SECRET", refresh-token = "G_REFRESH" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Secret{
+		{Name: "AWS", Hosts: []Host{{"s3.us-east-1.amazonaws.com", 443}}, Headers: filter.AWSHeaders,
+			StandIn: "jr2-held-AWS", AWS: &filter.AWSConfig{SessionToken: true}},
+		{Name: "G", Env: "G_TOKEN", Hosts: []Host{{"api.example.com", 443}}, Headers: DefaultHeaders, StandIn: "jr2-held-G",
+			OAuth: &filter.OAuthConfig{Grant: filter.GrantRefreshToken, TokenURL: "https://auth.example.com/token", Scopes: []string{"read", "write"}},
+			Parts: map[string]string{filter.PartClientID: "G_ID", filter.PartClientSecret: "G_SECRET", filter.PartRefreshToken: "G_REFRESH"}},
+	}
+	if !reflect.DeepEqual(p.Secrets, want) {
+		t.Errorf("secrets\n got: %+v\nwant: %+v", p.Secrets, want)
+	}
+	// A plain secret may not read an aws part's variable, nor claim an
+	// aws part's stand-in by its name.
+	for _, text := range []string{
+		`T = { env = "AWS_ACCESS_KEY_ID", hosts = ["api.example.com"] }`,
+		`AWS_ACCESS_KEY_ID = { env = "T", hosts = ["api.example.com"] }`,
+	} {
+		_, err := Parse([]byte(`allow_hosts = ["s3.us-east-1.amazonaws.com", "api.example.com"]
+[secrets]
+AWS = { hosts = ["s3.us-east-1.amazonaws.com"], aws = {} }
+` + text + "\n"))
+		if err == nil {
+			t.Errorf("%s beside an aws secret: loaded", text)
+		}
 	}
 }

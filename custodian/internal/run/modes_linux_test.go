@@ -30,28 +30,34 @@ type witness struct {
 
 func startWitness(t *testing.T) *witness {
 	t.Helper()
-	ca := testpki.NewCA(t, "modes test upstream CA")
+	u := &witness{}
+	u.addr, u.roots, u.srv = serveTLS(t, "modes test upstream CA", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		sum := sha256.Sum256(b)
+		u.mu.Lock()
+		u.got = append(u.got, r.Method+" "+r.URL.Path+" "+hex.EncodeToString(sum[:4]))
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Witness", "1")
+		fmt.Fprintf(w, `{"method":%q,"path":%q,"auth":%q,"body":%q}`+"\n", r.Method, r.URL.Path, r.Header.Get("Authorization"), b)
+	}), "api.example.com")
+	return u
+}
+
+// serveTLS serves h over TLS on the host's loopback with a leaf for
+// hosts under a test CA named caName, until the test ends; it returns
+// the address, the CA and the server (a test may close it sooner).
+func serveTLS(t *testing.T, caName string, h http.Handler, hosts ...string) (string, *testpki.CA, *http.Server) {
+	t.Helper()
+	ca := testpki.NewCA(t, caName)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &witness{addr: ln.Addr().String(), roots: ca}
-	u.srv = &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			sum := sha256.Sum256(b)
-			u.mu.Lock()
-			u.got = append(u.got, r.Method+" "+r.URL.Path+" "+hex.EncodeToString(sum[:4]))
-			u.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("X-Witness", "1")
-			fmt.Fprintf(w, `{"method":%q,"path":%q,"auth":%q,"body":%q}`+"\n", r.Method, r.URL.Path, r.Header.Get("Authorization"), b)
-		}),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, "api.example.com").TLS}},
-	}
-	go u.srv.ServeTLS(ln, "", "")
-	t.Cleanup(func() { u.srv.Close() })
-	return u
+	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, hosts...).TLS}}}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), ca, srv
 }
 
 func (u *witness) received() []string {

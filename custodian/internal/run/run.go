@@ -83,7 +83,6 @@ import (
 	"jr2.dev/boundary/custodian/internal/mediator"
 	"jr2.dev/boundary/custodian/internal/policy"
 	"jr2.dev/boundary/custodian/internal/runca"
-	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/bundle"
 	"jr2.dev/boundary/internal/mode"
 )
@@ -214,7 +213,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 		os.Remove(bundlePath)
 		return 2, fmt.Errorf("%w: %v"+notStarted, ErrUsage, err)
 	}
-	r := &runner{o: o, pol: pol, br: br, sc: br.Engine().Scrubber(), ca: ca, w: w, ports: ports, layer: layer, pubkey: bundle.FormatKey(pub)}
+	r := &runner{o: o, pol: pol, br: br, ca: ca, w: w, ports: ports, layer: layer, pubkey: bundle.FormatKey(pub)}
 	fmt.Fprintf(o.Stderr, "custodian run: the bundle's key is %s (custodian verify --pubkey KEY %s proves the bundle is this run's)\n", r.pubkey, o.Bundle)
 	code, runErr := r.run(ctx, id, modeName, bundlePath)
 	if !r.started {
@@ -298,7 +297,6 @@ type runner struct {
 	o     Options
 	pol   *policy.Policy
 	br    *broker.Broker
-	sc    *scrub.Scrubber // the engine's: every value held
 	ca    *runca.CA
 	w     *bundle.Writer
 	ports []uint16
@@ -392,7 +390,7 @@ func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int,
 // engine's scrubber, the one the bundle writer's guard asks) and reports
 // whether there was one.
 func (r *runner) scrub(s *string) bool {
-	out := r.sc.String(*s)
+	out := r.br.Engine().Scrubber().String(*s) // the newest: a minted token too
 	if out == *s {
 		return false
 	}
@@ -414,7 +412,7 @@ func (r *runner) argv(id, modeName, dir string) ([]string, runStart) {
 		}
 		rec.Scrubbed = true
 		child[i] = rec.Argv[i]
-		for _, name := range r.sc.Names() {
+		for _, name := range r.br.Engine().Scrubber().Names() {
 			child[i] = strings.ReplaceAll(child[i], "[secret:"+name+"]", r.pol.StandIn(name))
 		}
 	}

@@ -1,9 +1,14 @@
 package streamtest
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -30,6 +35,18 @@ const (
 	OAuthSecret      = "cs-STREAMTEST-oauth-Wq7Zr2Tn8Ks4Lp"
 	oauthWrongSecret = "cs-STREAMTEST-wrong-Hq4Xv8Nt2Lm6Kp"
 	oauthTokenStart  = "at-STREAMTEST-oauth-"
+)
+
+// The rotating pod's parts: ROTATE (refresh-token grant, in x-rot-key)
+// and SAKEY (a service-account key, in x-sa-key), minting from the same
+// endpoint, which rotates ROTATE's refresh token with each token. Every
+// part but the client id is a sentinel an upstream echoes.
+const (
+	rotateSecret  = "cs-STREAMTEST-rotate-Pk5Mn3Bv7Cx9Zq"
+	rotateRefresh = "rt-STREAMTEST-file-Lh6Gf4Ds2Aq8Wz"
+	rotateNext    = "rt-STREAMTEST-rotated-Yu1Ti3Or5Ep7Nb"
+	rotateToken   = "at-STREAMTEST-rotate-Jm2Kn4Lb6Vc8Xz"
+	saToken       = "at-STREAMTEST-sakey-Qa1Ws3Ed5Rf7Tg"
 )
 
 // roots holds, by value directory, the PEM of the token endpoint's CA that
@@ -76,6 +93,7 @@ func OAuth(t *testing.T, d Driver) {
 		n := good.Add(1)
 		json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("%s%d-Zk3Qw9Rt5Vx1Lm7P", oauthTokenStart, n), "token_type": "Bearer", "expires_in": 3600})
 	}))
+	srv.Config.Handler = rotatingEndpoint(srv.Config.Handler)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t, "127.0.0.1").TLS}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -83,7 +101,9 @@ func OAuth(t *testing.T, d Driver) {
 	dir := t.TempDir()
 	c := Config(t, dir)
 	c.LocalTargets = true // the endpoint listens on loopback
-	for f, v := range map[string]string{"OAUTH.client-id": "st-client", "OAUTH.client-secret": OAuthSecret, "BADAUTH.client-id": "st-client", "BADAUTH.client-secret": oauthWrongSecret} {
+	saKey, saPrivate := serviceAccountKey(t)
+	for f, v := range map[string]string{"OAUTH.client-id": "st-client", "OAUTH.client-secret": OAuthSecret, "BADAUTH.client-id": "st-client", "BADAUTH.client-secret": oauthWrongSecret,
+		"ROTATE.client-id": "st-rotate", "ROTATE.client-secret": rotateSecret, "ROTATE.refresh-token": rotateRefresh, "SAKEY.key.json": saKey} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(v+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +111,11 @@ func OAuth(t *testing.T, d Driver) {
 	o := &filter.OAuthConfig{Grant: filter.GrantClientCredentials, TokenURL: srv.URL + "/token"}
 	c.Secrets = append(c.Secrets,
 		filter.SecretConfig{Name: "OAUTH", StandIn: contract.StandIn("OAUTH"), Targets: []string{OAuthTarget}, Headers: []string{"x-api-key"}, OAuth: o},
-		filter.SecretConfig{Name: "BADAUTH", StandIn: contract.StandIn("BADAUTH"), Targets: []string{OAuthTarget}, Headers: []string{"x-bad-key"}, OAuth: o})
+		filter.SecretConfig{Name: "BADAUTH", StandIn: contract.StandIn("BADAUTH"), Targets: []string{OAuthTarget}, Headers: []string{"x-bad-key"}, OAuth: o},
+		filter.SecretConfig{Name: "ROTATE", StandIn: contract.StandIn("ROTATE"), Targets: []string{OAuthTarget}, Headers: []string{"x-rot-key"},
+			OAuth: &filter.OAuthConfig{Grant: filter.GrantRefreshToken, TokenURL: o.TokenURL}},
+		filter.SecretConfig{Name: "SAKEY", StandIn: contract.StandIn("SAKEY"), Targets: []string{OAuthTarget}, Headers: []string{"x-sa-key"},
+			OAuth: &filter.OAuthConfig{Grant: filter.GrantServiceAccount, TokenURL: o.TokenURL}})
 	roots.Store(dir, ca.CertPEM)
 	pod := d.Pod(t, c)
 
@@ -119,6 +143,8 @@ func OAuth(t *testing.T, d Driver) {
 		t.Errorf("%d tokens issued, want 1", n)
 	}
 
+	rotatedParts(t, pod, saPrivate)
+
 	bad := H(":method", "GET", ":path", "/v1/x", ":authority", "oauth.example", ":scheme", "https", "x-bad-key", contract.StandIn("BADAUTH"))
 	want := "jr2 custodian: the token endpoint of BADAUTH refused the credentials: invalid_client"
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -132,6 +158,108 @@ func OAuth(t *testing.T, d Driver) {
 	for _, l := range e.Logs {
 		if strings.Contains(l, oauthWrongSecret) || strings.Contains(l, oauthTokenStart) {
 			t.Errorf("a line holds the client secret or a token: %q", l)
+		}
+	}
+}
+
+// rotatingEndpoint answers ROTATE's refresh-token grant (its file's
+// refresh token or the one it rotated to; each token comes with a new
+// refresh token, as a rotating endpoint's does) and SAKEY's JWT bearer
+// grant; next takes every other request.
+func rotatingEndpoint(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ParseForm() != nil {
+			w.WriteHeader(400)
+			return
+		}
+		id, secret, _ := r.BasicAuth()
+		secret, _ = url.QueryUnescape(secret)
+		switch g := r.PostForm.Get("grant_type"); {
+		case g == "refresh_token" && id == "st-rotate" && secret == rotateSecret &&
+			(r.PostForm.Get("refresh_token") == rotateRefresh || r.PostForm.Get("refresh_token") == rotateNext):
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"access_token": rotateToken, "token_type": "Bearer", "expires_in": 3600, "refresh_token": rotateNext})
+		case g == "urn:ietf:params:oauth:grant-type:jwt-bearer" && r.PostForm.Get("assertion") != "":
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"access_token": saToken, "token_type": "Bearer", "expires_in": 3600})
+		case g == "refresh_token" || strings.HasPrefix(g, "urn:"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":"invalid_grant"}`)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// serviceAccountKey is a Google service-account key file made in code,
+// and its private key's PEM text.
+func serviceAccountKey(t *testing.T) (file, private string) {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	b, err := json.Marshal(map[string]string{"type": "service_account", "client_email": "st@streamtest.iam.gserviceaccount.com",
+		"private_key_id": "st-key-1", "private_key": private})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), private
+}
+
+// rotatedParts: once ROTATE's token is minted (the endpoint rotated its
+// refresh token in the same answer) and SAKEY's, an upstream that echoes
+// every part the engine holds for them — the client secret, the file's
+// refresh token, the rotated one, both tokens, the service-account
+// private key's text, raw and as its key file spells it — comes back
+// with each replaced by its secret's label. The client id is public and
+// not scrubbed (docs/custodian.md).
+func rotatedParts(t *testing.T, pod Pod, saPrivate string) {
+	t.Helper()
+	escaped, _ := json.Marshal(saPrivate)
+	echo := strings.Join([]string{rotateToken, rotateSecret, rotateRefresh, rotateNext, saToken, saPrivate, string(escaped)}, " ")
+	sentinels := []string{rotateToken, rotateSecret, rotateRefresh, rotateNext, saToken, saPrivate}
+	secrets := []struct{ name, header string }{{"ROTATE", "x-rot-key"}, {"SAKEY", "x-sa-key"}}
+	reqOf := func(name, header string) []filter.Header {
+		return H(":method", "GET", ":path", "/v1/parts", ":authority", "oauth.example", ":scheme", "https", header, contract.StandIn(name))
+	}
+	for _, c := range secrets { // both minted first: the echo is then of every part
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if e := exchange(t, pod.Stream(t, pluginconf.RoleIntercept, OAuthTarget), reqOf(c.name, c.header), &Answer{Status: "200"}); e.Local == nil || e.Local.Status != 503 {
+				break
+			}
+		}
+	}
+	for _, c := range secrets {
+		e := exchange(t, pod.Stream(t, pluginconf.RoleIntercept, OAuthTarget), reqOf(c.name, c.header), &Answer{Status: "200", Headers: H("content-type", "text/plain"), Chunks: []string{echo}})
+		if e.Local != nil {
+			t.Fatalf("%s: %+v, want its token upstream", c.name, e.Local)
+		}
+		want := map[string]string{"ROTATE": rotateToken, "SAKEY": saToken}[c.name]
+		if got := get(e.Forwarded, c.header); got != want {
+			t.Fatalf("%s upstream %q, want the minted token", c.header, got)
+		}
+		body := e.Body()
+		for _, v := range sentinels {
+			if strings.Contains(body, v) {
+				t.Errorf("%s: the echo holds a part the engine holds (%.24q…): %q", c.name, v, body)
+			}
+		}
+		if !strings.Contains(body, `[secret:ROTATE] [secret:ROTATE] [secret:ROTATE] [secret:ROTATE] [secret:SAKEY] [secret:SAKEY] "[secret:SAKEY]"`) {
+			t.Errorf("%s: the echo %q, want each part's label", c.name, body)
+		}
+		for _, l := range e.Logs {
+			for _, v := range sentinels {
+				if strings.Contains(l, v) {
+					t.Errorf("a line holds a part: %q", l)
+				}
+			}
 		}
 	}
 }
