@@ -5,60 +5,23 @@
 //	custodian run --policy POLICY.toml --bundle OUT.jsonl [--mode MODE …] -- CMD [ARG…]
 //
 // Invariant: the command runs only contained (launcher), with stand-ins
-// only (broker), and only after the bundle holds run-start, policy and
-// env; every attempt it makes is recorded by the mediator before it is
-// decided; when it ends, run-end and the seal close the bundle. A run that
-// cannot start contained does not start at all, and says why.
+// only, an AWS key's parts and an OAuth secret's token included (broker),
+// and only after the bundle holds run-start, policy and env; every attempt
+// it makes is recorded by the mediator before it is decided (the runner's
+// own requests to an OAuth token endpoint are not the command's, and in no
+// record); when it ends, run-end and the seal close the bundle. A run that
+// cannot start contained does not start at all, and says why, and a run
+// refused before its command starts leaves no bundle ("no bundle was
+// written"); a bundle is never overwritten. A held value, a minted token
+// too, is never the reason a record is missing, nor reaches the child
+// through its argv: the runner's own strings are recorded scrubbed
+// (runner.scrub) and the child's argv carries stand-ins (runner.argv).
 //
-// A run refused before its command starts writes no bundle: every
-// refusal the runner can make up front (the policy, a read or write path
-// that does not exist, the bundle's place, a secret's value, a bundle that
-// exists) comes before the bundle is created, and a refusal after it (the
-// namespaces, the mediator, the contained child's setup: nothing of the
-// command ran) removes the file it created. The error says "no bundle was
-// written", so the same command line runs again once the cause is fixed.
-// Once the command has started, the bundle is the run's record, sealed
-// when it ends; a bundle is never overwritten, and the error for one that
-// exists names the fix (another --bundle, or moving it away).
-//
-// A held value is never the reason a record is missing, nor reaches the
-// child through its argv: each string the runner chose (argv, the
-// directory, the policy's path, the child's variable names, an error's
-// text) is recorded with every form of a held value replaced by its label
-// (the engine's scrubber, the one the bundle writer's guard asks), the
-// record marked "scrubbed": true; the child gets its argv with each such
-// form replaced by the secret's stand-in instead, and the run goes on.
-// Should the guard still refuse a scrubbed line, the record is written
-// with "[withheld]" in place of the runner's text: the guard stays the last
-// line of defence, never a hole in the record.
-//
-// # Order
-//
-//  1. the policy is loaded (its hash is of the bytes on disk), the mode
-//     checked (live only), every read and write path checked to exist, the
-//     bundle refused where a read or write path would expose it;
-//  2. the secrets' values are read from the runner's environment and the
-//     engine built; a missing or unusable value refuses the run, naming it;
-//     a runner that is not root, or lacks CAP_SYS_ADMIN or CAP_NET_ADMIN,
-//     is refused, saying so (no key is announced, no bundle written);
-//  3. the bundle is created (it must not exist), runs left by a killed
-//     runner are swept, run-start and policy are recorded;
-//  4. the namespaces are made; the mediator listens on its address for DNS
-//     (UDP and TCP 53) and catches TCP 80, 443, 8080 and every port of
-//     allow_hosts at any address; the run CA's certificate is written to
-//     a directory the child may read;
-//  5. env is recorded (names only), the command runs contained; SIGINT,
-//     SIGTERM, SIGHUP and SIGQUIT reach it;
-//  6. when it has ended: the mediator stops, run-end (its exit code) is
-//     recorded, the bundle sealed, the namespaces and the CA file removed.
-//     When steps 4–5 failed before the command started, the bundle is
-//     closed and removed instead.
-//
-// A runner killed outright (SIGKILL) leaves a bundle that verifies as
-// TRUNCATED with every record it wrote; the child dies with it (parent
-// death signal) and the next run sweeps the namespaces and what the
-// command left running in them. A run that ends kills what its command
-// left running before run-end is recorded.
+// Run lists the steps in order; docs/run.md ("Containment, in order") is
+// the contract. A runner killed outright (SIGKILL) leaves a bundle that
+// verifies as TRUNCATED with every record it wrote; the child dies with it
+// (parent death signal) and the next run sweeps the namespaces and what the
+// command left running in them.
 package run
 
 import (
@@ -140,6 +103,44 @@ var (
 // Run runs o's command contained and returns its exit code. The error is
 // for a run whose command did not run, or whose record could not be
 // completed; with a *launcher.ChildError the code is the failed step's.
+//
+// A run refused before its command starts writes no bundle: every
+// refusal the runner can make up front (the policy, a read or write path
+// that does not exist, the bundle's place, a secret's value, a bundle that
+// exists) comes before the bundle is created, and a refusal after it (the
+// mode's settings, the namespaces, the mediator, the contained child's
+// setup: nothing of the command ran) removes the file it created. The
+// error says "no bundle was written", so the same command line runs again
+// once the cause is fixed. Once the command has started, the bundle is the
+// run's record, sealed when it ends; a bundle is never overwritten, and the
+// error for one that exists names the fix (another --bundle, or moving it
+// away).
+//
+// # Order
+//
+//  1. the policy is loaded (its hash is of the bytes on disk), the mode
+//     checked (one of Modes), every read and write path checked to exist,
+//     the bundle refused where a read or write path would expose it;
+//  2. the secrets' values (an AWS key's and an OAuth grant's parts:
+//     broker.New) are read from the runner's environment and the engine
+//     built; a missing or unusable value refuses the run, naming it; a
+//     runner that is not root, or lacks CAP_SYS_ADMIN or CAP_NET_ADMIN, is
+//     refused, saying so (no key is announced, no bundle written);
+//  3. the bundle is created (it must not exist), the mode's settings
+//     checked, the bundle's key announced on stderr, run-start and policy
+//     recorded, and runs left by a killed runner swept;
+//  4. the namespaces are made; the mediator listens on its address for DNS
+//     (UDP and TCP 53), catches TCP 80, 443, 8080 and every port of
+//     allow_hosts at any address, and starts minting the OAuth secrets'
+//     tokens; the run CA's certificate is written to a directory the child
+//     may read;
+//  5. env is recorded (names only), the command runs contained; SIGINT,
+//     SIGTERM, SIGHUP and SIGQUIT reach it;
+//  6. when it has ended: what it left running is killed, the mediator
+//     stops, the namespaces and the CA file are removed, run-end (its exit
+//     code) is recorded and the bundle sealed. When a step after the
+//     bundle's creation failed before the command started, the bundle is
+//     closed and removed instead.
 func Run(ctx context.Context, o Options) (int, error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return 2, fmt.Errorf("%w: no command; write it after --", ErrUsage)
@@ -389,6 +390,14 @@ func (r *runner) run(ctx context.Context, id, modeName, bundlePath string) (int,
 // scrub replaces, in *s, every form of every held value by its label (the
 // engine's scrubber, the one the bundle writer's guard asks) and reports
 // whether there was one.
+//
+// Each string the runner chose (argv, the directory, the policy's path,
+// the child's variable names, an error's text) is recorded so, the record
+// marked "scrubbed": true; the child gets its argv with each such form
+// replaced by the secret's stand-in instead (runner.argv), and the run
+// goes on. Should the guard still refuse a scrubbed line, the record is
+// written with "[withheld]" in place of the runner's text (runner.appendOr):
+// the guard stays the last line of defence, never a hole in the record.
 func (r *runner) scrub(s *string) bool {
 	out := r.br.Engine().Scrubber().String(*s) // the newest: a minted token too
 	if out == *s {
