@@ -1,57 +1,19 @@
 // Package policy loads the allowlist of a contained run (`custodian run
 // --policy POLICY.toml`): the hosts the child may reach, the paths it may
-// read and write, and the secrets the run holds for it.
+// read and write, and the secrets the run holds for it. Load gives the file
+// and its rules; docs/run.md ("The policy") gives every refusal's words.
 //
 // Invariant: a *Policy exists only if every entry of the file passed every
-// rule below; it is read-only after Load, and its Hash is the sha256 of the
+// rule (Load); it is read-only after Load, and its Hash is the sha256 of the
 // bytes read from disk, never of a re-serialisation. A secret's value is
-// never in the file and never in a Policy: Secret.Env names the variable of
-// the runner's environment the value comes from.
-//
-// # The file
-//
-//	allow_hosts = ["api.example.com", "example.com:8443"]
-//	read_paths  = ["/usr", "/lib", "/etc/ssl"]
-//	write_paths = ["/home/agent/project"]
-//	[secrets]
-//	EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = ["authorization"] }
-//	AWS = { hosts = ["s3.us-east-1.amazonaws.com"], aws = { sessionToken = true } }
-//	[secrets.API]
-//	env   = "API_TOKEN"
-//	hosts = ["api.example.com"]
-//	oauth = { grant = "client-credentials", tokenURL = "https://auth.example.com/token" }
-//	parts = { client-id = "API_CLIENT_ID", client-secret = "API_CLIENT_SECRET" }
-//
-// # Rules (each refusal names the key and says what to write instead)
-//
-//   - Unknown keys are refused, at the top level and in a secret.
-//   - A host is an exact name or name:port, lowercased; no wildcard, scheme,
-//     path, query, userinfo, trailing dot or IP literal. A name without a
-//     port means port 443: plain HTTP on 80 needs "name:80" written out.
-//   - Paths are absolute, cleaned with path.Clean (they are Linux paths
-//     whatever the OS parsing them), and free of control bytes.
-//   - No duplicates: a host (name and name:443 are one host), a path (also
-//     across read_paths and write_paths: a write path is readable already),
-//     a secret's env, a secret's host or header, and no two secrets on one
-//     host in one header.
-//   - A secret names env (a variable name, not a JR2_, proxy or trust
-//     variable, which the run sets itself), one or more hosts each listed in
-//     allow_hosts, and optionally headers (lowercase tokens that neither frame
-//     nor route a request; default: DefaultHeaders).
-//   - A secret with an aws table is an AWS key (kinds.go): its parts come
-//     from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN,
-//     so it names no env, headers or shape, a policy holds one, and each
-//     host names an AWS region and service. A secret with an oauth table
-//     has an access token the run mints: env is the child's variable of
-//     its stand-in, and parts names the runner's variable of each part of
-//     its grant. Both tables are custodian.json's, read by its reader.
-//   - A key spelled in another case is refused, naming the spelling to
-//     write; TOML refuses a key given twice.
-//
-// The file's types are checked by this package, not by a struct decode: the
-// TOML decoder silently ignores a value whose type does not fit a struct
-// field (`secrets = 3`), and a policy must not pass because a key was
-// ignored.
+// never in the file and never in a Policy, which names only the runner's
+// variables the values come from: Secret.Env for a plain secret, Parts for
+// each part of an OAuth grant, the AWS SDKs' own for an AWS key
+// (contract.AWSParts). The file's types are checked by this package, the
+// aws and oauth tables by the engine's strict reader (kinds.go), never by
+// a struct decode that lets a mismatch pass: the TOML decoder silently
+// ignores a value whose type does not fit a struct field (`secrets = 3`),
+// and a policy must not pass because a key was ignored.
 package policy
 
 import (
@@ -137,6 +99,48 @@ type Secret struct {
 // Load reads and checks the policy at file. The error names the key at
 // fault and what to write instead; with several faults, each is on its own
 // line.
+//
+// # The file
+//
+//	allow_hosts = ["api.example.com", "example.com:8443", "s3.us-east-1.amazonaws.com"]
+//	read_paths  = ["/usr", "/lib", "/etc/ssl"]
+//	write_paths = ["/home/agent/project"]
+//	[secrets]
+//	EXAMPLE_TOKEN = { env = "EXAMPLE_TOKEN", hosts = ["api.example.com"], headers = ["authorization"] }
+//	AWS = { hosts = ["s3.us-east-1.amazonaws.com"], aws = { sessionToken = true } }
+//	[secrets.API]
+//	env   = "API_TOKEN"
+//	hosts = ["example.com:8443"]
+//	oauth = { grant = "client-credentials", tokenURL = "https://auth.example.com/token" }
+//	parts = { client-id = "API_CLIENT_ID", client-secret = "API_CLIENT_SECRET" }
+//
+// # Rules (each refusal names the key and says what to write instead)
+//
+//   - Unknown keys are refused, at the top level and in a secret.
+//   - A host is an exact name or name:port, lowercased; no wildcard, scheme,
+//     path, query, userinfo, trailing dot, IP literal or guarded name
+//     (dialguard: loopback, link-local, metadata). A name without a port
+//     means port 443: plain HTTP on 80 needs "name:80" written out.
+//   - Paths are absolute, cleaned with path.Clean (they are Linux paths
+//     whatever the OS parsing them), and free of control bytes.
+//   - No duplicates: a host (name and name:443 are one host), a path (also
+//     across read_paths and write_paths: a write path is readable already),
+//     a secret's env, a secret's host or header, and no two secrets on one
+//     host in one header.
+//   - A secret names env (a variable name, not a JR2_, proxy or trust
+//     variable, which the run sets itself), one or more hosts each listed in
+//     allow_hosts, and optionally headers (lowercase tokens that neither frame
+//     nor route a request; default: DefaultHeaders).
+//   - A secret with an aws table is an AWS key (kinds.go): its parts come
+//     from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and, with sessionToken,
+//     AWS_SESSION_TOKEN, so it names no env, headers, shape or parts, a
+//     policy holds at most one, and each host names an AWS region and
+//     service. A secret with an oauth table has an access token the run
+//     mints: env is the child's variable of its stand-in, and parts names
+//     the runner's variable of each part of its grant. Both tables are
+//     custodian.json's, read by its reader.
+//   - A key spelled in another case is refused, naming the spelling to
+//     write; TOML refuses a key given twice.
 func Load(file string) (*Policy, error) {
 	f, err := os.Open(file)
 	if err != nil {
