@@ -1,51 +1,23 @@
 // Package broker holds the secrets of one contained run: it reads each
-// value from the runner's own environment, once, hands it to the engine
-// (jr2.dev/boundary/filter) as a held secret bound to the policy's hosts,
-// and builds the child's environment, in which every secret is its public
-// stand-in.
+// value (an AWS key's and an OAuth grant's parts too) from the runner's
+// own environment, once, hands it to the engine (jr2.dev/boundary/filter)
+// as a held secret bound to the policy's hosts, starts the engine's
+// minter of OAuth tokens (Mint), and builds the child's environment
+// (ChildEnv), in which every secret is its public stand-in.
 //
 // Invariant: a value read here leaves this package only into the engine
 // (filter.NewLive, whose minter alone sends an OAuth secret's parts, to
 // its token endpoint, through the transport the mediator gives Mint).
-// The child's environment never holds a secret's variable nor a value
-// under another variable, the errors name secrets and
+// The child's environment never holds a secret's variable as the runner
+// has it nor a value under another variable, the errors name secrets and
 // variables, never values, and Contains is the one test, over every form
-// the engine's scrubber knows, that a record about to be written carries
-// no value.
-//
-// # The child's environment
-//
-// The runner's environment, less each secret's variable and every proxy
-// or trust variable (contract.ProxyTrustVars, any case), with every other
-// variable that holds a value handled as the secret's own: one that is
-// exactly a secret's value (GH_TOKEN beside GITHUB_TOKEN) gets its
-// stand-in, one that holds a value in any form inside it (a URL with the
-// token) or in its name is withheld. Then:
-//
-//   - VAR=jr2-held-NAME for each secret NAME = { env = "VAR", … } (an
-//     OAuth secret's too: its env names the child's variable of the
-//     stand-in, and each variable its parts name is left out);
-//   - for an AWS key, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-//     AWS_SESSION_TOKEN set to its parts' stand-ins, as harness.env sets
-//     them (the runner's own are read as the key's parts and never
-//     passed on; a runner variable that is exactly a part gets that
-//     part's stand-in);
-//   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
-//     mediator's proxy, and NODE_USE_ENV_PROXY=1, for clients that honour
-//     them (the namespace routes the others to the mediator anyway);
-//   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
-//     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
-//     naming the run CA's file;
-//   - for each host of a secret (not an AWS key) whose headers hold
-//     authorization, the git credential helper harness.env sets (gitcred.Env: GIT_CONFIG_COUNT,
-//     GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n), which answers the mediator's
-//     401 challenge with the stand-in as the Basic password, so stock git
-//     clones and pushes over https with no flag.
+// the engine's scrubber knows (a minted token's too), that a record about
+// to be written carries no value.
 //
 // NOT covered: any other credential in the runner's environment is passed
 // to the child as it is (a value the policy does not hold, or a policy
-// value transformed past the scrubber's forms). Run with an environment that holds only what the
-// child may see, and the policy's secrets.
+// value transformed past the scrubber's forms). Run with an environment
+// that holds only what the child may see, and the policy's secrets.
 package broker
 
 import (
@@ -207,9 +179,42 @@ func (b *Broker) Contains(s []byte) bool {
 	return !bytes.Equal(b.Engine().Scrubber().Bytes(s), s) // one copy, not four: it guards every record line
 }
 
-// ChildEnv is the child's environment built from environ (see the package
-// doc): proxy is the mediator's proxy URL, caFile the run CA's file. It
-// also returns the variables that carry stand-ins, sorted.
+// ChildEnv is the child's environment built from environ: proxy is the
+// mediator's proxy URL, caFile the run CA's file. It also returns the
+// variables that carry stand-ins, sorted.
+//
+// The runner's environment, less each secret's variable and every proxy
+// or trust variable (contract.ProxyOrTrustVar, any case), with every other
+// variable that holds a value handled as the secret's own: one that is
+// exactly a secret's value (GH_TOKEN beside GITHUB_TOKEN) gets its
+// stand-in, one that holds a value in any form inside it (a URL with the
+// token) or in its name is withheld. Then:
+//
+//   - VAR=STAND-IN for each secret NAME = { env = "VAR", … }, its
+//     stand-in jr2-held-NAME or the one its shape spells (an OAuth
+//     secret's too: its env names the child's variable of the stand-in,
+//     and each variable its parts name is left out);
+//   - for an AWS key, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+//     AWS_SESSION_TOKEN set to its parts' stand-ins, as harness.env sets
+//     them, the session token's whether the key has one or not (the
+//     runner's own are never passed on: they are read as the key's parts,
+//     AWS_SESSION_TOKEN only with sessionToken; a runner variable that is
+//     exactly a part gets that part's stand-in);
+//   - HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy naming the
+//     mediator's proxy, and NODE_USE_ENV_PROXY=1, for clients that honour
+//     them (the namespace routes the others to the mediator anyway);
+//   - the trust variables (runca.TrustVars, and CURL_CA_BUNDLE,
+//     AWS_CA_BUNDLE, PIP_CERT, which those tools read before the others)
+//     naming the run CA's file;
+//   - for each host of a secret (not an AWS key) whose headers hold
+//     authorization, the git credential helper harness.env sets
+//     (gitcred.Env: GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n,
+//     GIT_CONFIG_VALUE_n), which answers the mediator's 401 challenge with
+//     the stand-in as the Basic password, so stock git clones and pushes
+//     over https with no flag.
+//
+// docs/run.md ("Containment, in order", the paragraph after the list)
+// says the same.
 func (b *Broker) ChildEnv(environ []string, proxy, caFile string) (env, standIns []string) {
 	standIns = []string{}
 	for _, kv := range environ {
