@@ -4,31 +4,29 @@
 // the proxy's CONNECT or absolute URL, or the address dialled), decides by
 // the policy, records the attempt and the decision, and carries what the
 // policy allows to its upstream through the same engine as the Custodian.
+// From Serve to Close it also mints the run's OAuth tokens (mint.go).
 //
-// Invariant: every decision on a request is the engine's. Each request on
+// Invariants: every decision on a request is the engine's — each request on
 // an allowed connection, bound host or not, is one call,
 // filter.Engine.DecideAllowed, and each dial is filter.Engine.DialAllowed;
-// this package records, applies the run's mode and moves bytes. A
-// request and its answer are decided with the one engine the broker gave
-// when it began; an OAuth secret's token, minted from Serve to Close
-// through the engine's token transport (mint.go), swaps in a new engine
-// for the requests after it.
+// this package records, applies the run's mode and moves bytes. A request
+// and its answer are decided with the one engine the broker gave when it
+// began; a minted token swaps in a new engine for the requests after it.
+// Every attempt is on the record, and nothing reaches an upstream unless
+// the attempt and the decision that allowed it are in the record first; a
+// record that cannot be written denies what it would have recorded, and a
+// name or a request holding a form of a held value is recorded with its
+// label in the form's place and denied. A value reaches the wire only where
+// the engine put it (a header it Set, or the query of an AWS presigned URL
+// it signed again), over TLS, toward a host the policy binds it to, and an
+// OAuth grant's parts only in the engine's own request to the grant's
+// tokenURL. Log lines carry a target and a word, never anything the child
+// chose.
 //
-// Invariant: nothing reaches an upstream unless the attempt and the
-// decision that allowed it are in the record first, and a record that
-// cannot be written denies what it would have recorded. Every attempt is
-// on the record; a name or a request holding a form of a held value is
-// recorded with its label in the form's place and denied. A value reaches
-// the wire only in a header the engine Set, over TLS, toward a host the
-// policy binds it to. Log lines carry a target and a word, never anything
-// the child chose.
-//
-// docs/run.md is the reference: what each connection is ("The mediator's
-// answers"), every record ("The bundle") and what is NOT covered ("What the
-// mediator does not cover": HTTP/2 and QUIC, pinned clients, request
-// bodies, uncaught ports). serveConn reads a connection's first byte,
-// admit records an attempt, forward.go carries a request, reqbody.go
-// records its body.
+// docs/run.md is the reference ("The mediator's answers", "The bundle",
+// "What the mediator does not cover"). serveConn reads a connection's
+// first byte, admit records an attempt, forward.go carries a request,
+// reqbody.go records its body.
 package mediator
 
 import (
