@@ -699,9 +699,12 @@ type spentValue struct {
 // is dead and need not be scrubbed); what ended is dropped; and of
 // secret's, only the newest maxRetiredTokens are kept. The minter mints at
 // most once per nextMint(MinLife), each time replacing a token within
-// refreshBefore of its end, so on its own it keeps at most one retired
-// token within its life; more come only from rotations of the parts (each
-// mints at once), and the cap drops the oldest of those. A refresh token
+// refreshBefore (a tenth) of its end, so on its own it keeps at most two
+// retired tokens within their life: the last, and one whose last tenth
+// outlasts the mints after it (it lived over 500 s; a second such lived
+// over 450 s after the first was retired, and the first was dead by then).
+// More come only from rotations of the parts (each mints at once), and
+// the cap drops the oldest of those. A refresh token
 // the endpoint rotated away from is not retired: the one before the
 // newest is still held (rotatedNames), and one older an endpoint that
 // rotates has revoked.
