@@ -419,13 +419,6 @@ func mintRefusal(tok *oauth2.Token, now time.Time) string {
 	return ""
 }
 
-// minter keeps the tokens of a Live's OAuth secrets.
-type minter struct {
-	mu     sync.Mutex
-	tokens map[string][]byte // secret -> its current token
-	states map[string]string // secret -> its last refusal ("" none)
-}
-
 // Mint starts minting every OAuth secret's token, each on its own
 // goroutine, its HTTP calls made with rt (the host's transport: its dial
 // guard, its roots); stop ends them and waits. A Live with no OAuth
