@@ -28,22 +28,29 @@ import (
 //     when it began: never with a mix of two sets.
 //   - A value a rotation replaced is never sent again, and is still
 //     scrubbed, under its secret's label, for the grace window
-//     (Config.ValueGrace) after it was replaced; then it is dropped.
+//     (Config.ValueGrace) after it was replaced; then it is dropped. An
+//     access token the minter replaced (oauth.go) is scrubbed for the
+//     grace window or until its own life ends, whichever is sooner, and
+//     of each secret's only the newest maxRetiredTokens.
 //   - Log lines carry secret names, counts and rule words: never a value,
 //     its length, or a path.
 type Live struct {
 	cfg *Config
 	log func(kv ...string)
 	now func() time.Time
-	cur atomic.Pointer[Engine]
+	// after is the minter's timer (time.After; a test's records each wait).
+	after func(time.Duration) <-chan time.Time
+	cur   atomic.Pointer[Engine]
 
 	mu          sync.Mutex
 	retired     valuedir.Retired
-	tokens      map[string][]byte // OAuth secret -> its current access token (oauth.go)
-	refusals    map[string]string // OAuth secret -> its last refusal's word
-	partsGen    chan struct{}     // closed when a reload changed an OAuth secret's parts
-	refused     bool              // the last reload was refused
-	lastRefusal [32]byte          // digest of what the last refused reload read, so one bad set logs once
+	spent       []spentValue         // the access tokens the minter replaced, still scrubbed (oauth.go)
+	tokens      map[string][]byte    // the values the minter got: by OAuth secret, its current access token; by rotatedNames, the refresh tokens its endpoint rotated to
+	expiry      map[string]time.Time // OAuth secret -> when its current access token ends (zero: not said)
+	refusals    map[string]string    // OAuth secret -> its last refusal's word
+	partsGen    chan struct{}        // closed when a reload changed an OAuth secret's parts
+	refused     bool                 // the last reload was refused
+	lastRefusal [32]byte             // digest of what the last refused reload read, so one bad set logs once
 }
 
 // LiveOptions configure a Live.
@@ -58,7 +65,7 @@ type LiveOptions struct {
 
 // NewLive builds the first engine from c and the values LoadValues read.
 func NewLive(c *Config, values map[string][]byte, o LiveOptions) (*Live, error) {
-	l := &Live{cfg: c, log: o.Log, now: o.Now, tokens: map[string][]byte{}, refusals: map[string]string{}, partsGen: make(chan struct{})}
+	l := &Live{cfg: c, log: o.Log, now: o.Now, tokens: map[string][]byte{}, expiry: map[string]time.Time{}, refusals: map[string]string{}, partsGen: make(chan struct{})}
 	l.retired.Grace = c.ValueGrace()
 	if l.log == nil {
 		l.log = func(...string) {}
@@ -66,6 +73,7 @@ func NewLive(c *Config, values map[string][]byte, o LiveOptions) (*Live, error) 
 	if l.now == nil {
 		l.now = time.Now
 	}
+	l.after = time.After
 	e, err := newEngine(c, values, nil)
 	if err != nil {
 		return nil, err
@@ -130,13 +138,15 @@ func (l *Live) swapLocked(vals map[string][]byte) error {
 	old := l.cur.Load()
 	cur := old.valueSet()
 	for name, tok := range l.tokens {
-		vals[name] = bytes.Clone(tok) // the token is no file's: it stays
+		vals[name] = bytes.Clone(tok) // the minter's values are no file's: they stay
 	}
-	next, changed := l.retired.Next(l.now(), cur, vals)
+	now := l.now()
+	next, changed := l.retired.Next(now, cur, vals)
 	if !changed && !l.refused {
 		return nil
 	}
-	e, err := newEngine(l.cfg, vals, next.Map())
+	spent := l.liveSpent(now)
+	e, err := newEngine(l.cfg, vals, retiredMap(next, spent))
 	if err != nil {
 		next.Abandon(&l.retired)
 		return err
@@ -148,30 +158,54 @@ func (l *Live) swapLocked(vals map[string][]byte) error {
 		l.partsGen = make(chan struct{})
 	}
 	l.retired.Replace(next)
+	dropSpent(l.spent, spent)
+	l.spent = spent
 	l.cur.Store(e)
 	l.refused = false
 	l.log("action", "reload", "result", "ok", "secrets", fmt.Sprint(len(old.secrets)))
 	return nil
 }
 
-// Expire drops the retired values whose window ended: the engine is
-// rebuilt from the values serving and the retired values left. It reads no
-// file and logs nothing. It returns when the next retired value ends (zero
-// when none is left).
+// Expire drops the retired values whose window ended (the value
+// directory's and the minter's): the engine is rebuilt from the values
+// serving and the retired values left. It reads no file and logs nothing.
+// It returns when the next retired value ends (zero when none is left).
 func (l *Live) Expire() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cur := l.cur.Load()
 	vals := cur.valueSet()
-	if next, dropped := l.retired.Expired(l.now(), vals); dropped {
-		if e, err := newEngine(l.cfg, vals, next.Map()); err == nil {
+	now := l.now()
+	next, dropped := l.retired.Expired(now, vals)
+	spent := l.liveSpent(now)
+	if dropped || len(spent) != len(l.spent) {
+		if e, err := newEngine(l.cfg, vals, retiredMap(next, spent)); err == nil {
 			e.live = l
 			l.stampLocked(e)
 			l.retired.Replace(next)
+			dropSpent(l.spent, spent)
+			l.spent = spent
 			l.cur.Store(e)
 		}
 	}
-	return l.retired.Ends()
+	ends := l.retired.Ends()
+	for _, v := range l.spent {
+		if ends.IsZero() || v.until.Before(ends) {
+			ends = v.until
+		}
+	}
+	return ends
+}
+
+// liveSpent is l.spent less the values whose window ended by now.
+func (l *Live) liveSpent(now time.Time) []spentValue {
+	var out []spentValue
+	for _, v := range l.spent {
+		if now.Before(v.until) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Watch follows l's value directory (valuedir.WatchDir) until stop is called.

@@ -314,6 +314,10 @@ func tokenReply(h *held) *Reply {
 		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" could not be reached")
 	case refusedUnusable:
 		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" answered no access token usable as a value")
+	case refusedExpired:
+		return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" answered an access token already expired")
+	case refusedTooLong:
+		return reply(502, ReasonTokenRefused, fmt.Sprintf("the token endpoint of %s answered a token longer than %d bytes", h.name, MaxTokenLen))
 	}
 	return reply(502, ReasonTokenRefused, "the token endpoint of "+h.name+" refused the credentials: "+h.mint.refused)
 }
@@ -322,6 +326,8 @@ func tokenReply(h *held) *Reply {
 const (
 	refusedUnreachable = "\x00unreachable" // no answer came (a dial, TLS, a transport error)
 	refusedUnusable    = "\x00unusable"    // an answer, but no token that passes a value's rules
+	refusedExpired     = "\x00expired"     // a token whose expires_in is not above 0
+	refusedTooLong     = "\x00long"        // an access or refresh token longer than MaxTokenLen
 )
 
 // oauthCode is the refusal word of a token fetch's error: the endpoint's
@@ -360,17 +366,57 @@ func refreshBefore(life time.Duration) time.Duration {
 	return min(max(life/10, 10*time.Second), 5*time.Minute)
 }
 
+// nextMint is how long after a token of the given life (its expires_in,
+// above 0) the next is got: refreshBefore its end, the life taken as at
+// least MinLife. Every token swaps in a whole new engine, so the endpoint's
+// word never makes the minter loop faster than one mint per
+// MinLife-refreshBefore(MinLife) (50 s); a token that lives less than
+// MinLife is sent past its end until then, and the bound host refuses it.
+func nextMint(life time.Duration) time.Duration {
+	life = max(life, MinLife)
+	return life - refreshBefore(life)
+}
+
+// MinLife is the least life a token is scheduled with (nextMint). Real
+// tokens live at least that: an hour at Google and Okta by default; Okta
+// and Azure AD B2C allow no less than 5 minutes, Akamai Identity Cloud no
+// less than 60 s (which nextMint still refreshes 10 s before its end).
+const MinLife = time.Minute
+
+// MaxTokenLen is the longest access token, and the longest refresh token
+// an endpoint rotates to, that the minter takes; a longer one is refused
+// (token-refused) and the minter backs off. Each token byte costs some
+// kilobytes to build the scrubber of (every form of it), and an endpoint
+// chooses the length. Real tokens fit with margin: Google's access tokens
+// are at most 2048 bytes and its token-exchange (STS) tokens at most
+// 12288; an Azure AD JWT carries at most 200 group ids (beyond that an
+// overage claim), about 12 KB in all.
+const MaxTokenLen = 16 << 10
+
+// maxRetiredTokens is how many access tokens the minter replaced each
+// secret's engine still scrubs, at most: the newest (retireMintedLocked).
+const maxRetiredTokens = 4
+
 const (
 	defaultLife  = time.Hour
 	firstBackoff = time.Second
 	maxBackoff   = 5 * time.Minute
 )
 
-// minter keeps the tokens of a Live's OAuth secrets.
-type minter struct {
-	mu     sync.Mutex
-	tokens map[string][]byte // secret -> its current token
-	states map[string]string // secret -> its last refusal ("" none)
+// mintRefusal is the refusal word of a token the endpoint answered, ""
+// when the minter may take it: one already expired (expires_in not above
+// 0, at now) or an access or refresh token longer than MaxTokenLen is
+// refused before any engine is built with it.
+func mintRefusal(tok *oauth2.Token, now time.Time) string {
+	switch {
+	case tok.AccessToken == "":
+		return refusedUnusable
+	case len(tok.AccessToken) > MaxTokenLen || len(tok.RefreshToken) > MaxTokenLen:
+		return refusedTooLong
+	case !tok.Expiry.IsZero() && !tok.Expiry.After(now):
+		return refusedExpired
+	}
+	return ""
 }
 
 // Mint starts minting every OAuth secret's token, each on its own
@@ -395,7 +441,8 @@ func (l *Live) Mint(rt http.RoundTripper) (stop func()) {
 }
 
 // mintLoop gets s's tokens until ctx ends: at start, shortly before each
-// expires, and after a refusal with a doubling backoff. A change of the
+// expires (nextMint: never sooner than the floor, whatever expires_in
+// says), and after a refusal with a doubling backoff. A change of the
 // parts (a rotation) starts again with the new ones at once.
 func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client) {
 	backoff := firstBackoff
@@ -414,37 +461,42 @@ func (l *Live) mintLoop(ctx context.Context, s SecretConfig, client *http.Client
 		if err == nil {
 			tok, err = src.Token()
 		}
+		now := l.now()
+		var word string // the refusal; "" takes the token
+		if err != nil {
+			word = oauthCode(err)
+		} else {
+			word = mintRefusal(tok, now)
+		}
+		life := defaultLife
+		if err == nil && !tok.Expiry.IsZero() {
+			life = tok.Expiry.Sub(now)
+		}
+		if word == "" && l.setToken(s.Name, []byte(tok.AccessToken), rotated(tok, refresh, parts, s.Name), now.Add(life)) != nil {
+			word = refusedUnusable
+		}
 		wait := backoff
-		switch {
-		case err == nil && tok.AccessToken != "" && l.setToken(s.Name, []byte(tok.AccessToken), rotated(tok, refresh, parts, s.Name)) == nil:
+		if word == "" {
 			if tok.RefreshToken != "" {
 				refresh = tok.RefreshToken // a rotating endpoint takes only the newest
 			}
 			backoff = firstBackoff
-			life := defaultLife
-			if !tok.Expiry.IsZero() {
-				life = time.Until(tok.Expiry)
-			}
-			expiry = time.Now().Add(life)
-			wait = max(life-refreshBefore(life), time.Second)
+			expiry = now.Add(life)
+			wait = nextMint(life)
 			l.log("action", "mint", "result", "ok", "secret", s.Name)
-		default:
-			word := refusedUnusable
-			if err != nil {
-				word = oauthCode(err)
-			}
-			keep := time.Now().Before(expiry)
+		} else {
+			keep := now.Before(expiry)
 			l.setRefused(s.Name, word, keep)
 			if !keep {
 				expiry = time.Time{}
 			} else {
-				wait = min(wait, time.Until(expiry))
+				wait = min(wait, expiry.Sub(now))
 			}
 			backoff = min(backoff*2, maxBackoff)
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(wait):
+		case <-l.after(wait):
 		case <-changed:
 		}
 	}
@@ -537,26 +589,33 @@ func (l *Live) parts() (map[string][]byte, <-chan struct{}) {
 	return l.cur.Load().parts, l.partsGen
 }
 
-// setToken makes tok secret name's value: a new engine, the token it
-// replaces retired (scrubbed for the grace window, never sent again). A
-// token that breaks a value's rules is refused. refresh, when not nil, is
-// the refresh token the endpoint rotated to: the new engine scrubs it (and
-// the one it follows) from every answer, as it scrubs the file's.
-func (l *Live) setToken(name string, tok, refresh []byte) error {
+// setToken makes tok secret name's value, living until expiry: a new
+// engine, the token it replaces retired (retireMintedLocked: never sent
+// again, scrubbed while it may still be live). A token that breaks a
+// value's rules is refused. refresh, when not nil, is the refresh token
+// the endpoint rotated to: the new engine scrubs it (and the one it
+// follows) from every answer, as it scrubs the file's. Nothing of the
+// Live changes unless the new engine is built.
+func (l *Live) setToken(name string, tok, refresh []byte, expiry time.Time) error {
 	if err := valuedir.Check(name, tok, valuedir.Header); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.refusals, name)
+	change := map[string][]byte{name: tok}
 	if refresh != nil {
 		newest, before := rotatedNames(name)[0], rotatedNames(name)[1]
 		if old, ok := l.tokens[newest]; ok {
-			l.tokens[before] = old
+			change[before] = old
 		}
-		l.tokens[newest] = bytes.Clone(refresh)
+		change[newest] = refresh
 	}
-	return l.rebuildLocked(name, tok)
+	if err := l.rebuildLocked(name, change); err != nil {
+		return err
+	}
+	delete(l.refusals, name)
+	l.expiry[name] = expiry
+	return nil
 }
 
 // setRefused records word as secret name's refusal. Unless keep (the
@@ -566,8 +625,10 @@ func (l *Live) setRefused(name, word string, keep bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, held := l.tokens[name]; !keep && (held || l.refusals[name] != word) {
+		prev := l.refusals[name]
 		l.refusals[name] = word
-		if err := l.rebuildLocked(name, nil); err != nil {
+		if err := l.rebuildLocked(name, map[string][]byte{name: nil}); err != nil {
+			l.refusals[name] = prev
 			l.log("action", "mint", "result", "refused", "secret", name, "reason", "engine")
 			return
 		}
@@ -575,31 +636,117 @@ func (l *Live) setRefused(name, word string, keep bool) {
 	l.log("action", "mint", "result", "refused", "secret", name, "reason", ReasonTokenRefused)
 }
 
-// rebuildLocked swaps in the engine whose token of name is tok (nil: none).
-func (l *Live) rebuildLocked(name string, tok []byte) error {
+// rebuildLocked swaps in the engine whose minted values of secret are
+// change's (by name, l.tokens' names; nil: none), the access token it
+// replaces retired as retireMintedLocked says; l.tokens follows only once
+// the engine is built.
+func (l *Live) rebuildLocked(secret string, change map[string][]byte) error {
 	old := l.cur.Load()
 	cur := old.valueSet()
 	vals := old.valueSet()
-	delete(vals, name)
-	if tok != nil {
-		vals[name] = tok
+	for n, v := range change {
+		delete(vals, n)
+		if v != nil {
+			vals[n] = v
+		}
 	}
-	next, _ := l.retired.Next(l.now(), cur, vals)
-	e, err := newEngine(l.cfg, vals, next.Map())
+	now := l.now()
+	// The minter's values are retired here, not in l.retired: l.retired
+	// sees no change, and drops what ended.
+	next, _ := l.retired.Next(now, vals, vals)
+	spent := l.retireMintedLocked(now, secret, cur, change[secret])
+	e, err := newEngine(l.cfg, vals, retiredMap(next, spent))
 	if err != nil {
 		next.Abandon(&l.retired)
+		dropSpent(spent, l.spent)
 		return err
 	}
-	if tok != nil {
-		l.tokens[name] = bytes.Clone(tok)
-	} else {
-		delete(l.tokens, name)
+	for n, v := range change {
+		if v != nil {
+			l.tokens[n] = bytes.Clone(v)
+		} else {
+			delete(l.tokens, n)
+		}
 	}
 	e.live = l
 	l.stampLocked(e)
 	l.retired.Replace(next)
+	dropSpent(l.spent, spent)
+	l.spent = spent
 	l.cur.Store(e)
 	return nil
+}
+
+// spentValue is an access token the minter replaced, still scrubbed under
+// its secret's label until until.
+type spentValue struct {
+	secret string
+	value  []byte
+	until  time.Time
+}
+
+// retireMintedLocked is l.spent once secret's access token (in cur, the
+// values serving) is replaced by tok (nil: none), at now: the token
+// replaced is retired until the grace window ends or, when sooner, its own
+// life does (l.expiry: past it every bound host refuses the token, so it
+// is dead and need not be scrubbed); what ended is dropped; and of
+// secret's, only the newest maxRetiredTokens are kept. The minter mints at
+// most once per nextMint(MinLife), each time replacing a token within
+// refreshBefore (a tenth) of its end, so on its own it keeps at most two
+// retired tokens within their life: the last, and one whose last tenth
+// outlasts the mints after it (it lived over 500 s; a second such lived
+// over 450 s after the first was retired, and the first was dead by then).
+// More come only from rotations of the parts (each mints at once), and
+// the cap drops the oldest of those. A refresh token
+// the endpoint rotated away from is not retired: the one before the
+// newest is still held (rotatedNames), and one older an endpoint that
+// rotates has revoked.
+func (l *Live) retireMintedLocked(now time.Time, secret string, cur map[string][]byte, tok []byte) []spentValue {
+	out := l.liveSpent(now)
+	if prev, ok := cur[secret]; ok && !bytes.Equal(prev, tok) {
+		until := now.Add(l.retired.Grace)
+		if e := l.expiry[secret]; !e.IsZero() && e.Before(until) {
+			until = e
+		}
+		if now.Before(until) {
+			out = append(out, spentValue{secret: secret, value: bytes.Clone(prev), until: until})
+		}
+	}
+	kept := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].secret != secret {
+			continue
+		}
+		if kept++; kept > maxRetiredTokens {
+			out = append(out[:i], out[i+1:]...)
+		}
+	}
+	return out
+}
+
+// dropSpent clears the bytes of each value of from that keep does not
+// hold.
+func dropSpent(from, keep []spentValue) {
+	for _, v := range from {
+		held := false
+		for _, k := range keep {
+			held = held || &k.value[0] == &v.value[0]
+		}
+		if !held {
+			clear(v.value)
+		}
+	}
+}
+
+// retiredMap is the retired values a new engine scrubs, by name: next's
+// (the value directory's rotations) and spent's (the minter's, each under
+// its secret's name).
+func retiredMap(next valuedir.RetiredSet, spent []spentValue) map[string][][]byte {
+	m := next.Map()
+	for _, v := range spent {
+		m[v.secret] = append(m[v.secret], v.value)
+	}
+	return m
 }
 
 // HasOAuth reports whether a secret of c is an OAuth secret: only then

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"jr2.dev/boundary/filter"
 	"jr2.dev/boundary/filter/sigv4test"
@@ -126,12 +127,42 @@ func (o *oauthLive) log() string {
 
 func newOAuthLive(t *testing.T, te *tokenEndpoint, grant string, parts map[string]string, scopes ...string) *oauthLive {
 	t.Helper()
-	return newOAuthLiveBeside(t, te, grant, parts, false, scopes...)
+	return newOAuthLiveBeside(t, te, grant, parts, false, nil, scopes...)
 }
 
+// mintClock is a minter's clock and timer of the test's own: each wait
+// the minter asks for is recorded and ends only when the test ticks, so a
+// test counts mints and reads their schedule without waiting on time; now
+// is the real clock (x/oauth2 dates each token by it) moved on by skip.
+type mintClock struct {
+	waits chan time.Duration
+	fire  chan time.Time
+	skip  atomic.Int64
+}
+
+func newMintClock() *mintClock {
+	return &mintClock{waits: make(chan time.Duration, 256), fire: make(chan time.Time)}
+}
+
+func (c *mintClock) now() time.Time { return time.Now().Add(time.Duration(c.skip.Load())) }
+
+func (c *mintClock) after(d time.Duration) <-chan time.Time {
+	c.waits <- d
+	return c.fire
+}
+
+// next is the wait the minter asked for after its last fetch.
+func (c *mintClock) next(t *testing.T) time.Duration {
+	t.Helper()
+	return <-c.waits
+}
+
+// tick ends the minter's wait: it fetches again.
+func (c *mintClock) tick() { c.fire <- time.Time{} }
+
 // newOAuthLiveBeside is newOAuthLive, with the sigv4test AWS key held
-// beside API when aws is set.
-func newOAuthLiveBeside(t *testing.T, te *tokenEndpoint, grant string, parts map[string]string, aws bool, scopes ...string) *oauthLive {
+// beside API when aws is set, and the minter on clk when it is not nil.
+func newOAuthLiveBeside(t *testing.T, te *tokenEndpoint, grant string, parts map[string]string, aws bool, clk *mintClock, scopes ...string) *oauthLive {
 	t.Helper()
 	dir := t.TempDir()
 	for f, v := range parts {
@@ -165,6 +196,9 @@ func newOAuthLiveBeside(t *testing.T, te *tokenEndpoint, grant string, parts map
 	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if clk != nil {
+		filter.SetMintClock(o.live, clk.now, clk.after)
 	}
 	t.Cleanup(o.live.Mint(te.srv.Client().Transport))
 	return o
@@ -303,12 +337,16 @@ func TestOAuthOneFetch(t *testing.T) {
 // taking only the newest: the second refresh sends the one the first
 // returned, and the one it returned is scrubbed as the file's is.
 func TestOAuthRotates(t *testing.T) {
-	te := newTokenEndpoint(t, nil, 1) // a second's life: the next is got at once
+	te := newTokenEndpoint(t, nil, 3600)
 	te.rotate = true
-	o := newOAuthLive(t, te, filter.GrantRefreshToken, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret, "refresh-token": oauthRefresh})
-	for range 3 {
+	clk := newMintClock()
+	o := newOAuthLiveBeside(t, te, filter.GrantRefreshToken, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret, "refresh-token": oauthRefresh}, false, clk)
+	for i := range 3 {
 		if line := <-o.minted; line != "action mint result ok secret API" {
 			t.Fatalf("mint: %s", line)
+		}
+		if clk.next(t); i < 2 {
+			clk.tick() // the next is got at once
 		}
 	}
 	te.mu.Lock()
@@ -450,7 +488,7 @@ func TestOAuthNoToken(t *testing.T) {
 // every request got 503 token-pending.
 func TestOAuthBesideAWSKey(t *testing.T) {
 	te := newTokenEndpoint(t, nil, 3600)
-	o := newOAuthLiveBeside(t, te, filter.GrantClientCredentials, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret}, true, "read", "write")
+	o := newOAuthLiveBeside(t, te, filter.GrantClientCredentials, map[string]string{"client-id": oauthClientID, "client-secret": oauthClientSecret}, true, nil, "read", "write")
 	if line := <-o.minted; line != "action mint result ok secret API" {
 		t.Fatalf("mint: %s", line)
 	}

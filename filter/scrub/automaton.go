@@ -90,11 +90,13 @@ func buildRows(pats []pattern, fold bool, budget int) *automaton {
 		return c
 	}
 	var used [256]bool
+	total := 0 // pattern bytes: no trie has more nodes, beside the root
 	for _, p := range pats {
 		for _, c := range p.b {
 			used[key(int(c))] = true
 		}
 		a.longest = max(a.longest, len(p.b))
+		total += len(p.b)
 	}
 	a.ncls = 1
 	for c := 0; c < 256; c++ {
@@ -120,7 +122,10 @@ func buildRows(pats []pattern, fold bool, budget int) *automaton {
 		pat      int32
 		depth    int32
 	}
-	nodes := []tnode{{kid: -1, sib: -1, pat: -1}}
+	// Sized once: grown by append, the trie's copies cost several times
+	// its size, and a long value's forms make millions of nodes.
+	nodes := make([]tnode, 1, 1+total)
+	nodes[0] = tnode{kid: -1, sib: -1, pat: -1}
 	var rootKid [256]int32
 	for i := range rootKid {
 		rootKid[i] = -1
