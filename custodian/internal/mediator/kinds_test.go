@@ -30,11 +30,17 @@ func awsHandler(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok "+r.Header.Get("Authorization")+" "+r.Header.Get("X-Amz-Security-Token")+" "+string(body))
 }
 
-// awsPolicy binds the sigv4test key to its hosts.
-const awsPolicy = `allow_hosts = ["` + sigv4test.S3 + `", "` + sigv4test.Bedrock + `"]
+// awsPolicy binds the sigv4test key to every host the shared table
+// sends to (sigv4test.Hosts), as serve's and the adapters' tests do.
+var awsPolicy = `allow_hosts = ` + tomlList(sigv4test.Hosts) + `
 [secrets]
-AWS = { hosts = ["` + sigv4test.S3 + `", "` + sigv4test.Bedrock + `"], aws = { sessionToken = true } }
+AWS = { hosts = ` + tomlList(sigv4test.Hosts) + `, aws = { sessionToken = true } }
 `
+
+// tomlList writes hosts as a TOML array of strings.
+func tomlList(hosts []string) string {
+	return `["` + strings.Join(hosts, `", "`) + `"]`
+}
 
 // TestSigV4 runs the shared SigV4 table (package sigv4test) through the
 // mediator, as custodian serve and both Envoy adapters run it: the child

@@ -154,7 +154,7 @@ func newFixtureOf(t *testing.T, local bool, pol string, environ ...string) *fixt
 	}
 	upCA := testpki.NewCA(t, "upstream test CA")
 	f := &fixture{bundle: &syncBuffer{}, log: &syncBuffer{}}
-	f.tlsUp = startUpstream(t, upCA.Leaf(t, "api.example.com", "open.example.com", sigv4test.S3, sigv4test.Bedrock, tokenHost))
+	f.tlsUp = startUpstream(t, upCA.Leaf(t, append([]string{"api.example.com", "open.example.com", tokenHost}, sigv4test.Hosts...)...))
 	f.plainUp = startUpstream(t, nil)
 	if f.ca, err = runca.New("jr2 run mediator test"); err != nil {
 		t.Fatal(err)
