@@ -146,6 +146,10 @@ type Result struct {
 	// Kube is the pod's Kubernetes objects, as written under
 	// DIR/kubernetes/, and the pod-template patch.
 	Kube *kube.Set
+	// Manifest is the held manifest as render read it, for what the
+	// caller says of it after (the value files to put in place): read
+	// once, not parsed again.
+	Manifest *manifest.Manifest
 }
 
 type file struct {
@@ -259,7 +263,7 @@ func Render(o Options) (*Result, error) {
 		UpstreamFile:  {data: trust.Upstream, mode: 0o644},
 		WgetrcFile:    {data: Wgetrc(o.HarnessCADir), mode: 0o644},
 	}
-	res := &Result{Summary: Summary(m, cfg)}
+	res := &Result{Summary: Summary(m, cfg), Manifest: m}
 	kubeLeaves := make([]kube.Leaf, len(targets))
 	for i, t := range targets {
 		l := leaves[i]
@@ -315,8 +319,12 @@ func buildEnvoy(in bootstrap.Input) ([]byte, error) {
 // leavesOf is the leaf of each target: the one in DIR when pki accepts it,
 // else a fresh one. The targets are independent (a signature check or a
 // key and a signature each), so they are spread over the machine's cores;
-// the result is in target order whatever the schedule.
+// the result is in target order whatever the schedule. A DIR without a
+// tls directory (a fresh render) has no leaf to reuse, so none is looked
+// for: 800 opens that each fail.
 func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Leaf, error) {
+	_, err := os.Lstat(filepath.Join(out, tlsDir))
+	reuse := err == nil
 	leaves := make([]pki.Leaf, len(targets))
 	errs := make([]error, len(targets))
 	var next atomic.Int64
@@ -326,9 +334,12 @@ func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Le
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
-				certPath, keyPath := bootstrap.LeafFiles(targets[i])
-				oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
-				oldKey, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+				var oldCert, oldKey []byte
+				if reuse {
+					certPath, keyPath := bootstrap.LeafFiles(targets[i])
+					oldCert, _ = os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
+					oldKey, _ = os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+				}
 				leaves[i], errs[i] = ca.Leaf(targets[i], oldCert, oldKey, now)
 			}
 		}()
