@@ -307,13 +307,14 @@ func Render(o Options) (*Result, error) {
 	return res, nil
 }
 
-// buildEnvoy is the envoy.json of in.
+// buildEnvoy is the envoy.json of in: Marshal(Build(in)), as
+// MarshalMounted writes it for in's own mount directory.
 func buildEnvoy(in bootstrap.Input) ([]byte, error) {
-	bs, err := bootstrap.Build(in)
+	out, err := bootstrap.MarshalMounted(in, []string{in.MountDir})
 	if err != nil {
 		return nil, err
 	}
-	return bootstrap.Marshal(bs)
+	return out[0], nil
 }
 
 // leavesOf is the leaf of each target: the one in DIR when pki accepts it,
