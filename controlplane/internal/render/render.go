@@ -193,25 +193,50 @@ func Render(o Options) (*Result, error) {
 	if o.Health != "" {
 		cfg.Listeners.Health = o.Health
 	}
-	cfgJSON, err := marshalConfig(cfg)
+	cfgJSON, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	ca, err := pki.LoadCA(o.CADir, o.Now)
-	if err != nil {
+	cfgJSON = append(cfgJSON, '\n')
+	targets := bootstrap.BoundTargets(cfg)
+	// custodian.json is read back by the engine's parser (checkConfig)
+	// while the leaves are made: the two are independent, and the check
+	// alone, before anything else could start, was a tenth of a render.
+	checked := make(chan error, 1)
+	go func() { checked <- checkConfig(cfgJSON) }()
+	ca, caErr := pki.LoadCA(o.CADir, o.Now)
+	var leaves []pki.Leaf
+	var leafErr error
+	leavesDone := make(chan struct{})
+	if caErr == nil {
+		go func() {
+			defer close(leavesDone)
+			leaves, leafErr = leavesOf(ca, out, targets, o.Now)
+		}()
+	} else {
+		close(leavesDone)
+	}
+	// Every return below waits for the leaves: none outlives Render.
+	fail := func(err error) (*Result, error) {
+		<-leavesDone
 		return nil, err
+	}
+	if err := <-checked; err != nil {
+		return fail(err)
+	}
+	if caErr != nil {
+		return nil, caErr
 	}
 	trust, err := pki.Bundles(ca, o.SystemRoots, o.CABundle)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	admin, err := adminSocket(out, o.Rand)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	targets := bootstrap.BoundTargets(cfg)
 	if err := distinctLeaves(targets); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// DIR's envoy.json, the pod's (its own mount directory and module) and
 	// the leaves are independent: built at once, they take the machine's
@@ -244,7 +269,7 @@ func Render(o Options) (*Result, error) {
 			podEnvoyJSON, podErr = buildEnvoy(podIn)
 		}()
 	}
-	leaves, leafErr := leavesOf(ca, out, targets, o.Now)
+	<-leavesDone
 	wg.Wait()
 	// The first in the order they used to run: both builds refuse the same
 	// input with the same words, said once.
@@ -405,19 +430,14 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 	return c
 }
 
-// marshalConfig writes custodian.json (two-space indent, trailing newline)
-// and reads it back with the engine's own parser, so render never writes a
-// file the hosts would refuse.
-func marshalConfig(c *filter.Config) ([]byte, error) {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, '\n')
+// checkConfig reads custodian.json (Render writes it with a two-space
+// indent and a trailing newline) back with the engine's own parser, so
+// render never writes a file the hosts would refuse.
+func checkConfig(b []byte) error {
 	if err := bootstrap.CheckConfig(b); err != nil {
-		return nil, fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
+		return fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 // HarnessEnv is harness.env: each stand-in (the token's included; an AWS
