@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -62,10 +61,8 @@ func yamlOf(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.UseNumber()
-	var tree any
-	if err := d.Decode(&tree); err != nil {
+	tree, err := jsonTree(j)
+	if err != nil {
 		return nil, err
 	}
 	if m, ok := tree.(map[string]any); ok {
