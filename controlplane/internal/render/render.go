@@ -667,15 +667,7 @@ func writeFile(made map[string]bool, path string, f file) error {
 		}
 		made[dir] = true
 	}
-	h, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
-	if err != nil {
-		return err
-	}
-	if _, err := h.Write(f.data); err != nil {
-		h.Close()
-		return err
-	}
-	return h.Close()
+	return createFile(path, f.data, f.mode)
 }
 
 // removeStale removes the files of DIR/tls, DIR/kubernetes and
