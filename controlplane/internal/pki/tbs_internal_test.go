@@ -144,3 +144,18 @@ func sameAsStdlib(t *testing.T, what string, ours, stdlib func() ([]byte, error)
 	}
 	return got
 }
+
+// TestPEMIsStdlibs: a leaf's PEM is pem.EncodeToMemory's, for every
+// length across three lines and a certificate's and a key's own.
+func TestPEMIsStdlibs(t *testing.T) {
+	b := make([]byte, 1200)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= len(b); n++ {
+		for _, typ := range []string{"CERTIFICATE", "PRIVATE KEY"} {
+			block := &pem.Block{Type: typ, Bytes: b[:n]}
+			sameAsStdlib(t, fmt.Sprintf("%s of %d bytes", typ, n), func() ([]byte, error) { return pemOf(typ, b[:n]), nil }, func() ([]byte, error) { return pem.EncodeToMemory(block), nil })
+		}
+	}
+}
