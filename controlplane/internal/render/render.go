@@ -199,57 +199,49 @@ func Render(o Options) (*Result, error) {
 	}
 	cfgJSON = append(cfgJSON, '\n')
 	targets := bootstrap.BoundTargets(cfg)
-	// custodian.json is read back by the engine's parser (checkConfig)
-	// while the leaves are made: the two are independent, and the check
-	// alone, before anything else could start, was a tenth of a render.
-	checked := make(chan error, 1)
-	go func() { checked <- checkConfig(cfgJSON) }()
+	// The leaves and the two envoy.json (DIR's, and the pod's: its own
+	// mount directory and module) are independent: built at once, they
+	// take the machine's cores where one after the other left most of
+	// them idle. When the two envoy.json differ in their mount directory
+	// alone (the module plane, the pod's module, as by default), they are
+	// one build (bootstrap.MarshalMounted). The build reads custodian.json
+	// back with the engine's parser first (bootstrap.CheckConfig), the
+	// check render makes too, so it is made there, off the path of
+	// everything else, and render's own is the same check, answered from
+	// the build's; a check made before anything started was a tenth of a
+	// render on one core. Every refusal is the one the steps in this order
+	// would have met first: the check, the CA, the trust files, the admin
+	// socket, the leaves' files, the builds.
 	ca, caErr := pki.LoadCA(o.CADir, o.Now)
+	admin, adminErr := adminSocket(out, o.Rand)
+	// The leaves' files (all but a dozen of DIR's) are written into the
+	// temporary directory as soon as the leaves are made and the trust
+	// files are known to build, while the builds go on: written after
+	// them, they kept one core waiting.
+	w := beginWrite(out)
 	var leaves []pki.Leaf
 	var leafErr error
-	leavesDone := make(chan struct{})
+	var leafFiles map[string]file
+	early := make(chan bool, 1) // the refusals before the builds' found nothing
+	var wg sync.WaitGroup
 	if caErr == nil {
+		wg.Add(1)
 		go func() {
-			defer close(leavesDone)
+			defer wg.Done()
 			leaves, leafErr = leavesOf(ca, out, targets, o.Now)
+			if ok := <-early; ok && leafErr == nil {
+				leafFiles = filesOfLeaves(targets, leaves)
+				leafErr = w.add(leafFiles)
+			}
 		}()
-	} else {
-		close(leavesDone)
 	}
-	// Every return below waits for the leaves: none outlives Render.
-	fail := func(err error) (*Result, error) {
-		<-leavesDone
-		return nil, err
-	}
-	if err := <-checked; err != nil {
-		return fail(err)
-	}
-	if caErr != nil {
-		return nil, caErr
-	}
-	trust, err := pki.Bundles(ca, o.SystemRoots, o.CABundle)
-	if err != nil {
-		return fail(err)
-	}
-	admin, err := adminSocket(out, o.Rand)
-	if err != nil {
-		return fail(err)
-	}
-	if err := distinctLeaves(targets); err != nil {
-		return fail(err)
-	}
-	// DIR's envoy.json, the pod's (its own mount directory and module) and
-	// the leaves are independent: built at once, they take the machine's
-	// cores where one after the other left most of them idle (each
-	// envoy.json's Build is one goroutine's work). When the two differ in
-	// their mount directory alone (the module plane, the pod's module, as
-	// by default), they are one build (bootstrap.MarshalMounted).
 	dirIn := bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin}
 	podIn := podEnvoyInput(o, cfg, cfgJSON, admin)
 	var envoyJSON, podEnvoyJSON []byte
 	var dirErr, podErr error
-	var wg sync.WaitGroup
-	if dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.Module == dirIn.Module {
+	switch {
+	case adminErr != nil:
+	case dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.Module == dirIn.Module:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -258,7 +250,7 @@ func Render(o Options) (*Result, error) {
 				envoyJSON, podEnvoyJSON = both[0], both[1]
 			}
 		}()
-	} else {
+	default:
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -269,12 +261,18 @@ func Render(o Options) (*Result, error) {
 			podEnvoyJSON, podErr = buildEnvoy(podIn)
 		}()
 	}
-	<-leavesDone
+	var trust pki.Trust
+	trustErr := caErr
+	if caErr == nil {
+		trust, trustErr = pki.Bundles(ca, o.SystemRoots, o.CABundle)
+	}
+	distinctErr := distinctLeaves(targets)
+	early <- trustErr == nil && adminErr == nil && distinctErr == nil
 	wg.Wait()
-	// The first in the order they used to run: both builds refuse the same
-	// input with the same words, said once.
-	for _, err := range []error{dirErr, podErr, leafErr} {
+	// Both builds refuse the same input with the same words, said once.
+	for _, err := range []error{checkConfig(cfgJSON), trustErr, adminErr, distinctErr, dirErr, podErr, leafErr} {
 		if err != nil {
+			w.abort()
 			return nil, err
 		}
 	}
@@ -297,14 +295,10 @@ func Render(o Options) (*Result, error) {
 		} else {
 			res.Issued++
 		}
-		certPath, keyPath := bootstrap.LeafFiles(t)
-		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
-		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
 	}
-	// DIR's own files are written (into the temporary directory) while
+	// DIR's other files are written (into the temporary directory) while
 	// the pod's objects are built from them, then the objects' files.
-	w := beginWrite(out)
 	wrote := make(chan error, 1)
 	go func() { wrote <- w.add(files) }()
 	objects := map[string]file{}
@@ -320,6 +314,7 @@ func Render(o Options) (*Result, error) {
 		return nil, err
 	}
 	maps.Copy(files, objects)
+	maps.Copy(files, leafFiles)
 	written, err := w.finish(files)
 	if err != nil {
 		return nil, err
@@ -330,6 +325,19 @@ func Render(o Options) (*Result, error) {
 	sort.Strings(res.Files)
 	res.Written = written
 	return res, nil
+}
+
+// filesOfLeaves are the leaves' files of DIR: each target's certificate
+// and its key (mode 0600); a reused leaf's are the bytes DIR holds.
+func filesOfLeaves(targets []string, leaves []pki.Leaf) map[string]file {
+	files := make(map[string]file, 2*len(targets))
+	for i, t := range targets {
+		l := leaves[i]
+		certPath, keyPath := bootstrap.LeafFiles(t)
+		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
+		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
+	}
+	return files
 }
 
 // buildEnvoy is the envoy.json of in: Marshal(Build(in)), as
