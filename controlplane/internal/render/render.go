@@ -457,7 +457,12 @@ func checkConfig(b []byte) error {
 // direct (ADR-0059, "Two Harness env shapes").
 func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	var b bytes.Buffer
-	line := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
+	line := func(k, v string) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(v)
+		b.WriteByte('\n')
+	}
 	for _, s := range c.Secrets {
 		if s.AWS == nil {
 			line(s.Name, s.StandIn)
