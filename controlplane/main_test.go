@@ -111,7 +111,9 @@ func snapshot(t testing.TB, dir string) string {
 
 // BenchmarkRenderCold times `controlplane render` as a cold process (a new
 // process per render, reading the manifest, the CA and the system roots)
-// for 10 to 400 bound targets: "fresh" into an empty DIR (every leaf
+// of the command as go build makes it — not this test binary as main,
+// which starts ~20 ms slower for the test packages' own inits — for 10 to
+// 400 bound targets: "fresh" into an empty DIR (every leaf
 // issued), "again" into the rendered DIR (every leaf reused), and
 // "fresh-tmpfs" as fresh with DIR on /dev/shm: on a disk whose file create
 // is slow, the difference is the disk's, not the render's. On ext4 a create
@@ -121,14 +123,27 @@ func snapshot(t testing.TB, dir string) string {
 // system CPU, so "fresh" is the render plus that; fresh renders go into a
 // new DIR each, removed after the loop, so the benchmark adds no churn of
 // its own. It reports
-// envoy.json's size and the process's CPU time (user + system, all cores),
-// which a loaded machine inflates less than the wall time. Print the
+// envoy.json's size, the process's CPU time (user + system, all cores),
+// which a loaded machine inflates less than the wall time, and the best
+// render's wall time (best-ms/op, the fastest of b.N): what the render
+// takes when no neighbour takes a core from it, the figure its goal rows
+// hold (the best of three under 150 ms), where the mean also measures
+// the machine's other work. Print the
 // table, each row against 10 targets:
 //
 //	go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x | go run ./scripts/benchtable -title "controlplane render, cold process" -vs 'RenderCold/targets=10/fresh'
 func BenchmarkRenderCold(b *testing.B) {
 	roots := rootsPEM(b)
 	dir := b.TempDir()
+	bin := filepath.Join(dir, "controlplane")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	render := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"render"}, args...)...)
+		cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+roots)
+		return cmd
+	}
 	ca := filepath.Join(dir, "ca")
 	if code, _, stderr := runCmd(b, roots, "ca", "init", "--dir", ca); code != 0 {
 		b.Fatal(stderr)
@@ -157,12 +172,12 @@ func BenchmarkRenderCold(b *testing.B) {
 				}
 				if mode == "again" {
 					// DIR rendered once, untimed: every render below reuses it.
-					if code, _, stderr := runCmd(b, roots, "render", "--manifest", held, "--ca", ca, "--out", out); code != 0 {
-						b.Fatal(stderr)
+					if msg, err := render("--manifest", held, "--ca", ca, "--out", out).CombinedOutput(); err != nil {
+						b.Fatalf("%v: %s", err, msg)
 					}
 					b.ResetTimer()
 				}
-				var cpu, floor time.Duration
+				var cpu, floor, best time.Duration
 				files := 0
 				target := out
 				for i := 0; i < b.N; i++ {
@@ -174,11 +189,15 @@ func BenchmarkRenderCold(b *testing.B) {
 						// with the iteration, not the render's.
 						target = fmt.Sprintf("%s-%d", out, i)
 					}
-					cmd := command(roots, "render", "--manifest", held, "--ca", ca, "--out", target)
+					cmd := render("--manifest", held, "--ca", ca, "--out", target)
 					var stderr bytes.Buffer
 					cmd.Stderr = &stderr
+					t0 := time.Now()
 					if err := cmd.Run(); err != nil {
 						b.Fatalf("%v: %s", err, stderr.String())
+					}
+					if d := time.Since(t0); i == 0 || d < best {
+						best = d
 					}
 					cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 					if mode == "fresh" {
@@ -193,6 +212,7 @@ func BenchmarkRenderCold(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(best.Microseconds())/1000, "best-ms/op")
 				if mode == "fresh" {
 					b.ReportMetric(float64(floor.Microseconds())/1000/float64(b.N), "files-only-ms/op")
 					b.ReportMetric(float64(files), "files")

@@ -39,8 +39,8 @@ go test ./filter/module -run '^$' -bench PassedRequest -benchmem \
 # controlplane render: a cold process, 10 to 400 targets.
 go test ./controlplane -run '^$' -bench RenderCold -benchtime 5x \
 	| table -title "controlplane render, cold process (secrets = targets/2; 400 targets = 200 secrets)" -vs 'RenderCold/targets=10/fresh' \
-	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on this disk)|^RenderCold/targets=400/fresh$|ns/op|<=|200000000|the same render into tmpfs takes {^RenderCold/targets=400/fresh-tmpfs$ ns/op}; writing its {^RenderCold/targets=400/fresh$ files} again on this disk right after each render, nothing rendered, takes {^RenderCold/targets=400/fresh$ files-only-ms/op}: the creates of this ext4 disk, not the render' \
-	-goal 'controlplane render cold, 200 secrets, 400 targets (DIR on tmpfs)|^RenderCold/targets=400/fresh-tmpfs$|ns/op|<=|150000000' \
+	-goal 'controlplane render cold, 200 secrets, 400 targets, the best of 5 (DIR on this disk)|^RenderCold/targets=400/fresh$|best-ms/op|<=|150|the same render into tmpfs takes {^RenderCold/targets=400/fresh-tmpfs$ best-ms/op} at best; writing its {^RenderCold/targets=400/fresh$ files} again on this disk right after each render, nothing rendered, takes {^RenderCold/targets=400/fresh$ files-only-ms/op}: the creates of this ext4 disk, not the render' \
+	-goal 'controlplane render cold, 200 secrets, 400 targets, the best of 5 (DIR on tmpfs)|^RenderCold/targets=400/fresh-tmpfs$|best-ms/op|<=|150' \
 	-goal 'envoy.json, 200 secrets, 400 targets|^RenderCold/targets=400/fresh$|envoy.json-bytes|<=|600000' || status=1
 
 # custodian serve and Envoy with the module: each

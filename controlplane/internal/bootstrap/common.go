@@ -27,6 +27,10 @@ type builder struct {
 	pluginConfig string   // the engine filter's config: custodian.json's path (pluginconf.FilterConfig)
 	targets      []string // bound targets, table order
 	err          error
+	// upstreams and left, in a lean build (upstreams.go): the template
+	// of the upstream clusters and the clusters written from it.
+	upstreams upstreamTemplate
+	left      *leftOut
 }
 
 func (b *builder) fail(err error) {

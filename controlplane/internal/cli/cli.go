@@ -319,9 +319,7 @@ func renderCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintln(stdout, res.Summary)
-	if parsed, err := manifest.ParseWith(m, manifest.Options{AllowLocalTargets: *f.allowLocal}); err == nil {
-		renderNotes(stderr, parsed, *f.valuesDir, *f.allowLocal, noProxy(*f.out))
-	}
+	renderNotes(stderr, res.Manifest, *f.valuesDir, *f.allowLocal, noProxy(*f.out))
 	kubeNotes(stderr, res.Kube)
 	return ExitOK
 }

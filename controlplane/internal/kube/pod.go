@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"path"
@@ -538,7 +539,16 @@ const AnnotationDigest = "jr2.dev/config-digest"
 
 func configDigest(configs []*corev1.ConfigMap, trust *corev1.ConfigMap, leaves []*corev1.Secret) string {
 	h := sha256.New()
-	put := func(k, v string) { fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(v), v) }
+	// Each of k and v as its length, ':' and itself: the bytes
+	// fmt.Fprintf(h, "%d:%s%d:%s", …) wrote, without its copy of each
+	// value (envoy.json's megabyte among them) into a buffer of its own.
+	put := func(k, v string) {
+		for _, s := range [2]string{k, v} {
+			io.WriteString(h, strconv.Itoa(len(s)))
+			io.WriteString(h, ":")
+			io.WriteString(h, s)
+		}
+	}
 	for _, cm := range append(append([]*corev1.ConfigMap(nil), configs...), trust) {
 		put("configmap", cm.Name)
 		for _, k := range slices.Sorted(maps.Keys(cm.Data)) {

@@ -276,9 +276,17 @@ func TestTargetCeiling(t *testing.T) {
 			t.Errorf("800 targets: %s: %d bytes, %v", kube.FileName(o), n, err)
 		}
 	}
-	_, _, err = renderPod(t, manifesttest.Generate(900), nil)
-	if want := "kubernetes/configmap-ws-bench-custodian-envoy.yaml would be "; err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("900 targets: error %v; want one naming %q", err, want)
+	out, _, err := renderPod(t, manifesttest.Generate(900), nil)
+	// Nothing was written: no DIR, and nothing left beside it (its
+	// leaves went into a temporary directory there before the objects
+	// were refused).
+	if left, rerr := os.ReadDir(filepath.Dir(out)); rerr != nil || len(left) != 0 {
+		t.Errorf("900 targets, refused: %v beside DIR (%v)", left, rerr)
+	}
+	for _, want := range []string{"kubernetes/configmap-ws-bench-custodian-envoy.yaml would be ", "over Kubernetes' 1048576-byte object limit", "bind fewer hosts (split the secrets across pods)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("900 targets: error %v; want one naming %q", err, want)
+		}
 	}
 }
 

@@ -41,14 +41,24 @@ func Files(set *Set) (map[string][]byte, error) {
 	// Each object's YAML on a goroutine of its own (a pod of 400 targets
 	// writes ~1.6 MB of it, a tenth of a render): the objects are
 	// independent and read-only here.
-	yamls := make([][]byte, len(set.Objects))
-	errs := make([]error, len(set.Objects))
+	// The patch is one of them: it is the Pod's spec again, as large as
+	// the Pod, and written after the others it was the last tenth of the
+	// YAML on one core.
+	yamls := make([][]byte, len(set.Objects)+1)
+	errs := make([]error, len(set.Objects)+1)
 	var wg sync.WaitGroup
 	for i, obj := range set.Objects {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			yamls[i], errs[i] = Marshal(obj)
+		}()
+	}
+	if set.Patch != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			yamls[len(set.Objects)], errs[len(set.Objects)] = Marshal(set.Patch)
 		}()
 	}
 	wg.Wait()
@@ -73,11 +83,10 @@ func Files(set *Set) (map[string][]byte, error) {
 		out[name] = b
 	}
 	if set.Patch != nil {
-		b, err := Marshal(set.Patch)
-		if err != nil {
+		if err := errs[len(set.Objects)]; err != nil {
 			return nil, err
 		}
-		out[PatchDir+"/"+PatchFile(set.Patch.Spec.Template.Labels[LabelHeldPod])] = b
+		out[PatchDir+"/"+PatchFile(set.Patch.Spec.Template.Labels[LabelHeldPod])] = yamls[len(set.Objects)]
 	}
 	return out, nil
 }

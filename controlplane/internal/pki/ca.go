@@ -16,6 +16,8 @@
 //     A leaf's to-be-signed bytes are exactly those x509.CreateCertificate
 //     would sign for the same template (TestIssueTBSIsStdlibs); Issue signs
 //     them itself, without CreateCertificate's verify of its own signature.
+//     Its key file is exactly x509.MarshalPKCS8PrivateKey's
+//     (TestPKCS8IsStdlibs), encoded by hand like the certificate.
 //
 // Invariant: the CA's private key leaves this package only in the one file
 // InitCA writes (ca.key, mode 0600) — never in a leaf, a trust file, an

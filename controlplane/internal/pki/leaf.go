@@ -8,7 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/big"
@@ -114,14 +114,29 @@ func (ca *CA) Issue(target string, now time.Time) (Leaf, error) {
 	}
 	// Certificate: the TBS, the algorithm, the signature as a BIT STRING.
 	cert := der(0x30, tbs, derECDSAWithSHA256, der(0x03, []byte{0}, sig))
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	keyDER, err := pkcs8P256(key)
 	if err != nil {
 		return Leaf{}, fmt.Errorf("leaf for %s: %w", target, err)
 	}
-	return Leaf{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return Leaf{CertPEM: pemOf("CERTIFICATE", cert), KeyPEM: pemOf("PRIVATE KEY", keyDER)}, nil
+}
+
+// pemOf is pem.EncodeToMemory of a block of typ without headers, byte for
+// byte (TestPEMIsStdlibs), into one buffer of its size: the library's
+// line breaker and base64 encoder (a kilobyte each) grew a buffer for
+// each of a render's 800 files.
+func pemOf(typ string, b []byte) []byte {
+	const line = 48 // bytes per 64-character line
+	n := (len(b) + line - 1) / line
+	out := make([]byte, 0, len("-----BEGIN -----\n-----END -----\n")+2*len(typ)+base64.StdEncoding.EncodedLen(len(b))+n)
+	out = append(out, "-----BEGIN "+typ+"-----\n"...)
+	for len(b) > 0 {
+		chunk := b[:min(line, len(b))]
+		out = base64.StdEncoding.AppendEncode(out, chunk)
+		out = append(out, '\n')
+		b = b[len(chunk):]
+	}
+	return append(out, "-----END "+typ+"-----\n"...)
 }
 
 // leafTemplate is the certificate a target's leaf is: its host as the
@@ -168,7 +183,57 @@ var (
 		0x06, 0x08, 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01}
 	derOIDAuthorityKeyID = []byte{0x06, 0x03, 0x55, 0x1d, 0x23}
 	derOIDSubjectAltName = []byte{0x06, 0x03, 0x55, 0x1d, 0x11}
+	derOIDCommonName     = []byte{0x06, 0x03, 0x55, 0x04, 0x03}
+	// PKCS #8's version 0 and AlgorithmIdentifier id-ecPublicKey with
+	// the named curve prime256v1 as its parameters.
+	derPKCS8P256Head = []byte{0x02, 0x01, 0x00, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+		0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07}
 )
+
+// pkcs8P256 is x509.MarshalPKCS8PrivateKey of a P-256 key, byte for byte
+// (TestPKCS8IsStdlibs), built by hand as the certificate is: PKCS #8 v0,
+// id-ecPublicKey on prime256v1, and the SEC 1 ECPrivateKey version 1 with
+// the 32-byte scalar and the public point, the curve left to PKCS #8's
+// algorithm as crypto/x509 leaves it. asn1.Marshal's reflection was 2 %
+// of a 400-target render's CPU.
+func pkcs8P256(key *ecdsa.PrivateKey) ([]byte, error) {
+	if key.Curve != elliptic.P256() {
+		return nil, errors.New("the leaf's key is not an ECDSA P-256 key")
+	}
+	scalar, err := key.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	point, err := key.PublicKey.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	ec := der(0x30,
+		[]byte{0x02, 0x01, 0x01}, // version 1
+		der(0x04, scalar),
+		der(0xa1, der(0x03, []byte{0}, point)), // [1] EXPLICIT publicKey BIT STRING
+	)
+	return der(0x30, derPKCS8P256Head, der(0x04, ec)), nil
+}
+
+// subjectCN is the DER of a Name whose one attribute is the common name
+// cn, as asn1.Marshal writes pkix.Name{CommonName: cn}.ToRDNSequence():
+// a PrintableString when every character is one of a host name's or an
+// IP literal's ("A-Za-z0-9.-:"), else (such as a '_') asn1.Marshal's own
+// choice.
+func subjectCN(cn string) ([]byte, error) {
+	if cn == "" {
+		return asn1.Marshal(pkix.Name{}.ToRDNSequence())
+	}
+	for i := 0; i < len(cn); i++ {
+		if c := cn[i]; !(isLetter(c) || c >= '0' && c <= '9' || c == '.' || c == '-' || c == ':') {
+			return asn1.Marshal(pkix.Name{CommonName: cn}.ToRDNSequence())
+		}
+	}
+	return der(0x30, der(0x31, der(0x30, derOIDCommonName, der(0x13, []byte(cn))))), nil
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // der is one DER element: tag, definite length, content.
 func der(tag byte, content ...[]byte) []byte {
@@ -226,7 +291,7 @@ func (ca *CA) leafTBS(target string, serial *big.Int, pub *ecdsa.PublicKey, now 
 	if err != nil || len(point) != 65 || pub.Curve != elliptic.P256() {
 		return nil, errors.New("the leaf's key is not an ECDSA P-256 key")
 	}
-	subject, err := asn1.Marshal(tmpl.Subject.ToRDNSequence())
+	subject, err := subjectCN(tmpl.Subject.CommonName)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,13 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,4 +91,71 @@ func loadCA(t *testing.T, at time.Time) *CA {
 		t.Fatal(err)
 	}
 	return ca
+}
+
+// TestPKCS8IsStdlibs: the key Issue writes is, byte for byte, what
+// x509.MarshalPKCS8PrivateKey writes for it (keys whose scalar or point
+// coordinates begin with zero bytes included, by drawing many), and it
+// parses back to the same key.
+func TestPKCS8IsStdlibs(t *testing.T) {
+	for range 300 {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sameAsStdlib(t, "PKCS #8", func() ([]byte, error) { return pkcs8P256(key) }, func() ([]byte, error) { return x509.MarshalPKCS8PrivateKey(key) })
+		back, err := x509.ParsePKCS8PrivateKey(got)
+		if err != nil || !key.Equal(back) {
+			t.Fatalf("PKCS #8 does not read back: %v", err)
+		}
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pkcs8P256(other); err == nil {
+		t.Error("a P-384 key was written as P-256")
+	}
+}
+
+// TestSubjectIsStdlibs: a leaf's subject is asn1.Marshal's of the same
+// name, for the names a target's host can be and the ones that take the
+// library's own path (a '_', a '*', non-ASCII, empty).
+func TestSubjectIsStdlibs(t *testing.T) {
+	for _, cn := range []string{"api.example.com", "svc-001.example.com", "A-Z.example", "10.1.2.3", "2001:db8::1", "a_b.example.com", "*.example.com", "bücher.example", "", strings.Repeat("a", 200) + ".example.com"} {
+		sameAsStdlib(t, fmt.Sprintf("%q: subject", cn), func() ([]byte, error) { return subjectCN(cn) }, func() ([]byte, error) { return asn1.Marshal(pkix.Name{CommonName: cn}.ToRDNSequence()) })
+	}
+}
+
+// sameAsStdlib fails the test unless ours writes the bytes the standard
+// library's function does, and returns them.
+func sameAsStdlib(t *testing.T, what string, ours, stdlib func() ([]byte, error)) []byte {
+	t.Helper()
+	want, err := stdlib()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ours()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s\n%x\nwant (the standard library's)\n%x", what, got, want)
+	}
+	return got
+}
+
+// TestPEMIsStdlibs: a leaf's PEM is pem.EncodeToMemory's, for every
+// length across three lines and a certificate's and a key's own.
+func TestPEMIsStdlibs(t *testing.T) {
+	b := make([]byte, 1200)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= len(b); n++ {
+		for _, typ := range []string{"CERTIFICATE", "PRIVATE KEY"} {
+			block := &pem.Block{Type: typ, Bytes: b[:n]}
+			sameAsStdlib(t, fmt.Sprintf("%s of %d bytes", typ, n), func() ([]byte, error) { return pemOf(typ, b[:n]), nil }, func() ([]byte, error) { return pem.EncodeToMemory(block), nil })
+		}
+	}
 }

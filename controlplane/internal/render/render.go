@@ -146,6 +146,10 @@ type Result struct {
 	// Kube is the pod's Kubernetes objects, as written under
 	// DIR/kubernetes/, and the pod-template patch.
 	Kube *kube.Set
+	// Manifest is the held manifest as render read it, for what the
+	// caller says of it after (the value files to put in place): read
+	// once, not parsed again.
+	Manifest *manifest.Manifest
 }
 
 type file struct {
@@ -189,38 +193,55 @@ func Render(o Options) (*Result, error) {
 	if o.Health != "" {
 		cfg.Listeners.Health = o.Health
 	}
-	cfgJSON, err := marshalConfig(cfg)
+	cfgJSON, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	ca, err := pki.LoadCA(o.CADir, o.Now)
-	if err != nil {
-		return nil, err
-	}
-	trust, err := pki.Bundles(ca, o.SystemRoots, o.CABundle)
-	if err != nil {
-		return nil, err
-	}
-	admin, err := adminSocket(out, o.Rand)
-	if err != nil {
-		return nil, err
-	}
+	cfgJSON = append(cfgJSON, '\n')
 	targets := bootstrap.BoundTargets(cfg)
-	if err := distinctLeaves(targets); err != nil {
-		return nil, err
+	// The leaves and the two envoy.json (DIR's, and the pod's: its own
+	// mount directory and module) are independent: built at once, they
+	// take the machine's cores where one after the other left most of
+	// them idle. When the two envoy.json differ in their mount directory
+	// alone (the module plane, the pod's module, as by default), they are
+	// one build (bootstrap.MarshalMounted). The build reads custodian.json
+	// back with the engine's parser first (bootstrap.CheckConfig), the
+	// check render makes too, so it is made there, off the path of
+	// everything else, and render's own is the same check, answered from
+	// the build's; a check made before anything started was a tenth of a
+	// render on one core. Every refusal is the one the steps in this order
+	// would have met first: the check, the CA, the trust files, the admin
+	// socket, the leaves' files, the builds.
+	ca, caErr := pki.LoadCA(o.CADir, o.Now)
+	admin, adminErr := adminSocket(out, o.Rand)
+	// The leaves' files (all but a dozen of DIR's) are written into the
+	// temporary directory as soon as the leaves are made and the trust
+	// files are known to build, while the builds go on: written after
+	// them, they kept one core waiting.
+	w := beginWrite(out)
+	var leaves []pki.Leaf
+	var leafErr error
+	var leafFiles map[string]file
+	early := make(chan bool, 1) // the refusals before the builds' found nothing
+	var wg sync.WaitGroup
+	if caErr == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			leaves, leafErr = leavesOf(ca, out, targets, o.Now)
+			if ok := <-early; ok && leafErr == nil {
+				leafFiles = filesOfLeaves(targets, leaves)
+				leafErr = w.add(leafFiles)
+			}
+		}()
 	}
-	// DIR's envoy.json, the pod's (its own mount directory and module) and
-	// the leaves are independent: built at once, they take the machine's
-	// cores where one after the other left most of them idle (each
-	// envoy.json's Build is one goroutine's work). When the two differ in
-	// their mount directory alone (the module plane, the pod's module, as
-	// by default), they are one build (bootstrap.MarshalMounted).
 	dirIn := bootstrap.Input{Config: cfg, ConfigJSON: cfgJSON, DataPlane: o.DataPlane, Plugin: o.Plugin, Module: o.Module, MountDir: o.MountDir, AdminSocket: admin}
 	podIn := podEnvoyInput(o, cfg, cfgJSON, admin)
 	var envoyJSON, podEnvoyJSON []byte
 	var dirErr, podErr error
-	var wg sync.WaitGroup
-	if dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.Module == dirIn.Module {
+	switch {
+	case adminErr != nil:
+	case dirIn.DataPlane != bootstrap.DataPlaneGolang && podIn.Module == dirIn.Module:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -229,7 +250,7 @@ func Render(o Options) (*Result, error) {
 				envoyJSON, podEnvoyJSON = both[0], both[1]
 			}
 		}()
-	} else {
+	default:
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -240,12 +261,18 @@ func Render(o Options) (*Result, error) {
 			podEnvoyJSON, podErr = buildEnvoy(podIn)
 		}()
 	}
-	leaves, leafErr := leavesOf(ca, out, targets, o.Now)
+	var trust pki.Trust
+	trustErr := caErr
+	if caErr == nil {
+		trust, trustErr = pki.Bundles(ca, o.SystemRoots, o.CABundle)
+	}
+	distinctErr := distinctLeaves(targets)
+	early <- trustErr == nil && adminErr == nil && distinctErr == nil
 	wg.Wait()
-	// The first in the order they used to run: both builds refuse the same
-	// input with the same words, said once.
-	for _, err := range []error{dirErr, podErr, leafErr} {
+	// Both builds refuse the same input with the same words, said once.
+	for _, err := range []error{checkConfig(cfgJSON), trustErr, adminErr, distinctErr, dirErr, podErr, leafErr} {
 		if err != nil {
+			w.abort()
 			return nil, err
 		}
 	}
@@ -259,7 +286,7 @@ func Render(o Options) (*Result, error) {
 		UpstreamFile:  {data: trust.Upstream, mode: 0o644},
 		WgetrcFile:    {data: Wgetrc(o.HarnessCADir), mode: 0o644},
 	}
-	res := &Result{Summary: Summary(m, cfg)}
+	res := &Result{Summary: Summary(m, cfg), Manifest: m}
 	kubeLeaves := make([]kube.Leaf, len(targets))
 	for i, t := range targets {
 		l := leaves[i]
@@ -268,14 +295,10 @@ func Render(o Options) (*Result, error) {
 		} else {
 			res.Issued++
 		}
-		certPath, keyPath := bootstrap.LeafFiles(t)
-		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
-		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
 		kubeLeaves[i] = kube.Leaf{Target: t, Cert: l.CertPEM, Key: l.KeyPEM}
 	}
-	// DIR's own files are written (into the temporary directory) while
+	// DIR's other files are written (into the temporary directory) while
 	// the pod's objects are built from them, then the objects' files.
-	w := beginWrite(out)
 	wrote := make(chan error, 1)
 	go func() { wrote <- w.add(files) }()
 	objects := map[string]file{}
@@ -291,6 +314,7 @@ func Render(o Options) (*Result, error) {
 		return nil, err
 	}
 	maps.Copy(files, objects)
+	maps.Copy(files, leafFiles)
 	written, err := w.finish(files)
 	if err != nil {
 		return nil, err
@@ -303,20 +327,38 @@ func Render(o Options) (*Result, error) {
 	return res, nil
 }
 
-// buildEnvoy is the envoy.json of in.
+// filesOfLeaves are the leaves' files of DIR: each target's certificate
+// and its key (mode 0600); a reused leaf's are the bytes DIR holds.
+func filesOfLeaves(targets []string, leaves []pki.Leaf) map[string]file {
+	files := make(map[string]file, 2*len(targets))
+	for i, t := range targets {
+		l := leaves[i]
+		certPath, keyPath := bootstrap.LeafFiles(t)
+		files[certPath] = file{data: l.CertPEM, mode: 0o644, same: l.Reused}
+		files[keyPath] = file{data: l.KeyPEM, mode: 0o600, same: l.Reused}
+	}
+	return files
+}
+
+// buildEnvoy is the envoy.json of in: Marshal(Build(in)), as
+// MarshalMounted writes it for in's own mount directory.
 func buildEnvoy(in bootstrap.Input) ([]byte, error) {
-	bs, err := bootstrap.Build(in)
+	out, err := bootstrap.MarshalMounted(in, []string{in.MountDir})
 	if err != nil {
 		return nil, err
 	}
-	return bootstrap.Marshal(bs)
+	return out[0], nil
 }
 
 // leavesOf is the leaf of each target: the one in DIR when pki accepts it,
 // else a fresh one. The targets are independent (a signature check or a
 // key and a signature each), so they are spread over the machine's cores;
-// the result is in target order whatever the schedule.
+// the result is in target order whatever the schedule. A DIR without a
+// tls directory (a fresh render) has no leaf to reuse, so none is looked
+// for: 800 opens that each fail.
 func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Leaf, error) {
+	_, err := os.Lstat(filepath.Join(out, tlsDir))
+	reuse := err == nil
 	leaves := make([]pki.Leaf, len(targets))
 	errs := make([]error, len(targets))
 	var next atomic.Int64
@@ -326,9 +368,12 @@ func leavesOf(ca *pki.CA, out string, targets []string, now time.Time) ([]pki.Le
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(targets); i = int(next.Add(1) - 1) {
-				certPath, keyPath := bootstrap.LeafFiles(targets[i])
-				oldCert, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
-				oldKey, _ := os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+				var oldCert, oldKey []byte
+				if reuse {
+					certPath, keyPath := bootstrap.LeafFiles(targets[i])
+					oldCert, _ = os.ReadFile(filepath.Join(out, filepath.FromSlash(certPath)))
+					oldKey, _ = os.ReadFile(filepath.Join(out, filepath.FromSlash(keyPath)))
+				}
 				leaves[i], errs[i] = ca.Leaf(targets[i], oldCert, oldKey, now)
 			}
 		}()
@@ -393,19 +438,14 @@ func Config(m *manifest.Manifest, valuesDir string) *filter.Config {
 	return c
 }
 
-// marshalConfig writes custodian.json (two-space indent, trailing newline)
-// and reads it back with the engine's own parser, so render never writes a
-// file the hosts would refuse.
-func marshalConfig(c *filter.Config) ([]byte, error) {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, '\n')
+// checkConfig reads custodian.json (Render writes it with a two-space
+// indent and a trailing newline) back with the engine's own parser, so
+// render never writes a file the hosts would refuse.
+func checkConfig(b []byte) error {
 	if err := bootstrap.CheckConfig(b); err != nil {
-		return nil, fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
+		return fmt.Errorf("render built a custodian.json the engine refuses (a bug in render): %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 // HarnessEnv is harness.env: each stand-in (the token's included; an AWS
@@ -417,7 +457,12 @@ func marshalConfig(c *filter.Config) ([]byte, error) {
 // direct (ADR-0059, "Two Harness env shapes").
 func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	var b bytes.Buffer
-	line := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
+	line := func(k, v string) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(v)
+		b.WriteByte('\n')
+	}
 	for _, s := range c.Secrets {
 		if s.AWS == nil {
 			line(s.Name, s.StandIn)
@@ -635,15 +680,7 @@ func writeFile(made map[string]bool, path string, f file) error {
 		}
 		made[dir] = true
 	}
-	h, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
-	if err != nil {
-		return err
-	}
-	if _, err := h.Write(f.data); err != nil {
-		h.Close()
-		return err
-	}
-	return h.Close()
+	return createFile(path, f.data, f.mode)
 }
 
 // removeStale removes the files of DIR/tls, DIR/kubernetes and
