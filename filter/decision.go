@@ -59,7 +59,8 @@ type Decision struct {
 	// Target is the bound host:port (egress) or the Orchestrator (control).
 	Target string
 	// Path is the request target to send upstream (normalised path, query
-	// unchanged).
+	// unchanged; a SigV4 request's query in its signer's spelling, the one
+	// the real key signed).
 	Path string
 	// Set are headers whose every value the host replaces with this one.
 	// Only a Set header may carry a value; the host puts it on the outbound

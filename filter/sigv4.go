@@ -130,6 +130,9 @@ const (
 	SigV4aText         = "SigV4a (AWS4-ECDSA-P256-SHA256) is not re-signed; sign with SigV4 (AWS4-HMAC-SHA256) for the bound host's region"
 	SigV4TwiceText     = "the request is signed twice (an Authorization and a presigned query); send one signature"
 	SigV4RangeText     = "range (or if-range) is a signed header; ranges never go upstream, so sign the request without them"
+	SigV4RemovedText   = "a credential header the Custodian removes or replaces is signed, so what goes upstream would not be what was signed; sign the request without it"
+	SigV4OnceText      = "a signed header, or host, x-amz-date or x-amz-content-sha256, was sent more than once; send each once"
+	SigV4QueryText     = "the query holds a pair that readers read differently (a bad %-escape, or a ';'); percent-encode it as the SDKs do"
 )
 
 // BodyTooLarge is the answer of a host to a request whose body, held for
@@ -367,7 +370,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 		return true
 	}
 	t, err := time.Parse("20060102T150405Z", p.amzDate)
-	if err != nil || p.date != p.amzDate[:8] {
+	if err != nil || p.date != p.amzDate[:8] || t.Format("20060102T150405Z") != p.amzDate {
 		d.Reply = reply(400, ReasonSignature, SigV4MalformedText)
 		return true
 	}
@@ -397,6 +400,10 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 			return true
 		}
 	}
+	if msg := e.signedAsSent(r, signed, sr.presigned, query); msg != "" {
+		d.Reply = reply(400, ReasonSignature, msg)
+		return true
+	}
 	// The payload hash the signature covers.
 	switch {
 	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && !isChunkForm(contentSHA):
@@ -421,7 +428,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 		d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
 		return true
 	}
-	out, ok := in.sign(&sr, newPath, k)
+	out, upQuery, ok := in.sign(&sr, newPath, k)
 	if !ok {
 		d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
 		return true
@@ -429,9 +436,15 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	// 7, 8, 11
 	var set []Header
 	swaps := make([]swap, 0, 2)
-	if sr.presigned {
+	switch {
+	case sr.presigned:
 		d.Path = newPath + "?" + out
-	} else {
+	case upQuery != "":
+		d.Path = newPath + "?" + upQuery
+	default:
+		d.Path = newPath
+	}
+	if !sr.presigned {
 		set = append(set, Header{Name: "authorization", Value: out})
 		swaps = append(swaps, swap{secret: bt.aws, header: "authorization"})
 	}
@@ -558,8 +571,10 @@ func (in *sigv4Input) verify(sr *sigv4Request, rawPath string, k *awsKey) bool {
 }
 
 // sign signs the request again with the real key, for newPath (the path
-// that goes upstream): the Authorization value, or a presigned query.
-func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (string, bool) {
+// that goes upstream): the Authorization value and the query it signed,
+// in the spelling that goes upstream (the signer's canonical one), or a
+// presigned query (query "").
+func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, query string, ok bool) {
 	cred := aws.Credentials{AccessKeyID: k.keyID, SecretAccessKey: k.secret, SessionToken: k.token}
 	if sr.presigned {
 		q := cloneValues(sr.query)
@@ -567,15 +582,59 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (string,
 		up := *in
 		up.host = in.upstreamHost
 		rawQuery, _, ok := up.presignQuery(cred, newPath, q)
-		return rawQuery, ok
+		return rawQuery, "", ok
 	}
 	up := *in
 	up.host = in.upstreamHost
 	req := up.request(newPath, in.rawQuery)
 	if err := in.signer().SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
-		return "", false
+		return "", "", false
 	}
-	return req.Header.Get("Authorization"), true
+	// The signer leaves its canonical query in the request: the query it
+	// signed, spelled so that every reader reads the same pairs of it.
+	return req.Header.Get("Authorization"), req.URL.RawQuery, true
+}
+
+// signedAsSent is the refusal of a signature whose request cannot go
+// upstream as signed, "" when it can: the real key signs exactly the
+// bytes that go upstream, and those are exactly what the agent signed.
+// An upstream that computes another canonical request answers
+// SignatureDoesNotMatch, and S3's answer echoes its canonical request (the
+// real session token in it) and the real key's signature, from which a
+// presigned URL can be rebuilt. So the agent may not sign a credential
+// header, which rule 8 removes or the engine replaces (but for the
+// session token of a header signature, which the new signature covers as
+// the engine sets it), nor send a signed header twice, or host, x-amz-date
+// or x-amz-content-sha256 twice (one value signed, two sent), nor a query
+// that Go's parser and another read differently: the signer reads the
+// query with url.ParseQuery, which drops a pair with a bad escape or a ';'
+// that an upstream would count; the rest of the query goes upstream in
+// the signer's own spelling (sign).
+func (e *Engine) signedAsSent(r *Request, signed []string, presigned bool, query string) string {
+	for _, n := range signed {
+		if _, cred := e.credIdx[n]; cred && (presigned || n != "x-amz-security-token") {
+			return SigV4RemovedText
+		}
+	}
+	for i, h := range r.Headers {
+		if strings.EqualFold(h.Name, "host") {
+			return SigV4OnceText // the Authority is the request's Host
+		}
+		if !strings.EqualFold(h.Name, "x-amz-date") && !strings.EqualFold(h.Name, "x-amz-content-sha256") && !containsStr(signed, contract.Lower(h.Name)) {
+			continue
+		}
+		for _, o := range r.Headers[:i] {
+			if strings.EqualFold(o.Name, h.Name) {
+				return SigV4OnceText
+			}
+		}
+	}
+	if !presigned {
+		if _, err := url.ParseQuery(query); err != nil {
+			return SigV4QueryText
+		}
+	}
+	return ""
 }
 
 // presign presigns with cred and returns the signature and the signed
