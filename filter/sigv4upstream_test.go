@@ -2,6 +2,7 @@ package filter
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -83,5 +84,30 @@ func TestSigV4SignedAsSent(t *testing.T) {
 	}
 	if _, q, _ := strings.Cut(d.Path, "?"); q != "list-type=2&prefix=a%20b&uploads=" {
 		t.Errorf("query upstream %q, want the signer's spelling", q)
+	}
+}
+
+// TestSigV4EchoScrubbed: an S3 SignatureDoesNotMatch answer echoes the
+// canonical request and the string to sign as text and as space-separated
+// hex (<CanonicalRequestBytes>, <StringToSignBytes>); no part of the real
+// key reaches the agent in either spelling, whatever case the hex is in.
+func TestSigV4EchoScrubbed(t *testing.T) {
+	e := awsEngine(t, true)
+	canonical := "GET\n/bucket/k\n\nhost:" + s3Host + "\nx-amz-date:20261207T090000Z\nx-amz-security-token:" + awsTokenValue + "\n\nhost;x-amz-date;x-amz-security-token\nUNSIGNED-PAYLOAD"
+	spaced := func(s, verb string) string { return fmt.Sprintf(verb, []byte(s)) }
+	for _, verb := range []string{"% x", "% X"} {
+		body := `<Error><Code>SignatureDoesNotMatch</Code><AWSAccessKeyId>` + awsKeyIDValue + `</AWSAccessKeyId>` +
+			`<CanonicalRequest>` + canonical + `</CanonicalRequest><CanonicalRequestBytes>` + spaced(canonical, verb) + `</CanonicalRequestBytes>` +
+			`<StringToSignBytes>` + spaced("AWS4-HMAC-SHA256\n20261207T090000Z\n"+awsKeyIDValue, verb) + `</StringToSignBytes></Error>`
+		b := e.NewBody(false)
+		out, _ := b.Write(nil, []byte(body))
+		out, _ = b.Flush(out)
+		for _, v := range []string{awsKeyIDValue, awsTokenValue} {
+			for _, form := range []string{v, spaced(v, "% x"), spaced(v, "% X")} {
+				if strings.Contains(string(out), form) {
+					t.Errorf("%s: the answer still holds %q", verb, form)
+				}
+			}
+		}
 	}
 }
