@@ -106,6 +106,7 @@ const (
 	ReasonSignedDate = "signature-date"  // its X-Amz-Date is too far from now, or a presigned URL expired
 	ReasonBodySize   = "body-size"       // the body whose hash it signed is over MaxSignedBody
 	ReasonAWSChunked = "aws-chunked"     // a signed aws-chunked upload, not re-signed
+	ReasonCopySource = "copy-source"     // an S3 copy reads an object outside the key's paths
 )
 
 // MaxSignedBody is the largest request body a host holds to hash for a
@@ -351,9 +352,13 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	if p.keyID != k.sKeyID {
 		return false // another key's signature: today's rules
 	}
-	// 5: the key's own paths
+	// 5: the key's own paths, and the object an S3 copy reads
 	if !pathAllowed(norm, bt.aws.paths) {
 		d.Reply = reply(403, ReasonPath, bt.aws.name+" may not be sent to this path; its paths are "+strings.Join(bt.aws.paths, ", "))
+		return true
+	}
+	if len(bt.aws.paths) > 0 && !copySourcesAllowed(r.Headers, query, bt.aws.paths) {
+		d.Reply = reply(403, ReasonCopySource, bt.aws.name+" may not copy from this source; a copy source (x-amz-copy-source) is sent once, /<bucket>/<key> under its paths ("+strings.Join(bt.aws.paths, ", ")+"), percent-encoded, at most ?versionId= after it")
 		return true
 	}
 	// 6
@@ -473,6 +478,66 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	d.Secrets = bt.aws.names1
 	d.Remove = e.removeList(info, swaps)
 	return true
+}
+
+// copySourceName is the S3 header (also a presigned query parameter,
+// which the SDKs hoist it to) that names the object a CopyObject or an
+// UploadPartCopy reads: a path of its own, beside the request's.
+const copySourceName = "x-amz-copy-source"
+
+// copySourcesAllowed reports whether every copy source of a request, in
+// its headers and its query, is under paths: a key whose paths keep it to
+// some buckets would else copy from any bucket its IAM policy allows
+// (which remains the real limit) into one it may write. A source is read
+// as S3 reads it: [/]<bucket>/<key>, percent-decoded once, an optional
+// ?versionId= after it; one sent twice, not decoded, not normal (a dot
+// segment), or an access point's ARN in the bucket's place is refused.
+func copySourcesAllowed(hs []Header, query string, paths []string) bool {
+	var sources []string
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, copySourceName) {
+			sources = append(sources, h.Value)
+		}
+	}
+	if strings.Contains(strings.ToLower(percentDecode(query)), copySourceName) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return false
+		}
+		for k, vs := range q {
+			if strings.EqualFold(k, copySourceName) {
+				sources = append(sources, vs...)
+			}
+		}
+	}
+	if len(sources) > 1 {
+		return false
+	}
+	for _, v := range sources {
+		if !copySourceAllowed(v, paths) {
+			return false
+		}
+	}
+	return true
+}
+
+// copySourceAllowed is copySourcesAllowed for one value.
+func copySourceAllowed(v string, paths []string) bool {
+	raw, version, hasVersion := strings.Cut(v, "?")
+	if hasVersion && (!strings.HasPrefix(version, "versionId=") || strings.ContainsAny(version, "?/%")) {
+		return false
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil || p == "" {
+		return false
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	if strings.HasPrefix(p, "/arn:") || !isNormal(p) {
+		return false
+	}
+	return pathAllowed(p, paths)
 }
 
 // signedDate is the refusal of a signature's date t, "" when it may go
