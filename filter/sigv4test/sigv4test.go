@@ -260,8 +260,9 @@ func Cases(now time.Time, port string) []Case {
 }
 
 // The data of the signed aws-chunked case, in two chunks and the empty
-// last one.
-var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 700)), []byte("chunk two"), {}}
+// last one: the first at least 8 KiB, as AWS requires of every signed
+// chunk but the last with data.
+var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 820)), []byte("chunk two"), {}}
 
 // signedChunks is u (a PUT) as an aws-chunked upload whose header
 // signature seeds the stand-ins' chunk chain; corrupt changes a byte of the
@@ -333,7 +334,7 @@ func trailerChunks(u unsigned, now time.Time, form, bad string) Case {
 	case "checksum":
 		c.Body = strings.Replace(c.Body, checksumTrailer(chunkData), "x-amz-checksum-crc32:AAAAAA==", 1)
 	case "size":
-		c.Body = "0x" + c.Body[2:] // the first size, 1b58, as 0x58: a length kept, another parser's number
+		c.Body = "0x" + c.Body[2:] // the first size, 2008, as 0x08: a length kept, another parser's number
 	}
 	return c
 }
