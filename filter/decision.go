@@ -35,8 +35,9 @@ type Reply struct {
 	// Reason is the one-word reason of the `action=refuse` log line.
 	Reason string
 	// Headers are set on the answer beside its type; the host writes each
-	// as given. Only rule 9's challenge has one (WWW-Authenticate, see
-	// Challenge): fixed text, never anything the agent sent.
+	// as given. Only rule 9's challenge (WWW-Authenticate, see Challenge)
+	// and HeldBudgetSpent (Retry-After) have one: fixed text, never
+	// anything the agent sent.
 	Headers []Header
 }
 

@@ -111,3 +111,33 @@ func TestSigV4EchoScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestHold: the process's budget of held bodies is shared by every Hold,
+// a Take past it takes nothing, and Release gives back all a Hold took,
+// once.
+func TestHold(t *testing.T) {
+	base := HeldBytes()
+	var a, b Hold
+	if !a.Take(MaxHeldBodies-int(base)-10) || !b.Take(10) {
+		t.Fatal("a Take within the budget was refused")
+	}
+	if b.Take(1) {
+		t.Fatal("a Take past the budget was granted")
+	}
+	if HeldBytes() != MaxHeldBodies {
+		t.Fatalf("held %d, want %d", HeldBytes(), MaxHeldBodies)
+	}
+	a.Release()
+	a.Release()
+	if !b.Take(1) || HeldBytes() != base+11 {
+		t.Fatalf("after a release: held %d, want %d", HeldBytes(), base+11)
+	}
+	b.Release()
+	if HeldBytes() != base {
+		t.Fatalf("held %d after every release, want %d", HeldBytes(), base)
+	}
+	d := (&Engine{}).HeldBudgetSpent("x:443")
+	if d.Reply == nil || d.Reply.Status != 503 || d.Reply.Reason != ReasonHeldBudget || len(d.Reply.Headers) != 1 || d.Reply.Headers[0] != (Header{Name: "retry-after", Value: "1"}) {
+		t.Fatalf("%+v", d.Reply)
+	}
+}
