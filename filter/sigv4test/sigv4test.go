@@ -223,15 +223,7 @@ func Cases(now time.Time, port string) []Case {
 	wrong := named("signed with another secret key: 403", get.sign(aws.Credentials{AccessKeyID: StandIns.AccessKeyID, SecretAccessKey: "not the stand-in"}, now))
 	wrong.Status, wrong.Reason = 403, filter.ReasonSignature
 	refuse := func(c Case, status int, reason string) Case { c.Status, c.Reason = status, reason; return c }
-	// query signs get with the agent's own spelling of a query, which the
-	// signer spells otherwise: the agent sends its own.
-	query := func(q string) Case {
-		u := get
-		u.path = "/bucket?" + q
-		c := u.sign(StandIns, now)
-		c.Path = "/bucket?" + q
-		return c
-	}
+	query := func(q string) Case { return QueryCase(now, port, q) }
 	twice := func(c Case, h filter.Header) Case { c.Headers = append(c.Headers, h); return c }
 	return []Case{
 		named("s3 get, UNSIGNED-PAYLOAD", get.sign(StandIns, now)),
@@ -257,6 +249,30 @@ func Cases(now time.Time, port string) []Case {
 		refuse(named("x-amz-date twice: 400", twice(get.sign(StandIns, now), filter.Header{Name: "X-Amz-Date", Value: now.Add(-time.Second).UTC().Format("20060102T150405Z")})), 400, filter.ReasonSignature),
 		wrong,
 	}
+}
+
+// QueryCase is an S3 GET of /bucket with the raw query q, signed with the
+// stand-ins at now toward S3 on port ("" for 443) as the SDK's signer
+// reads q (url.URL.Query, which drops a pair it cannot parse), and sent
+// with q as the agent spelled it.
+func QueryCase(now time.Time, port, q string) Case {
+	host := S3
+	if port != "" {
+		host += ":" + port
+	}
+	u := unsigned{method: "GET", host: host, path: "/bucket", sha: "UNSIGNED-PAYLOAD", service: "s3", region: "us-east-1"}
+	r := u.request()
+	r.URL.RawQuery = q
+	if err := u.signer().SignHTTP(context.Background(), StandIns, r, u.sha, u.service, u.region, now); err != nil {
+		panic(err)
+	}
+	c := Case{Method: u.method, Host: u.host, Path: "/bucket?" + q}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			c.Headers = append(c.Headers, filter.Header{Name: k, Value: v})
+		}
+	}
+	return c
 }
 
 // The data of the signed aws-chunked case, in two chunks and the empty
@@ -532,7 +548,7 @@ func upstreamCanonical(method, host, rawPath, rawQuery, service string, hs []fil
 	if service != "s3" {
 		path = uriEncode(rawPath, true)
 	}
-	var q []string
+	var pairs [][2]string
 	if rawQuery != "" {
 		for _, p := range strings.Split(rawQuery, "&") {
 			k, v, _ := strings.Cut(p, "=")
@@ -545,10 +561,20 @@ func upstreamCanonical(method, host, rawPath, rawQuery, service string, hs []fil
 			if presigned && k == "X-Amz-Signature" {
 				continue
 			}
-			q = append(q, uriEncode(k, false)+"="+uriEncode(v, false))
+			pairs = append(pairs, [2]string{uriEncode(k, false), uriEncode(v, false)})
 		}
 	}
-	sort.Strings(q)
+	// By name, then by value: not by "name=value" ('=' sorts after digits).
+	sort.Slice(pairs, func(i, j int) bool {
+		if pairs[i][0] != pairs[j][0] {
+			return pairs[i][0] < pairs[j][0]
+		}
+		return pairs[i][1] < pairs[j][1]
+	})
+	var q []string
+	for _, p := range pairs {
+		q = append(q, p[0]+"="+p[1])
+	}
 	var ch strings.Builder
 	for _, n := range strings.Split(signed, ";") {
 		var vals []string
