@@ -131,7 +131,7 @@ const (
 	SigV4aText         = "SigV4a (AWS4-ECDSA-P256-SHA256) is not re-signed; sign with SigV4 (AWS4-HMAC-SHA256) for the bound host's region"
 	SigV4TwiceText     = "the request is signed twice (an Authorization and a presigned query); send one signature"
 	SigV4RangeText     = "range (or if-range) is a signed header; ranges never go upstream, so sign the request without them"
-	SigV4RemovedText   = "a credential header the Custodian removes or replaces is signed, so what goes upstream would not be what was signed; sign the request without it"
+	SigV4RemovedText   = "a header the Custodian removes or replaces (a credential header, a hop-by-hop header, expect, x-forwarded-proto, x-envoy-*) is signed, so what goes upstream would not be what was signed; sign the request without it"
 	SigV4OnceText      = "a signed header, or host, x-amz-date or x-amz-content-sha256, was sent more than once; send each once"
 	SigV4QueryText     = "the query holds a pair that readers read differently (a bad %-escape, or a ';'); percent-encode it as the SDKs do"
 )
@@ -660,6 +660,19 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, qu
 	return req.Header.Get("Authorization"), req.URL.RawQuery, true
 }
 
+// hostAltered reports whether a host may drop or rewrite header n on its
+// way upstream, after the engine decided: the hop-by-hop names (each host
+// frames the upstream connection anew), expect (a proxy answers 100
+// itself), x-forwarded-proto (the Envoy routes remove it) and x-envoy-*
+// (Envoy's own). No SDK signs any of them.
+func hostAltered(n string) bool {
+	switch n {
+	case "connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "expect", "x-forwarded-proto":
+		return true
+	}
+	return strings.HasPrefix(n, "x-envoy-")
+}
+
 // signedAsSent is the refusal of a signature whose request cannot go
 // upstream as signed, "" when it can: the real key signs exactly the
 // bytes that go upstream, and those are exactly what the agent signed.
@@ -669,7 +682,8 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, qu
 // presigned URL can be rebuilt. So the agent may not sign a credential
 // header, which rule 8 removes or the engine replaces (but for the
 // session token of a header signature, which the new signature covers as
-// the engine sets it), nor send a signed header twice, or host, x-amz-date
+// the engine sets it), or a header a host drops or rewrites (hostAltered),
+// nor send a signed header twice, or host, x-amz-date
 // or x-amz-content-sha256 twice (one value signed, two sent), nor a query
 // that Go's parser and another read differently: the signer reads the
 // query with url.ParseQuery, which drops a pair with a bad escape or a ';'
@@ -677,7 +691,7 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, qu
 // the signer's own spelling (sign).
 func (e *Engine) signedAsSent(r *Request, signed []string, presigned bool, query string) string {
 	for _, n := range signed {
-		if _, cred := e.credIdx[n]; cred && (presigned || n != "x-amz-security-token") {
+		if _, cred := e.credIdx[n]; cred && (presigned || n != "x-amz-security-token") || hostAltered(n) {
 			return SigV4RemovedText
 		}
 	}

@@ -55,6 +55,10 @@ func TestSigV4SignedAsSent(t *testing.T) {
 	apiKey.headers = map[string]string{"X-Api-Key": "anything"}
 	meta := s3Get
 	meta.headers = map[string]string{"X-Amz-Meta-A": "1"}
+	xfp, expect, envoy := s3Get, s3Get, s3Get
+	xfp.headers = map[string]string{"X-Forwarded-Proto": "https"}
+	expect.headers = map[string]string{"expect": "100-continue"}
+	envoy.headers = map[string]string{"X-Envoy-Upstream-Rq-Timeout-Ms": "1"}
 	for _, tc := range []struct {
 		name string
 		r    *Request
@@ -62,6 +66,9 @@ func TestSigV4SignedAsSent(t *testing.T) {
 	}{
 		{"a signed header the engine removes (another secret's)", header(apiKey, ""), SigV4RemovedText},
 		{"a presigned URL that signs a header the engine removes", presigned(s3Get, map[string]string{"X-Api-Key": "anything"}), SigV4RemovedText},
+		{"a signed header the Envoy routes remove", header(xfp, ""), SigV4RemovedText},
+		{"a signed expect", header(expect, ""), SigV4RemovedText},
+		{"a signed x-envoy-* header", header(envoy, ""), SigV4RemovedText},
 		{"a query pair with a bad escape", header(s3Get, "list-type=2&x=%zz"), SigV4QueryText},
 		{"a query pair with a ';'", header(s3Get, "list-type=2&a=1;b=2"), SigV4QueryText},
 		{"x-amz-date twice", header(s3Get, "", Header{Name: "X-Amz-Date", Value: "20261207T085959Z"}), SigV4OnceText},
