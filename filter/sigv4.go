@@ -35,6 +35,14 @@ import (
 // both sides keeps the check and the signature in step with the one AWS
 // keeps correct.
 //
+// The invariant: the real key signs exactly the bytes that go upstream,
+// and those are exactly what the agent signed. An upstream that reads the
+// request otherwise answers SignatureDoesNotMatch, and S3's answer echoes
+// its canonical request (the real session token in it) and the real key's
+// signature; so a request whose signed and sent forms could differ is
+// refused (signedAsSent), and the query goes upstream as the signer
+// spelled it when it signed (sign).
+//
 // An aws-chunked upload is read as its body streams (sigv4chunk.go,
 // Decision.Chunks): its signed forms (STREAMING-AWS4-HMAC-SHA256-PAYLOAD
 // and its -TRAILER form) are checked and signed again chunk by chunk and
