@@ -35,8 +35,9 @@ type Reply struct {
 	// Reason is the one-word reason of the `action=refuse` log line.
 	Reason string
 	// Headers are set on the answer beside its type; the host writes each
-	// as given. Only rule 9's challenge has one (WWW-Authenticate, see
-	// Challenge): fixed text, never anything the agent sent.
+	// as given. Only rule 9's challenge (WWW-Authenticate, see Challenge)
+	// and HeldBudgetSpent (Retry-After) have one: fixed text, never
+	// anything the agent sent.
 	Headers []Header
 }
 
@@ -59,7 +60,8 @@ type Decision struct {
 	// Target is the bound host:port (egress) or the Orchestrator (control).
 	Target string
 	// Path is the request target to send upstream (normalised path, query
-	// unchanged).
+	// unchanged; a SigV4 request's query in its signer's spelling, the one
+	// the real key signed).
 	Path string
 	// Set are headers whose every value the host replaces with this one.
 	// Only a Set header may carry a value; the host puts it on the outbound

@@ -35,6 +35,14 @@ import (
 // both sides keeps the check and the signature in step with the one AWS
 // keeps correct.
 //
+// The invariant: the real key signs exactly the bytes that go upstream,
+// and those are exactly what the agent signed. An upstream that reads the
+// request otherwise answers SignatureDoesNotMatch, and S3's answer echoes
+// its canonical request (the real session token in it) and the real key's
+// signature; so a request whose signed and sent forms could differ is
+// refused (signedAsSent), and the query goes upstream as the signer
+// spelled it when it signed (sign).
+//
 // An aws-chunked upload is read as its body streams (sigv4chunk.go,
 // Decision.Chunks): its signed forms (STREAMING-AWS4-HMAC-SHA256-PAYLOAD
 // and its -TRAILER form) are checked and signed again chunk by chunk and
@@ -106,6 +114,7 @@ const (
 	ReasonSignedDate = "signature-date"  // its X-Amz-Date is too far from now, or a presigned URL expired
 	ReasonBodySize   = "body-size"       // the body whose hash it signed is over MaxSignedBody
 	ReasonAWSChunked = "aws-chunked"     // a signed aws-chunked upload, not re-signed
+	ReasonCopySource = "copy-source"     // an S3 copy reads an object outside the key's paths
 )
 
 // MaxSignedBody is the largest request body a host holds to hash for a
@@ -130,6 +139,9 @@ const (
 	SigV4aText         = "SigV4a (AWS4-ECDSA-P256-SHA256) is not re-signed; sign with SigV4 (AWS4-HMAC-SHA256) for the bound host's region"
 	SigV4TwiceText     = "the request is signed twice (an Authorization and a presigned query); send one signature"
 	SigV4RangeText     = "range (or if-range) is a signed header; ranges never go upstream, so sign the request without them"
+	SigV4RemovedText   = "a header the Custodian removes or replaces (a credential header, a hop-by-hop header, expect, x-forwarded-proto, x-envoy-*) is signed, so what goes upstream would not be what was signed; sign the request without it"
+	SigV4OnceText      = "a signed header, or host, x-amz-date or x-amz-content-sha256, was sent more than once; send each once"
+	SigV4QueryText     = "the query holds a pair that readers read differently (a bad %-escape, or a ';'); percent-encode it as the SDKs do"
 )
 
 // BodyTooLarge is the answer of a host to a request whose body, held for
@@ -348,9 +360,13 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	if p.keyID != k.sKeyID {
 		return false // another key's signature: today's rules
 	}
-	// 5: the key's own paths
+	// 5: the key's own paths, and the object an S3 copy reads
 	if !pathAllowed(norm, bt.aws.paths) {
 		d.Reply = reply(403, ReasonPath, bt.aws.name+" may not be sent to this path; its paths are "+strings.Join(bt.aws.paths, ", "))
+		return true
+	}
+	if len(bt.aws.paths) > 0 && !copySourcesAllowed(r.Headers, query, bt.aws.paths) {
+		d.Reply = reply(403, ReasonCopySource, bt.aws.name+" may not copy from this source; a copy source (x-amz-copy-source) is sent once, /<bucket>/<key> under its paths ("+strings.Join(bt.aws.paths, ", ")+"), percent-encoded, at most ?versionId= after it")
 		return true
 	}
 	// 6
@@ -367,7 +383,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 		return true
 	}
 	t, err := time.Parse("20060102T150405Z", p.amzDate)
-	if err != nil || p.date != p.amzDate[:8] {
+	if err != nil || p.date != p.amzDate[:8] || t.Format("20060102T150405Z") != p.amzDate {
 		d.Reply = reply(400, ReasonSignature, SigV4MalformedText)
 		return true
 	}
@@ -397,6 +413,10 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 			return true
 		}
 	}
+	if msg := e.signedAsSent(r, signed, sr.presigned, query); msg != "" {
+		d.Reply = reply(400, ReasonSignature, msg)
+		return true
+	}
 	// The payload hash the signature covers.
 	switch {
 	case hasSHA && strings.HasPrefix(contentSHA, "STREAMING-") && !isChunkForm(contentSHA):
@@ -421,7 +441,7 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 		d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
 		return true
 	}
-	out, ok := in.sign(&sr, newPath, k)
+	out, upQuery, ok := in.sign(&sr, newPath, k)
 	if !ok {
 		d.Reply = reply(403, ReasonSignature, SigV4VerifyText)
 		return true
@@ -429,9 +449,15 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	// 7, 8, 11
 	var set []Header
 	swaps := make([]swap, 0, 2)
-	if sr.presigned {
+	switch {
+	case sr.presigned:
 		d.Path = newPath + "?" + out
-	} else {
+	case upQuery != "":
+		d.Path = newPath + "?" + upQuery
+	default:
+		d.Path = newPath
+	}
+	if !sr.presigned {
 		set = append(set, Header{Name: "authorization", Value: out})
 		swaps = append(swaps, swap{secret: bt.aws, header: "authorization"})
 	}
@@ -460,6 +486,66 @@ func (e *Engine) decideSigV4(d *Decision, r *Request, bt *boundTarget, info []hi
 	d.Secrets = bt.aws.names1
 	d.Remove = e.removeList(info, swaps)
 	return true
+}
+
+// copySourceName is the S3 header (also a presigned query parameter,
+// which the SDKs hoist it to) that names the object a CopyObject or an
+// UploadPartCopy reads: a path of its own, beside the request's.
+const copySourceName = "x-amz-copy-source"
+
+// copySourcesAllowed reports whether every copy source of a request, in
+// its headers and its query, is under paths: a key whose paths keep it to
+// some buckets would else copy from any bucket its IAM policy allows
+// (which remains the real limit) into one it may write. A source is read
+// as S3 reads it: [/]<bucket>/<key>, percent-decoded once, an optional
+// ?versionId= after it; one sent twice, not decoded, not normal (a dot
+// segment), or an access point's ARN in the bucket's place is refused.
+func copySourcesAllowed(hs []Header, query string, paths []string) bool {
+	var sources []string
+	for _, h := range hs {
+		if strings.EqualFold(h.Name, copySourceName) {
+			sources = append(sources, h.Value)
+		}
+	}
+	if strings.Contains(strings.ToLower(percentDecode(query)), copySourceName) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return false
+		}
+		for k, vs := range q {
+			if strings.EqualFold(k, copySourceName) {
+				sources = append(sources, vs...)
+			}
+		}
+	}
+	if len(sources) > 1 {
+		return false
+	}
+	for _, v := range sources {
+		if !copySourceAllowed(v, paths) {
+			return false
+		}
+	}
+	return true
+}
+
+// copySourceAllowed is copySourcesAllowed for one value.
+func copySourceAllowed(v string, paths []string) bool {
+	raw, version, hasVersion := strings.Cut(v, "?")
+	if hasVersion && (!strings.HasPrefix(version, "versionId=") || strings.ContainsAny(version, "?/%")) {
+		return false
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil || p == "" {
+		return false
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	if strings.HasPrefix(p, "/arn:") || !isNormal(p) {
+		return false
+	}
+	return pathAllowed(p, paths)
 }
 
 // signedDate is the refusal of a signature's date t, "" when it may go
@@ -558,8 +644,10 @@ func (in *sigv4Input) verify(sr *sigv4Request, rawPath string, k *awsKey) bool {
 }
 
 // sign signs the request again with the real key, for newPath (the path
-// that goes upstream): the Authorization value, or a presigned query.
-func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (string, bool) {
+// that goes upstream): the Authorization value and the query it signed,
+// in the spelling that goes upstream (the signer's canonical one), or a
+// presigned query (query "").
+func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, query string, ok bool) {
 	cred := aws.Credentials{AccessKeyID: k.keyID, SecretAccessKey: k.secret, SessionToken: k.token}
 	if sr.presigned {
 		q := cloneValues(sr.query)
@@ -567,15 +655,73 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (string,
 		up := *in
 		up.host = in.upstreamHost
 		rawQuery, _, ok := up.presignQuery(cred, newPath, q)
-		return rawQuery, ok
+		return rawQuery, "", ok
 	}
 	up := *in
 	up.host = in.upstreamHost
 	req := up.request(newPath, in.rawQuery)
 	if err := in.signer().SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
-		return "", false
+		return "", "", false
 	}
-	return req.Header.Get("Authorization"), true
+	// The signer leaves its canonical query in the request: the query it
+	// signed, spelled so that every reader reads the same pairs of it.
+	return req.Header.Get("Authorization"), req.URL.RawQuery, true
+}
+
+// hostAltered reports whether a host may drop or rewrite header n on its
+// way upstream, after the engine decided: the hop-by-hop names (each host
+// frames the upstream connection anew), expect (a proxy answers 100
+// itself), x-forwarded-proto (the Envoy routes remove it) and x-envoy-*
+// (Envoy's own). No SDK signs any of them.
+func hostAltered(n string) bool {
+	switch n {
+	case "connection", "proxy-connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "expect", "x-forwarded-proto":
+		return true
+	}
+	return strings.HasPrefix(n, "x-envoy-")
+}
+
+// signedAsSent is the refusal of a signature whose request cannot go
+// upstream as signed, "" when it can: the real key signs exactly the
+// bytes that go upstream, and those are exactly what the agent signed.
+// An upstream that computes another canonical request answers
+// SignatureDoesNotMatch, and S3's answer echoes its canonical request (the
+// real session token in it) and the real key's signature, from which a
+// presigned URL can be rebuilt. So the agent may not sign a credential
+// header, which rule 8 removes or the engine replaces (but for the
+// session token of a header signature, which the new signature covers as
+// the engine sets it), or a header a host drops or rewrites (hostAltered),
+// nor send a signed header twice, or host, x-amz-date
+// or x-amz-content-sha256 twice (one value signed, two sent), nor a query
+// that Go's parser and another read differently: the signer reads the
+// query with url.ParseQuery, which drops a pair with a bad escape or a ';'
+// that an upstream would count; the rest of the query goes upstream in
+// the signer's own spelling (sign).
+func (e *Engine) signedAsSent(r *Request, signed []string, presigned bool, query string) string {
+	for _, n := range signed {
+		if _, cred := e.credIdx[n]; cred && (presigned || n != "x-amz-security-token") || hostAltered(n) {
+			return SigV4RemovedText
+		}
+	}
+	for i, h := range r.Headers {
+		if strings.EqualFold(h.Name, "host") {
+			return SigV4OnceText // the Authority is the request's Host
+		}
+		if !strings.EqualFold(h.Name, "x-amz-date") && !strings.EqualFold(h.Name, "x-amz-content-sha256") && !containsStr(signed, contract.Lower(h.Name)) {
+			continue
+		}
+		for _, o := range r.Headers[:i] {
+			if strings.EqualFold(o.Name, h.Name) {
+				return SigV4OnceText
+			}
+		}
+	}
+	if !presigned {
+		if _, err := url.ParseQuery(query); err != nil {
+			return SigV4QueryText
+		}
+	}
+	return ""
 }
 
 // presign presigns with cred and returns the signature and the signed

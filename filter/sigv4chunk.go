@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -117,6 +118,7 @@ type Chunks struct {
 
 	line     []byte // the line being read (a chunk's, or a trailer's)
 	size     int64  // the chunk being read: its data's length, -1 reading its line
+	short    bool   // signed forms: a data chunk under minChunk was read, so only the zero chunk may follow
 	sizeText string // its size as the agent spelled it (hex digits only)
 	sig      string // its signature, as the agent sent it
 	data     []byte // signed forms: its data and CRLF so far; unsigned: its CRLF so far
@@ -144,6 +146,14 @@ func (c *Chunks) Failed() bool { return c.failed }
 // errChunks is every refusal of a chunked body: the host cuts the request,
 // and the answer is a reset or the engine's 502 (no value, no signature).
 var errChunks = errors.New("the aws-chunked body is malformed or does not verify with the stand-in secret key")
+
+// minChunk is the least data of a signed chunk but the last one with data:
+// AWS requires it ("Chunk size must be at least 8 KB … This chunk size
+// applies to all chunks except the last chunk you send", S3 API reference,
+// "Transferring Payload in Multiple Chunks"), and it bounds the HMACs a
+// body costs the engine (two a chunk) to a few per 8 KiB the agent sends.
+// The unsigned form costs no HMAC and keeps any size.
+const minChunk = 8 << 10
 
 // maxChunkLine bounds a chunk or trailer line: hex size,
 // ";chunk-signature=", 64 hex; a checksum trailer; the trailer signature.
@@ -187,7 +197,7 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 		case c.done:
 			return nil, errChunks
 		case c.size < 0: // a line: a chunk's, or a trailer's
-			i := strings.IndexByte(string(p), '\n')
+			i := bytes.IndexByte(p, '\n')
 			if i < 0 {
 				c.line = append(c.line, p...)
 				p = nil
@@ -202,16 +212,14 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 				break
 			}
 			var err error
-			var o []byte
 			if c.trailing {
-				o, err = c.readTrailer()
+				out, err = c.readTrailer(out)
 			} else {
-				o, err = c.readLine()
+				out, err = c.readLine(out)
 			}
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, o...)
 		case c.form == formUnsignedTrailer && c.left > 0: // data, as it comes
 			n := int(min(int64(len(p)), c.left))
 			out = append(out, p[:n]...)
@@ -235,11 +243,10 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 			if int64(len(c.data)) < c.size+2 {
 				continue
 			}
-			chunk, err := c.finish()
-			if err != nil {
+			var err error
+			if out, err = c.finish(out); err != nil {
 				return nil, err
 			}
-			out = append(out, chunk...)
 		}
 	}
 	return out, nil
@@ -262,9 +269,9 @@ func isHexDigits(s string) bool {
 }
 
 // readLine reads a chunk's line: "<hex size>;chunk-signature=<signature>\r\n"
-// in a signed form, "<hex size>\r\n" unsigned, and returns what goes
-// upstream of it now.
-func (c *Chunks) readLine() ([]byte, error) {
+// in a signed form, "<hex size>\r\n" unsigned, and appends to out what
+// goes upstream of it now.
+func (c *Chunks) readLine(out []byte) ([]byte, error) {
 	line, ok := strings.CutSuffix(string(c.line), "\r\n")
 	c.line = c.line[:0]
 	if !ok {
@@ -281,9 +288,10 @@ func (c *Chunks) readLine() ([]byte, error) {
 		return nil, errChunks
 	}
 	size, err := strconv.ParseInt(hexSize, 16, 64)
-	if err != nil || c.form != formUnsignedTrailer && size > MaxSignedBody {
+	if err != nil || c.form != formUnsignedTrailer && (size > MaxSignedBody || c.short && size > 0) {
 		return nil, errChunks
 	}
+	c.short = size < minChunk
 	// The size goes upstream as the agent spelled it (leading zeros,
 	// either case), so the body keeps its length and Content-Length stays
 	// true; only the signature, 64 hex either way, changes.
@@ -291,29 +299,29 @@ func (c *Chunks) readLine() ([]byte, error) {
 	switch {
 	case c.form == formUnsignedTrailer && size == 0:
 		c.size, c.trailing = -1, true // the trailer lines follow
-		return []byte(hexSize + "\r\n"), nil
+		return append(append(out, hexSize...), "\r\n"...), nil
 	case c.form == formUnsignedTrailer:
 		c.left = size
-		return []byte(hexSize + "\r\n"), nil
+		return append(append(out, hexSize...), "\r\n"...), nil
 	case c.form == formSignedTrailer && size == 0:
 		// The zero chunk has no data line: the trailer lines follow.
-		out, err := c.resign(nil)
+		out, err := c.resign(out, nil)
 		if err != nil {
 			return nil, err
 		}
 		c.size, c.trailing = -1, true
 		return out, nil
 	}
-	return nil, nil
+	return out, nil
 }
 
-// finish checks the signed chunk read and returns it re-signed.
-func (c *Chunks) finish() ([]byte, error) {
+// finish checks the signed chunk read and appends it to out re-signed.
+func (c *Chunks) finish(out []byte) ([]byte, error) {
 	data := c.data[:c.size]
 	if string(c.data[c.size:]) != "\r\n" {
 		return nil, errChunks
 	}
-	out, err := c.resign(data)
+	out, err := c.resign(out, data)
 	if err != nil {
 		return nil, err
 	}
@@ -325,16 +333,16 @@ func (c *Chunks) finish() ([]byte, error) {
 	return out, nil
 }
 
-// resign checks the signature of a chunk whose data is data and returns
-// its line signed with the real key's chain.
-func (c *Chunks) resign(data []byte) ([]byte, error) {
+// resign checks the signature of a chunk whose data is data and appends
+// to out its line signed with the real key's chain.
+func (c *Chunks) resign(out, data []byte) ([]byte, error) {
 	if subtle.ConstantTimeCompare([]byte(chunkSignature(c.inKey, c.amzDate, c.scope, c.prevIn, data)), []byte(c.sig)) != 1 {
 		return nil, errChunks
 	}
 	sig := chunkSignature(c.outKey, c.amzDate, c.scope, c.prevOut, data)
 	c.prevIn, c.prevOut = c.sig, sig
-	out := make([]byte, 0, len(data)+100)
-	return append(append(out, c.sizeText...), ";chunk-signature="+sig+"\r\n"...), nil
+	out = append(append(out, c.sizeText...), ";chunk-signature="...)
+	return append(append(out, sig...), "\r\n"...), nil
 }
 
 // isTrailerName reports whether s is a trailer name as the SDKs send one:
@@ -355,9 +363,10 @@ func isTrailerValue(s string) bool {
 }
 
 // readTrailer reads one line after the zero chunk: "name:value\r\n", or
-// the empty line that ends the body. The lines go upstream at the end,
-// the trailer signature (the signed form's last line) made again.
-func (c *Chunks) readTrailer() ([]byte, error) {
+// the empty line that ends the body, and appends to out what goes upstream
+// now. The lines go upstream at the end, the trailer signature (the signed
+// form's last line) made again.
+func (c *Chunks) readTrailer(out []byte) ([]byte, error) {
 	line, ok := strings.CutSuffix(string(c.line), "\r\n")
 	c.trailLen += len(c.line)
 	c.line = c.line[:0]
@@ -378,11 +387,11 @@ func (c *Chunks) readTrailer() ([]byte, error) {
 			return nil, errChunks
 		}
 		c.trailers = append(c.trailers, line)
-		return nil, nil
+		return out, nil
 	}
 	c.done = true
 	if c.form == formUnsignedTrailer {
-		return c.trailerBytes(""), nil
+		return append(out, c.trailerBytes("")...), nil
 	}
 	// Signed: the last line is the signature of the ones before it.
 	n := len(c.trailers)
@@ -402,7 +411,7 @@ func (c *Chunks) readTrailer() ([]byte, error) {
 	if subtle.ConstantTimeCompare([]byte(trailerSignature(c.inKey, c.amzDate, c.scope, c.prevIn, canonical)), []byte(sig)) != 1 {
 		return nil, errChunks
 	}
-	return c.trailerBytes(trailerSignature(c.outKey, c.amzDate, c.scope, c.prevOut, canonical)), nil
+	return append(out, c.trailerBytes(trailerSignature(c.outKey, c.amzDate, c.scope, c.prevOut, canonical))...), nil
 }
 
 // trailerBytes is the trailer lines and the empty line as they go

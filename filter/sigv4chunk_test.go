@@ -143,6 +143,8 @@ func FuzzChunks(f *testing.F) {
 	f.Add(trailerBody(exampleTrailers, exampleTrailerSig), 66600, uint8(formSignedTrailer))
 	f.Add([]byte("6\r\nhello \r\n0\r\nx-amz-checksum-crc32:gtnkmQ==\r\n\r\n"), 9, uint8(formUnsignedTrailer))
 	f.Add([]byte("0\r\n\r\n"), 2, uint8(formUnsignedTrailer))
+	f.Add(manyChunks(formSigned, 3, 1), 100, uint8(formSigned)) // short chunks before the last: refused
+	f.Add(manyChunks(formUnsignedTrailer, 50, 1), 37, uint8(formUnsignedTrailer))
 	f.Fuzz(func(t *testing.T, body []byte, cut int, form uint8) {
 		form %= uint8(formUnsignedTrailer) + 1
 		run := func(parts ...[]byte) ([]byte, error) {

@@ -31,7 +31,9 @@ import (
 //     and every form encoder), each with upper- and lower-case hex, and the
 //     same spellings of each base64 form (a base64 token carried in a url).
 //     docs/scrub.md lists the table, and a test keeps it equal to the code;
-//   - hex, lower and upper case;
+//   - hex, lower and upper case, and the same with a space between bytes
+//     ("de ad be ef", as S3 spells the canonical request it echoes in
+//     <CanonicalRequestBytes>);
 //   - the JSON string spellings of each of the above: "/" as "\/" or not,
 //     "<" ">" "&" as "\u003c" "\u003e" "\u0026" or not, non-ASCII as "\uXXXX"
 //     (UTF-16, surrogate pairs beyond the BMP) or raw, DEL as "\u007f" or
@@ -83,7 +85,8 @@ func (fs *formSet) add(b []byte) {
 }
 
 // addValue adds every form of v: for each reading of v (texts), the text,
-// its base64 spellings, its percent spellings, its hex, the percent
+// its base64 spellings, its percent spellings, its hex (plain and with a
+// space between bytes), the percent
 // spellings of each base64 spelling, and then the JSON spellings of every
 // form gathered so far.
 func (fs *formSet) addValue(v []byte) {
@@ -97,6 +100,8 @@ func (fs *formSet) addValue(v []byte) {
 		fs.addPercent(t)
 		fs.add([]byte(hex.EncodeToString(t)))
 		fs.add(upperHex([]byte(hex.EncodeToString(t))))
+		fs.add(spacedHex(t))
+		fs.add(upperHex(spacedHex(t)))
 		for _, b := range b64 {
 			fs.addPercent(b)
 		}
@@ -291,6 +296,23 @@ func (p *percentSpelling) encode(t []byte, upper, plus bool) []byte {
 	}
 	return out
 }
+
+// spacedHex is the lower-case hex of t with a space between bytes.
+func spacedHex(t []byte) []byte {
+	if len(t) == 0 {
+		return nil
+	}
+	out := make([]byte, 0, 3*len(t)-1)
+	for i, c := range t {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = append(out, hexDigits[c>>4], hexDigits[c&15])
+	}
+	return out
+}
+
+const hexDigits = "0123456789abcdef"
 
 func upperHex(b []byte) []byte {
 	for i, c := range b {

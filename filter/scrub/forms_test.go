@@ -56,6 +56,8 @@ var realEncoders = []struct {
 	{"base64 raw url", base64.RawURLEncoding.EncodeToString},
 	{"hex", hex.EncodeToString},
 	{"HEX", func(v []byte) string { return strings.ToUpper(hex.EncodeToString(v)) }},
+	{"hex, a space between bytes (S3's <CanonicalRequestBytes>)", func(v []byte) string { return fmt.Sprintf("% x", v) }},
+	{"HEX, a space between bytes", func(v []byte) string { return fmt.Sprintf("% X", v) }},
 	{"url.QueryEscape", func(v []byte) string { return url.QueryEscape(string(v)) }},
 	{"url.PathEscape", func(v []byte) string { return url.PathEscape(string(v)) }},
 	{"url.URL.EscapedPath", func(v []byte) string { return (&url.URL{Path: string(v)}).EscapedPath() }},

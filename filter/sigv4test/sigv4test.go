@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -222,6 +223,8 @@ func Cases(now time.Time, port string) []Case {
 	wrong := named("signed with another secret key: 403", get.sign(aws.Credentials{AccessKeyID: StandIns.AccessKeyID, SecretAccessKey: "not the stand-in"}, now))
 	wrong.Status, wrong.Reason = 403, filter.ReasonSignature
 	refuse := func(c Case, status int, reason string) Case { c.Status, c.Reason = status, reason; return c }
+	query := func(q string) Case { return QueryCase(now, port, q) }
+	twice := func(c Case, h filter.Header) Case { c.Headers = append(c.Headers, h); return c }
 	return []Case{
 		named("s3 get, UNSIGNED-PAYLOAD", get.sign(StandIns, now)),
 		named("s3 put, x-amz-content-sha256", put.sign(StandIns, now)),
@@ -240,13 +243,42 @@ func Cases(now time.Time, port string) []Case {
 		refuse(named("s3 put, signed aws-chunked with a trailer, the checksum changed: cut", trailerChunks(put, now, filter.StreamingSignedTrailer, "checksum")), -1, ""),
 		named("s3 put, unsigned aws-chunked with a checksum trailer (the SDKs' default)", trailerChunks(put, now, filter.StreamingUnsignedTrailer, "")),
 		refuse(named("s3 put, unsigned aws-chunked, a size spelled 0x…: cut", trailerChunks(put, now, filter.StreamingUnsignedTrailer, "size")), -1, ""),
+		named("s3 list, a query out of order with a '+', an empty pair and a bare name", query("prefix=a+b&list-type=2&&uploads")),
+		refuse(named("a query pair with a bad escape: 400", query("list-type=2&x=%zz")), 400, filter.ReasonSignature),
+		refuse(named("a query pair with a ';': 400", query("list-type=2&a=1;b=2")), 400, filter.ReasonSignature),
+		refuse(named("x-amz-date twice: 400", twice(get.sign(StandIns, now), filter.Header{Name: "X-Amz-Date", Value: now.Add(-time.Second).UTC().Format("20060102T150405Z")})), 400, filter.ReasonSignature),
 		wrong,
 	}
 }
 
+// QueryCase is an S3 GET of /bucket with the raw query q, signed with the
+// stand-ins at now toward S3 on port ("" for 443) as the SDK's signer
+// reads q (url.URL.Query, which drops a pair it cannot parse), and sent
+// with q as the agent spelled it.
+func QueryCase(now time.Time, port, q string) Case {
+	host := S3
+	if port != "" {
+		host += ":" + port
+	}
+	u := unsigned{method: "GET", host: host, path: "/bucket", sha: "UNSIGNED-PAYLOAD", service: "s3", region: "us-east-1"}
+	r := u.request()
+	r.URL.RawQuery = q
+	if err := u.signer().SignHTTP(context.Background(), StandIns, r, u.sha, u.service, u.region, now); err != nil {
+		panic(err)
+	}
+	c := Case{Method: u.method, Host: u.host, Path: "/bucket?" + q}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			c.Headers = append(c.Headers, filter.Header{Name: k, Value: v})
+		}
+	}
+	return c
+}
+
 // The data of the signed aws-chunked case, in two chunks and the empty
-// last one.
-var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 700)), []byte("chunk two"), {}}
+// last one: the first at least 8 KiB, as AWS requires of every signed
+// chunk but the last with data.
+var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 820)), []byte("chunk two"), {}}
 
 // signedChunks is u (a PUT) as an aws-chunked upload whose header
 // signature seeds the stand-ins' chunk chain; corrupt changes a byte of the
@@ -318,7 +350,7 @@ func trailerChunks(u unsigned, now time.Time, form, bad string) Case {
 	case "checksum":
 		c.Body = strings.Replace(c.Body, checksumTrailer(chunkData), "x-amz-checksum-crc32:AAAAAA==", 1)
 	case "size":
-		c.Body = "0x" + c.Body[2:] // the first size, 1b58, as 0x58: a length kept, another parser's number
+		c.Body = "0x" + c.Body[2:] // the first size, 2008, as 0x08: a length kept, another parser's number
 	}
 	return c
 }
@@ -366,15 +398,8 @@ func trailerFrame(data [][]byte, signed bool, sigs []string, trailerSig string) 
 // chained to prev, as AWS's "Signature calculations for trailing headers"
 // computes it.
 func trailerChain(secret, amzDate, region, service, prev, line string) string {
-	key := []byte("AWS4" + secret)
-	for _, part := range []string{amzDate[:8], region, service, "aws4_request"} {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(part))
-		key = m.Sum(nil)
-	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(strings.Join([]string{"AWS4-HMAC-SHA256-TRAILER", amzDate, amzDate[:8] + "/" + region + "/" + service + "/aws4_request", prev, hashOf(line + "\n")}, "\n")))
-	return hex.EncodeToString(m.Sum(nil))
+	key := signingKey(secret, amzDate, region, service)
+	return hex.EncodeToString(mac(key, strings.Join([]string{"AWS4-HMAC-SHA256-TRAILER", amzDate, amzDate[:8] + "/" + region + "/" + service + "/aws4_request", prev, hashOf(line + "\n")}, "\n")))
 }
 
 // frame is the aws-chunked body of data signed with sigs (64 zeros where
@@ -395,15 +420,8 @@ func frame(data [][]byte, sigs []string) []byte {
 // chain is the chunk signatures of data with secret, seeded by seed, as
 // AWS's "Transferring Payload in Multiple Chunks" computes them.
 func chain(secret, amzDate, region, service, seed string, data [][]byte) []string {
-	h := func(key []byte, s string) []byte {
-		m := hmac.New(sha256.New, key)
-		m.Write([]byte(s))
-		return m.Sum(nil)
-	}
-	key := []byte("AWS4" + secret)
-	for _, part := range []string{amzDate[:8], region, service, "aws4_request"} {
-		key = h(key, part)
-	}
+	h := mac
+	key := signingKey(secret, amzDate, region, service)
 	scope := amzDate[:8] + "/" + region + "/" + service + "/aws4_request"
 	var sigs []string
 	prev := seed
@@ -423,7 +441,10 @@ func Sign(r *http.Request, creds aws.Credentials, service string, b []byte, when
 // Verify checks, as AWS would, that a request the Custodian forwarded is
 // signed with the real key (and carries its session token): the SigV4
 // signature recomputed with Real over the headers it names, header-signed
-// or presigned. host is the Host the upstream got.
+// or presigned, from the bytes the upstream got — its canonical request
+// modelled here apart from the SDK's signer, which the engine uses, so a
+// request the engine signed otherwise than it sent fails. host is the
+// Host the upstream got.
 func Verify(method, host, path string, hs []filter.Header, contentLength string, body []byte) error {
 	get := func(n string) string {
 		for _, h := range hs {
@@ -467,52 +488,17 @@ func Verify(method, host, path string, hs []filter.Header, contentLength string,
 	if len(parts) != 5 || parts[0] != KeyIDValue {
 		return errors.New("the credential is not the real key id's")
 	}
-	when, err := time.Parse("20060102T150405Z", date)
-	if err != nil {
+	if _, err := time.Parse("20060102T150405Z", date); err != nil {
 		return errors.New("no X-Amz-Date")
 	}
-	r := &http.Request{Method: method, URL: &url.URL{Scheme: "https", Host: host, Opaque: "//" + host + rawPath}, Host: host, Header: http.Header{}}
-	for _, n := range strings.Split(signed, ";") {
-		switch n {
-		case "host", "x-amz-date", "x-amz-security-token":
-			continue
-		case "content-length":
-			r.ContentLength, _ = strconv.ParseInt(contentLength, 10, 64)
-			continue
-		}
-		for _, h := range hs {
-			if strings.EqualFold(h.Name, n) {
-				r.Header[n] = append(r.Header[n], h.Value)
-			}
-		}
-	}
-	s := v4.NewSigner(func(o *v4.SignerOptions) {
-		o.DisableURIPathEscaping = parts[3] == "s3"
-		o.DisableHeaderHoisting = true
-	})
-	var got string
-	if presigned {
-		q.Del("X-Amz-Signature")
-		q.Del("X-Amz-Security-Token")
-		r.URL.RawQuery = q.Encode()
-		uri, _, err := s.PresignHTTP(context.Background(), Real, r, "UNSIGNED-PAYLOAD", parts[3], parts[2], when)
-		if err != nil {
-			return err
-		}
-		pu, _ := url.Parse(uri)
-		got = pu.Query().Get("X-Amz-Signature")
-	} else {
-		r.URL.RawQuery = rawQuery
-		payload := get("X-Amz-Content-Sha256")
+	payload := "UNSIGNED-PAYLOAD"
+	if !presigned {
+		payload = get("X-Amz-Content-Sha256")
 		if payload == "" {
 			payload = hashOf(string(body))
 		}
-		if err := s.SignHTTP(context.Background(), Real, r, payload, parts[3], parts[2], when); err != nil {
-			return err
-		}
-		a := r.Header.Get("Authorization")
-		got = a[strings.LastIndex(a, "Signature=")+len("Signature="):]
 	}
+	got := upstreamSignature(date, parts[2], parts[3], upstreamCanonical(method, host, rawPath, rawQuery, parts[3], hs, signed, contentLength, payload, presigned))
 	if subtle.ConstantTimeCompare([]byte(got), []byte(sig)) != 1 {
 		return errors.New("the signature does not verify with the real key")
 	}
@@ -535,4 +521,100 @@ func Verify(method, host, path string, hs []filter.Header, contentLength string,
 		}
 	}
 	return nil
+}
+
+// uriEncode is RFC 3986 encoding as AWS canonicalises a path or query
+// component: every byte but the unreserved ones (and '/' when slash) as %XX.
+func uriEncode(s string, slash bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' || slash && c == '/' {
+			b.WriteByte(c)
+		} else {
+			b.WriteString("%" + strings.ToUpper(hex.EncodeToString([]byte{c})))
+		}
+	}
+	return b.String()
+}
+
+// upstreamCanonical is the canonical request an AWS service computes of
+// what it received: S3's path as sent, another service's encoded once
+// more; the query's pairs split at '&' alone, every pair counted (a bad
+// escape kept as sent), '+' a plus, sorted; each signed header's every
+// line, trimmed and joined.
+func upstreamCanonical(method, host, rawPath, rawQuery, service string, hs []filter.Header, signed, contentLength, payload string, presigned bool) string {
+	path := rawPath
+	if service != "s3" {
+		path = uriEncode(rawPath, true)
+	}
+	var pairs [][2]string
+	if rawQuery != "" {
+		for _, p := range strings.Split(rawQuery, "&") {
+			k, v, _ := strings.Cut(p, "=")
+			if dk, err := url.PathUnescape(k); err == nil {
+				k = dk
+			}
+			if dv, err := url.PathUnescape(v); err == nil {
+				v = dv
+			}
+			if presigned && k == "X-Amz-Signature" {
+				continue
+			}
+			pairs = append(pairs, [2]string{uriEncode(k, false), uriEncode(v, false)})
+		}
+	}
+	// By name, then by value: not by "name=value" ('=' sorts after digits).
+	sort.Slice(pairs, func(i, j int) bool {
+		if pairs[i][0] != pairs[j][0] {
+			return pairs[i][0] < pairs[j][0]
+		}
+		return pairs[i][1] < pairs[j][1]
+	})
+	var q []string
+	for _, p := range pairs {
+		q = append(q, p[0]+"="+p[1])
+	}
+	var ch strings.Builder
+	for _, n := range strings.Split(signed, ";") {
+		var vals []string
+		switch n {
+		case "host":
+			vals = []string{host}
+		case "content-length": // the framing's, not a header line
+			ch.WriteString(n + ":" + contentLength + "\n")
+			continue
+		}
+		for _, h := range hs {
+			if strings.EqualFold(h.Name, n) {
+				vals = append(vals, strings.Join(strings.Fields(h.Value), " "))
+			}
+		}
+		ch.WriteString(n + ":" + strings.Join(vals, ",") + "\n")
+	}
+	return method + "\n" + path + "\n" + strings.Join(q, "&") + "\n" + ch.String() + "\n" + signed + "\n" + payload
+}
+
+// mac is HMAC-SHA256 of s with key.
+func mac(key []byte, s string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(s))
+	return m.Sum(nil)
+}
+
+// signingKey is SigV4's signing key of secret for amzDate's day, region
+// and service.
+func signingKey(secret, amzDate, region, service string) []byte {
+	key := []byte("AWS4" + secret)
+	for _, part := range []string{amzDate[:8], region, service, "aws4_request"} {
+		key = mac(key, part)
+	}
+	return key
+}
+
+// upstreamSignature is the signature of canonical with Real's secret.
+func upstreamSignature(amzDate, region, service, canonical string) string {
+	key := signingKey(SecretValue, amzDate, region, service)
+	sts := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, amzDate[:8] + "/" + region + "/" + service + "/aws4_request", hashOf(canonical)}, "\n")
+	return hex.EncodeToString(mac(key, sts))
 }

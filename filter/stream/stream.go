@@ -123,6 +123,7 @@ type Stream struct {
 	held    filter.Request
 	heldHdr Headers
 	heldBuf []byte
+	hold    *filter.Hold // heldBuf's share of the process's budget (filter.MaxHeldBodies)
 	// chunks re-signs a forwarded signed aws-chunked body (Decision.Chunks).
 	chunks *filter.Chunks
 
@@ -158,6 +159,9 @@ const KeepCap = 32 << 10
 // emptied memory, and nothing the machine handed out (a log line, a
 // chunk, a header list) is valid after it.
 func (s *Stream) Reset(cfg *Config, host Host) {
+	if s.hold != nil {
+		s.hold.Release()
+	}
 	if cfg == nil {
 		cfg = NoConfig
 	}
@@ -295,9 +299,19 @@ func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 	if !s.holding {
 		return Continue
 	}
+	if s.hold == nil {
+		s.hold = new(filter.Hold)
+	}
+	if !s.hold.Take(len(b.Bytes())) {
+		s.holding = false
+		s.hold.Release()
+		d := s.eng.HeldBudgetSpent(s.target)
+		return s.reply(false, d.Reply, d.LogFields(0))
+	}
 	s.heldBuf = append(s.heldBuf, b.Bytes()...)
 	if len(s.heldBuf) > filter.MaxSignedBody {
 		s.holding = false
+		s.hold.Release()
 		d := s.eng.BodyTooLarge(s.target)
 		return s.reply(false, d.Reply, d.LogFields(0))
 	}
@@ -314,6 +328,7 @@ func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 			panic(err)
 		}
 	}
+	s.hold.Release() // refused, or the body is Envoy's now
 	return s.intercept(s.heldHdr, d)
 }
 
@@ -349,6 +364,9 @@ func (s *Stream) RequestTrailers() (status Status) {
 		return Continue
 	}
 	s.holding = false
+	if s.hold != nil {
+		s.hold.Release()
+	}
 	d := s.eng.DecideUpgrade(s.target, &s.held, filter.Upgrade{})
 	return s.reply(false, d.Reply, d.LogFields(0))
 }
@@ -534,11 +552,15 @@ func (s *Stream) scrubs() bool {
 	return s.forwarded && !s.answered && s.cfg.route.Role != pluginconf.RoleEgress
 }
 
-// Done releases the body's scrubber and writes the action=intercept line
+// Done gives back a held body's share of the budget, releases the body's
+// scrubber and writes the action=intercept line
 // of a forwarded request that ended before any response (status=0). It
 // never panics.
 func (s *Stream) Done() {
 	defer func() { _ = recover() }()
+	if s.hold != nil {
+		s.hold.Release() // a held request that ended before its body did
+	}
 	if s.frames != nil {
 		s.frames.Close()
 		s.frames = nil

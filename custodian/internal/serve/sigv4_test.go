@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,6 +137,23 @@ func TestSigV4(t *testing.T) {
 // filter.MaxSignedBody bytes; past it, the engine's 413 and nothing
 // upstream.
 func TestSigV4BodyTooLarge(t *testing.T) {
+	f, up := bedrockFixture(t)
+	host := sigv4test.Bedrock + ":" + up.port
+	big := strings.Repeat("x", filter.MaxSignedBody+1)
+	resp, b := postSigned(t, f, host, big)
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "may be at most 16777216 bytes") {
+		t.Fatalf("%d %q", resp.StatusCode, b)
+	}
+	waitLog(t, f.log, "action=refuse target="+host+" reason="+filter.ReasonBodySize+"\n")
+	if up.verified.Load() != 0 {
+		t.Error("the oversized request reached the upstream")
+	}
+}
+
+// bedrockFixture is a Custodian holding the table's key bound to the
+// Bedrock host, served by an upstream that checks the real key's
+// signature.
+func bedrockFixture(t *testing.T) (*fixture, *awsUpstream) {
 	var up *awsUpstream
 	f := newFixtureEdit(t, fakeDNS(t), nil, func(f *fixture, dir string, cfg *filter.Config) {
 		up = newAWSUpstream(t, f)
@@ -147,20 +165,51 @@ func TestSigV4BodyTooLarge(t *testing.T) {
 		must(t, os.WriteFile(base+".crt", leaf.CertPEM, 0o644))
 		must(t, os.WriteFile(base+".key", leaf.KeyPEM, 0o600))
 	})
-	host := sigv4test.Bedrock + ":" + up.port
-	big := strings.Repeat("x", filter.MaxSignedBody+1)
-	req, err := http.NewRequest("POST", "https://"+host+"/model/m/invoke", strings.NewReader(big))
+	return f, up
+}
+
+// postSigned posts body to host's invoke path, signed with the stand-ins
+// and no x-amz-content-sha256 (the Custodian hashes the body), and returns
+// the answer and its body.
+func postSigned(t *testing.T, f *fixture, host, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", "https://"+host+"/model/m/invoke", strings.NewReader(body))
 	must(t, err)
-	must(t, sigv4test.Sign(req, sigv4test.StandIns, "bedrock", []byte(big), time.Now().UTC()))
+	must(t, sigv4test.Sign(req, sigv4test.StandIns, "bedrock", []byte(body), time.Now().UTC()))
 	resp, err := f.client().Do(req)
 	must(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 413 || !strings.Contains(string(b), "may be at most 16777216 bytes") {
-		t.Fatalf("%d %q", resp.StatusCode, b)
+	return resp, b
+}
+
+// TestSigV4HeldBudget: the bodies the process holds to hash are bounded
+// across requests (filter.MaxHeldBodies); a request whose body would pass
+// the bound is answered 503 with Retry-After, nothing upstream, and once
+// the bodies held went on the same request goes through and its hold is
+// given back.
+func TestSigV4HeldBudget(t *testing.T) {
+	f, up := bedrockFixture(t)
+	host := sigv4test.Bedrock + ":" + up.port
+	body := `{"prompt":"` + strings.Repeat("x", 40<<10) + `"}`
+	var other filter.Hold // what other requests hold
+	if !other.Take(filter.MaxHeldBodies - int(filter.HeldBytes()) - len(body) + 1) {
+		t.Fatal("the budget is taken already")
 	}
-	waitLog(t, f.log, "action=refuse target="+host+" reason="+filter.ReasonBodySize+"\n")
+	defer other.Release()
+	resp, b := postSigned(t, f, host, body)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != strconv.Itoa(filter.RetryAfter) || !strings.Contains(string(b), "retry shortly") {
+		t.Fatalf("%d %v %.200q", resp.StatusCode, resp.Header, b)
+	}
+	waitLog(t, f.log, "action=refuse target="+host+" reason="+filter.ReasonHeldBudget+"\n")
 	if up.verified.Load() != 0 {
-		t.Error("the oversized request reached the upstream")
+		t.Error("the request past the budget reached the upstream")
+	}
+	other.Release()
+	if resp, b := postSigned(t, f, host, body); resp.StatusCode != 200 {
+		t.Fatalf("once the budget was back: %d %.200q", resp.StatusCode, b)
+	}
+	if n := filter.HeldBytes(); n != 0 {
+		t.Errorf("the process still holds %d bytes after the body went on", n)
 	}
 }

@@ -1,6 +1,7 @@
 package streamtest
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,6 +97,47 @@ func SigV4(t *testing.T, d Driver) {
 		}
 		if rs := s.Replies(); len(rs) != 1 || rs[0].Status != 413 || rs[0].Details != "jr2_custodian_"+filter.ReasonBodySize {
 			t.Fatalf("replies %+v", rs)
+		}
+	})
+	t.Run("the process's budget of held bodies spent: 503, then held again", func(t *testing.T) {
+		tc := invokeCase(t)
+		var other filter.Hold // what other streams hold
+		if !other.Take(filter.MaxHeldBodies - int(filter.HeldBytes()) - len(tc.Body) + 1) {
+			t.Fatal("the budget is taken already")
+		}
+		defer other.Release()
+		s := bodyStream(t, pod, tc.Host)
+		s.RequestHeadersEnd(requestHeaders(tc, len(tc.Body)), false)
+		if _, stop := s.RequestData([]byte(tc.Body), true); !stop {
+			t.Fatal("the body went on past the budget")
+		}
+		rs := s.Replies()
+		if len(rs) != 1 || rs[0].Status != 503 || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
+			t.Fatalf("replies %+v", rs)
+		}
+		s.Destroy()
+		other.Release()
+		s = bodyStream(t, pod, tc.Host)
+		defer s.Destroy()
+		s.RequestHeadersEnd(requestHeaders(tc, len(tc.Body)), false)
+		if _, stop := s.RequestData([]byte(tc.Body), true); stop || len(s.Replies()) != 0 {
+			t.Fatalf("refused once the budget was back: %+v", s.Replies())
+		}
+		if n := filter.HeldBytes(); n != 0 {
+			t.Errorf("the process still holds %d bytes after the body went on", n)
+		}
+	})
+	t.Run("a held request that ends before its body: its hold given back", func(t *testing.T) {
+		tc := invokeCase(t)
+		s := bodyStream(t, pod, tc.Host)
+		s.RequestHeadersEnd(requestHeaders(tc, len(tc.Body)), false)
+		s.RequestData([]byte(tc.Body[:4]), false)
+		if filter.HeldBytes() == 0 {
+			t.Fatal("the held bytes were not counted")
+		}
+		s.Destroy()
+		if n := filter.HeldBytes(); n != 0 {
+			t.Errorf("the process still holds %d bytes after the stream ended", n)
 		}
 	})
 	t.Run("a held request that ends in trailers: 400", func(t *testing.T) {
