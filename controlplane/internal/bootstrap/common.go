@@ -127,6 +127,14 @@ func (b *builder) httpFilter(name string, m validated) *hcmv3.HttpFilter {
 // fail-closed half of the plugin contract. The mark is matched in the
 // stream's dynamic metadata through sourced_metadata; Envoy 1.39.3 logs
 // Principal.metadata, which matched the same, as deprecated.
+//
+// A plugin that fails to load, or a plugin_name no plugin registered, lets
+// a request through the golang filter untouched: Envoy's golang filter
+// passes on a request it has no plugin to run instead of refusing it. So
+// every listener that runs the engine's filter, whichever data plane,
+// runs this filter after it, and it allows only requests carrying the
+// filter's mark (pluginconf.MarkKey, a bool, in dynamic metadata
+// namespace pluginconf.MetadataNamespace), which a client cannot set.
 func (b *builder) markFilter() *hcmv3.HttpFilter {
 	return b.httpFilter(FilterMark, &rbacv3.RBAC{Rules: &rbacconfigv3.RBAC{
 		Action: rbacconfigv3.RBAC_ALLOW,

