@@ -19,10 +19,8 @@
 // a leaf issued fresh; a leaf already in the directory is reused while pki
 // accepts it, and only a file whose bytes or mode differ from DIR's is
 // written (Result.Written), so a re-render of the same inputs touches
-// nothing: every inode and mtime stay as they were — but not under a
-// umask that takes bits of a file's mode (027 takes them of 0644): files
-// are created with the umask applied, so such a file differs in mode at
-// every render and is written again.
+// nothing: every inode and mtime stay as they were. Each file has exactly
+// its mode, whatever the umask.
 package render
 
 import (
@@ -600,6 +598,7 @@ type dirWriter struct {
 	fresh   bool
 	tmp     string          // the temporary directory, once a file changed
 	made    map[string]bool // directories made: one MkdirAll each, not one per file
+	umask   uint32          // the process's, read when the first file is written
 	written []string
 }
 
@@ -630,9 +629,9 @@ func (w *dirWriter) add(files map[string]file) error {
 			if err != nil {
 				return err
 			}
-			w.tmp, w.made = tmp, map[string]bool{tmp: true}
+			w.tmp, w.made, w.umask = tmp, map[string]bool{tmp: true}, currentUmask()
 		}
-		if err := writeFile(w.made, filepath.Join(w.tmp, filepath.FromSlash(p)), f); err != nil {
+		if err := w.writeFile(filepath.Join(w.tmp, filepath.FromSlash(p)), f); err != nil {
 			return err
 		}
 		w.written = append(w.written, p)
@@ -687,14 +686,14 @@ func changed(path string, f file) bool {
 	return err != nil || !bytes.Equal(old, f.data)
 }
 
-func writeFile(made map[string]bool, path string, f file) error {
-	if dir := filepath.Dir(path); !made[dir] {
+func (w *dirWriter) writeFile(path string, f file) error {
+	if dir := filepath.Dir(path); !w.made[dir] {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		made[dir] = true
+		w.made[dir] = true
 	}
-	return createFile(path, f.data, f.mode)
+	return createFile(path, f.data, f.mode, w.umask)
 }
 
 // removeStale removes the files of DIR/tls, DIR/kubernetes and
