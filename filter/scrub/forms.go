@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"unicode/utf8"
@@ -133,7 +134,8 @@ func (fs *formSet) addPercent(t []byte) {
 // U+FFFD for each invalid byte (Go) or for each maximal invalid subpart
 // (WHATWG TextDecoder, Python's errors="replace").
 func texts(v []byte) [][]byte {
-	out := [][]byte{v}
+	// A copy: the forms keep their bytes, and v stays the caller's.
+	out := [][]byte{bytes.Clone(v)}
 	if utf8.Valid(v) {
 		return out
 	}
@@ -283,7 +285,20 @@ func (p *percentSpelling) encode(t []byte, upper, plus bool) []byte {
 	if upper {
 		digits = hexUpper
 	}
-	out := make([]byte, 0, len(t)*3)
+	// Sized exactly, and t itself when nothing in it is escaped: a value
+	// is spelled in over a hundred of these sets and most spell a token
+	// as it is, so a buffer of 3×len(t) each was most of what building an
+	// engine for a long token allocated.
+	n := len(t)
+	for _, c := range t {
+		if !p.set[c] && !(c == ' ' && plus) {
+			n += 2
+		}
+	}
+	if n == len(t) && !(plus && bytes.IndexByte(t, ' ') >= 0) {
+		return t
+	}
+	out := make([]byte, 0, n)
 	for _, c := range t {
 		switch {
 		case p.set[c]:
