@@ -116,12 +116,13 @@ const Usage = `usage:
 
   controlplane effector --config effector.json --out DIR [--namespace NS] [--image jr2-effector]
                         [--key-secret NAME] [--key-key effector-key] [--secrets-secret NAME]
-                        [--drain 30]
+                        [--drain 30] [--ca-file extra-roots.pem]
       Write the Effector's Kubernetes objects, one per file in DIR/kubernetes/: a ConfigMap
-      of effector.json, a Deployment running effector (images/effector.Dockerfile) and a
-      headless Service for its signed wire (docs/kubernetes.md). Its placement key and
-      effect secrets are projected from Secrets of yours, named on stderr; no object
-      holds a value. http effects only: commands and pushes are refused.
+      of effector.json, a Deployment running effector (images/effector.Dockerfile), a
+      headless Service for its signed wire (docs/kubernetes.md) and, with --ca-file, a
+      ConfigMap of its certificates. Its placement key and effect secrets are projected
+      from Secrets of yours, named on stderr; no object holds a value. http effects only:
+      commands and pushes are refused.
         --config          effector.json (the Effector's own parser checks it)
         --out             the directory to write DIR/kubernetes/ in
         --namespace       the objects' namespace (default: none written)
@@ -132,6 +133,10 @@ const Usage = `usage:
         --secrets-secret  your Secret whose keys are the effect secrets effector.json
                           names (default <name>-secrets)
         --drain           JR2_EFFECTOR_DRAIN_SECONDS; terminationGracePeriodSeconds is 5 more
+        --ca-file         extra roots (PEM, certificates only) the Effector trusts for its
+                          https targets beside the image's system roots: ConfigMap
+                          <name>-ca, mounted read-only where JR2_CA_FILE points
+                          (default: none, the system roots only)
 
   controlplane key --signing-key FILE --placement NAME
       Print an Effector placement's key, HMAC-SHA256(signing key, "effector:" + NAME), as

@@ -89,12 +89,13 @@ func newEffectorFlags() (*flag.FlagSet, *effectorFlags) {
 		keyKey:        fs.String("key-key", "effector-key", ""),
 		secretsSecret: fs.String("secrets-secret", "", ""),
 		drain:         fs.Int("drain", kube.DefaultDrain, ""),
+		caFile:        fs.String("ca-file", "", ""),
 	}
 }
 
 type effectorFlags struct {
-	config, out, namespace, image, keySecret, keyKey, secretsSecret *string
-	drain                                                           *int
+	config, out, namespace, image, keySecret, keyKey, secretsSecret, caFile *string
+	drain                                                                   *int
 }
 
 // effectorCmd writes the Effector's objects (kube.Effector) from its
@@ -112,9 +113,15 @@ func effectorCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("--config: %w", err))
 	}
+	var ca []byte
+	if *f.caFile != "" {
+		if ca, err = readLimited(*f.caFile, 4<<20); err != nil {
+			return fail(fmt.Errorf("--ca-file: %w; name a PEM file of the certificates your https targets chain to, or drop --ca-file", err))
+		}
+	}
 	set, err := kube.Effector(raw, kube.EffectorOptions{
 		Namespace: *f.namespace, Image: *f.image, KeySecret: *f.keySecret, KeyKey: *f.keyKey,
-		SecretsSecret: *f.secretsSecret, Drain: *f.drain,
+		SecretsSecret: *f.secretsSecret, Drain: *f.drain, CA: ca,
 	})
 	if err != nil {
 		return fail(err)

@@ -1,6 +1,10 @@
 package kube
 
 import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -22,6 +26,7 @@ const (
 	effectorConfigDir  = "/etc/jr2/effector/config"
 	effectorConfigFile = "effector.json"
 	effectorSecrets    = "/etc/jr2/effector/secrets"
+	effectorCADir      = "/etc/jr2/effector/ca"
 	effectorTmp        = "/tmp"
 	DefaultEffectorImg = "jr2-effector"
 	DefaultDrain       = 30
@@ -40,6 +45,48 @@ type EffectorOptions struct {
 	SecretsSecret string
 	// Drain is JR2_EFFECTOR_DRAIN_SECONDS; 0 is DefaultDrain.
 	Drain int
+	// CA is --ca-file's PEM bundle: the roots the Effector trusts for its
+	// https targets beside the image's system roots (JR2_CA_FILE). nil
+	// renders neither the CA ConfigMap nor JR2_CA_FILE.
+	CA []byte
+}
+
+// EffectorCAConfigMap is the name of the Effector's CA ConfigMap: its
+// own, not the pods' jr2-ca, which one render of a namespace's pods owns
+// and whose last apply wins.
+func EffectorCAConfigMap(placement string) string { return EffectorName(placement) + "-ca" }
+
+// effectorCA reads --ca-file's bundle: at least one PEM block, every
+// block a certificate that parses, nothing but space after the last. A
+// private key or any other block is refused by its number and type, never
+// its bytes; and what the ConfigMap holds is the certificates encoded
+// again, so no byte of the file but theirs (text between blocks, which
+// PEM skips) can reach it.
+func effectorCA(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	n := 0
+	for {
+		block, rest := pem.Decode(b)
+		if block == nil {
+			break
+		}
+		b = rest
+		n++
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("--ca-file: block %d is a %q block; a ConfigMap holds public certificates only: pass the CA's certificates, never its key", n, block.Type)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return nil, fmt.Errorf("--ca-file: certificate %d does not parse; pass the PEM certificates your https targets chain to", n)
+		}
+		pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})
+	}
+	if n == 0 {
+		return nil, errors.New("--ca-file: no PEM certificate found; pass a PEM file of the certificates your https targets chain to, or drop --ca-file")
+	}
+	if len(bytes.TrimSpace(b)) != 0 {
+		return nil, errors.New("--ca-file: text after the last PEM block is not PEM; pass a PEM file of certificates only")
+	}
+	return out.Bytes(), nil
 }
 
 // EffectorName is the objects' name: jr2-instance-effector for the
@@ -53,7 +100,8 @@ func EffectorName(placement string) string {
 
 // Effector builds the Effector's objects from effector.json: a ConfigMap
 // holding it, a Deployment running effector, and a headless Service for
-// the signed wire. Its placement key and effect secrets are 0400 projected
+// the signed wire; with o.CA, a ConfigMap of its certificates (ca.crt,
+// public, as the pods' jr2-ca) mounted read-only where JR2_CA_FILE points. Its placement key and effect secrets are 0400 projected
 // items of the user's Secrets, never env values or argv; POD_NAME, POD_IP
 // and NODE_NAME come from the downward API; readiness is GET /healthz;
 // terminationGracePeriodSeconds is the drain plus 5 s.
@@ -82,6 +130,12 @@ func Effector(raw []byte, o EffectorOptions) (*Set, error) {
 	}
 	if o.Namespace != "" && !dnsLabel(o.Namespace) {
 		return nil, fmt.Errorf("--namespace %q is not a namespace name; use lowercase letters, digits and '-' (at most 63)", o.Namespace)
+	}
+	var ca []byte
+	if o.CA != nil {
+		if ca, err = effectorCA(o.CA); err != nil {
+			return nil, err
+		}
 	}
 	name := EffectorName(f.Placement)
 	if o.Image == "" {
@@ -140,6 +194,19 @@ func Effector(raw []byte, o EffectorOptions) (*Set, error) {
 		mounts = append(mounts, corev1.VolumeMount{Name: "secrets", MountPath: effectorSecrets, ReadOnly: true})
 		env = append(env, corev1.EnvVar{Name: "JR2_EFFECTOR_SECRETS", Value: effectorSecrets})
 	}
+	var caMap *corev1.ConfigMap
+	if ca != nil {
+		caMap = &corev1.ConfigMap{TypeMeta: coreType("ConfigMap"), ObjectMeta: meta(EffectorCAConfigMap(f.Placement)), Data: map[string]string{TrustCA: string(ca)}}
+		volumes = append(volumes, corev1.Volume{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr(modePublic),
+			Sources: []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+				LocalObjectReference: corev1.LocalObjectReference{Name: caMap.Name},
+				Items:                []corev1.KeyToPath{{Key: TrustCA, Path: TrustCA, Mode: ptr(modePublic)}},
+			}}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "ca", MountPath: effectorCADir, ReadOnly: true})
+		env = append(env, corev1.EnvVar{Name: "JR2_CA_FILE", Value: path.Join(effectorCADir, TrustCA)})
+	}
 	uid := EffectorUID
 	grace := int64(o.Drain + 5)
 	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
@@ -193,6 +260,9 @@ func Effector(raw []byte, o EffectorOptions) (*Set, error) {
 		},
 	}
 	set := &Set{Objects: []Object{cm, dep, svc}}
+	if caMap != nil {
+		set.Objects = append(set.Objects, caMap)
+	}
 	set.Values = append(set.Values, ValueRef{Held: effectorKeyFile, Secret: o.KeySecret, Key: o.KeyKey})
 	for _, s := range f.Secrets {
 		set.Values = append(set.Values, ValueRef{Held: s, Secret: o.SecretsSecret, Key: s})
