@@ -28,6 +28,7 @@ import (
 	"jr2.dev/boundary/filter/scrub"
 	"jr2.dev/boundary/internal/testkit/imagestest"
 	"jr2.dev/boundary/internal/testkit/nodetest"
+	"jr2.dev/boundary/internal/testkit/testpki"
 )
 
 // The Effector on the node: the instance placement's objects, one effect
@@ -61,15 +62,22 @@ var effLines = []string{
 // the Service's selector) names the replica's POD_IP:8082, the address a
 // headless Service gives its clients; a Pod of the effector image runs
 // `effector call` toward that address, signing with the key projected from
-// the same Secret. The signed http effect reaches an upstream on the node's
-// address with the value from the Secret, and the call prints the signed
-// answer with the echo scrubbed. Then, with an effect held in flight by its
+// the same Secret. The upstream is https on the node's address under a CA
+// made here, which the render trusts by --ca-file (the CA ConfigMap, where
+// JR2_CA_FILE points): the signed http effect reaches it with the value
+// from the Secret, and the call prints the signed answer with the echo
+// scrubbed. Then, with an effect held in flight by its
 // upstream, the replica's Pod is deleted: the replica says it is stopping
 // (healthz 503, a signed start 503 stopping) and the EndpointSlice keeps it
 // as terminating; the upstream lets go, the call Pod gets its outcome, the
 // Effector logs its drain ending with nothing unread, its container exits
-// 0 and the Pod is gone before its grace period ends. No form of the value
-// or of the key is in any log, answer or object of the namespace.
+// 0 and the Pod is gone before its grace period ends. The same
+// effector.json rendered without --ca-file and applied over it rolls out a
+// replica that trusts the image's system roots only, and the same effect
+// toward the same upstream is unreachable, nothing sent, its certificate
+// signed by an unknown authority. No form of the value or of the key, and
+// no byte of the CA's private key, is in any log, answer or object of the
+// namespace.
 func TestEffectorOnNode(t *testing.T) {
 	imgs := imagestest.Find(t, "effector", "pause")
 	n := nodetest.Start(t, nodetest.Options{Images: imagestest.Tars(imgs), Pause: imgs["pause"].Ref})
@@ -116,6 +124,8 @@ func TestEffectorOnNode(t *testing.T) {
 
 	t.Run("drain on delete", func(t *testing.T) { e.drain(ctx, t, n) })
 
+	t.Run("without --ca-file the https upstream is refused", func(t *testing.T) { e.untrusted(ctx, t) })
+
 	t.Run("no value in the objects", func(t *testing.T) {
 		out, err := n.API.RunIn(t, e.dir, e.ns, "kubectl get configmaps,deployments,replicasets,pods,services,endpointslices,events -o json")
 		if err != nil {
@@ -125,6 +135,15 @@ func TestEffectorOnNode(t *testing.T) {
 			t.Fatalf("kubectl get printed no object named %s:\n%s", e.name, lastLines(out, 20))
 		}
 		e.noValue(t, "the namespace's objects", out)
+		for _, line := range strings.Split(string(e.ca.KeyPEM), "\n") {
+			if len(line) >= 32 && !strings.HasPrefix(line, "-----") && strings.Contains(out, line) {
+				t.Error("the namespace's objects hold a line of the CA's private key")
+			}
+		}
+		cm, err := n.API.Client.CoreV1().ConfigMaps(e.ns).Get(ctx, kube.EffectorCAConfigMap(effPlacement), metav1.GetOptions{})
+		if err != nil || cm.Data["ca.crt"] != string(e.ca.CertPEM) || len(cm.Data) != 1 {
+			t.Errorf("the CA ConfigMap: %v %v; want ca.crt alone, the CA's certificate", cm, err)
+		}
 	})
 }
 
@@ -134,7 +153,8 @@ type effOnNode struct {
 	ns, dir   string
 	name      string // the objects'
 	image     string
-	up        *nodeUpstream // plain HTTP on the node's address
+	ca        *testpki.CA   // the upstream's, given as --ca-file
+	up        *nodeUpstream // https on the node's address, under ca
 	value     string        // EXAMPLE_API_KEY's
 	key, sign string        // the placement key file's bytes, the signing key's
 	pod       *corev1.Pod   // the replica, ready
@@ -149,16 +169,17 @@ type effOnNode struct {
 func deployEffector(ctx context.Context, t *testing.T, n *nodetest.Node, image string) *effOnNode {
 	t.Helper()
 	dir := t.TempDir()
+	ca := testpki.NewCA(t, "effector-upstream")
 	e := &effOnNode{n: n, ns: n.API.Namespace(t), dir: dir, name: kube.EffectorName(effPlacement), image: image,
-		up: startPlainUpstream(t), value: nodeSentinel(t, effSecret)}
+		ca: ca, up: startNodeUpstream(t, ca), value: nodeSentinel(t, effSecret)}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
 	}
 	e.sign = hex.EncodeToString(b) + "\n"
 	host, port, _ := strings.Cut(e.up.addr, ":")
-	conf := fmt.Sprintf(`{"placement":%q,"targets":[{"scheme":"http","host":%q,"port":%s,"secrets":[%q]}],"commands":false}`, effPlacement, host, port, effSecret)
-	for name, body := range map[string]string{"signing.key": e.sign, "effector.json": conf, "effector-secrets/" + effSecret: e.value} {
+	conf := fmt.Sprintf(`{"placement":%q,"targets":[{"scheme":"https","host":%q,"port":%s,"secrets":[%q]}],"commands":false}`, effPlacement, host, port, effSecret)
+	for name, body := range map[string]string{"signing.key": e.sign, "effector.json": conf, "effector-secrets/" + effSecret: e.value, "upstream-ca.pem": string(ca.CertPEM)} {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -174,7 +195,7 @@ func deployEffector(ctx context.Context, t *testing.T, n *nodetest.Node, image s
 		t.Fatal(err)
 	}
 	code, _, stderr = runCmd(t, roots, "effector", "--config", filepath.Join(dir, "effector.json"), "--out", filepath.Join(dir, "out"),
-		"--namespace", e.ns, "--image", image, "--drain", fmt.Sprint(effDrain))
+		"--namespace", e.ns, "--image", image, "--drain", fmt.Sprint(effDrain), "--ca-file", filepath.Join(dir, "upstream-ca.pem"))
 	if code != 0 {
 		t.Fatalf("controlplane effector: exit %d\n%s", code, stderr)
 	}
@@ -284,7 +305,7 @@ func (e *effOnNode) startCall(ctx context.Context, t *testing.T, id, path string
 	t.Helper()
 	e.calls++
 	name := fmt.Sprintf("call-%d", e.calls)
-	start := fmt.Sprintf(`{"kind":"http","http":{"method":"GET","url":[{"text":"http://%s%s"}],"headers":{"x-api-key":[{"secret":%q}]}}}`, e.up.addr, path, effSecret)
+	start := fmt.Sprintf(`{"kind":"http","http":{"method":"GET","url":[{"text":"https://%s%s"}],"headers":{"x-api-key":[{"secret":%q}]}}}`, e.up.addr, path, effSecret)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, Data: map[string]string{"start.json": start}}
 	if _, err := e.n.API.Client.CoreV1().ConfigMaps(e.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -352,29 +373,42 @@ func (e *effOnNode) call(ctx context.Context, t *testing.T, id, path string) cal
 	return e.waitCall(ctx, t, e.startCall(ctx, t, id, path))
 }
 
+// callAnswer is the answer `effector call` prints: the effect's state,
+// the replica that answered and the outcome.
+type callAnswer struct {
+	State   string `json:"state"`
+	Replica struct {
+		Name    string `json:"name"`
+		Address string `json:"address"`
+	} `json:"replica"`
+	Outcome struct {
+		Kind   string `json:"kind"`
+		Status int    `json:"status"`
+		Body   string `json:"body"`
+		Reason string `json:"reason"`
+	} `json:"outcome"`
+}
+
+// answer reads a call's output as its answer, failing the test when any
+// form of a value is in it.
+func (e *effOnNode) answer(t *testing.T, out callOutput) callAnswer {
+	t.Helper()
+	e.noValue(t, "the call's answer", out.stdout)
+	var st callAnswer
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.stdout)), &st); err != nil {
+		t.Fatalf("effector call exited %d and printed %q: %v", out.code, out.stdout, err)
+	}
+	return st
+}
+
 // settled holds a call's output to a settled response 200 from replica,
 // the upstream's echo scrubbed, and no form of a value in it.
 func (e *effOnNode) settled(t *testing.T, out callOutput, replica string) {
 	t.Helper()
-	e.noValue(t, "the call's answer", out.stdout)
-	var st struct {
-		State   string `json:"state"`
-		Replica struct {
-			Name    string `json:"name"`
-			Address string `json:"address"`
-		} `json:"replica"`
-		Outcome struct {
-			Kind   string `json:"kind"`
-			Status int    `json:"status"`
-			Body   string `json:"body"`
-		} `json:"outcome"`
-	}
 	if out.code != 0 {
 		t.Fatalf("effector call exited %d:\n%s", out.code, out.stdout)
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out.stdout)), &st); err != nil {
-		t.Fatalf("effector call printed %q: %v", out.stdout, err)
-	}
+	st := e.answer(t, out)
 	if st.State != "settled" || st.Outcome.Kind != "response" || st.Outcome.Status != 200 || st.Replica.Name != replica || st.Replica.Address != e.addr {
 		t.Errorf("effector call: %+v; want settled, a response 200, from %s at %s", st, replica, e.addr)
 	}
@@ -429,7 +463,7 @@ func (e *effOnNode) drain(ctx context.Context, t *testing.T, n *nodetest.Node) {
 		return code == http.StatusServiceUnavailable && strings.TrimSpace(body) == "stopping"
 	})
 	c := &client.Client{Key: e.placementKey(t)}
-	a, err := c.Do(ctx, e.addr, http.MethodPost, "after-the-delete", []byte(`{"kind":"http","http":{"method":"GET","url":[{"text":"http://`+e.up.addr+`/v1/echo"}]}}`))
+	a, err := c.Do(ctx, e.addr, http.MethodPost, "after-the-delete", []byte(`{"kind":"http","http":{"method":"GET","url":[{"text":"https://`+e.up.addr+`/v1/echo"}]}}`))
 	if err != nil || a.Status != http.StatusServiceUnavailable || a.Error == nil || a.Error.Error != "stopping" {
 		t.Errorf("a signed start while the replica drains: %+v %v; want 503 stopping", a, err)
 	}
@@ -588,18 +622,62 @@ func (e *effOnNode) detail(ctx context.Context) string {
 	return b.String() + "the kubelet's log:\n" + lastLines(e.n.Log("kubelet"), 20)
 }
 
-// startPlainUpstream is a nodeUpstream served as plain HTTP: the
-// Effector's Deployment trusts the system roots only (it names no CA
-// file), so a test upstream under a CA of its own is reached by http.
-func startPlainUpstream(t *testing.T) *nodeUpstream {
-	t.Helper()
-	l, err := nodetest.Listen()
-	if err != nil {
-		t.Fatal(err)
+// untrusted renders the same effector.json without --ca-file, applies it
+// over the first render by the documented lines and, once the rollout's
+// replica is in the EndpointSlice, sends the same effect toward the same
+// https upstream: it is unreachable, nothing sent, the upstream's
+// certificate signed by an authority the image's system roots do not hold.
+func (e *effOnNode) untrusted(ctx context.Context, t *testing.T) {
+	code, _, stderr := runCmd(t, rootsPEM(t), "effector", "--config", filepath.Join(e.dir, "effector.json"), "--out", filepath.Join(e.dir, "plain"),
+		"--namespace", e.ns, "--image", e.image, "--drain", fmt.Sprint(effDrain))
+	if code != 0 {
+		t.Fatalf("controlplane effector without --ca-file: exit %d\n%s", code, stderr)
 	}
-	u := &nodeUpstream{addr: l.Addr().String(), Held: make(chan struct{}, 8), Release: make(chan struct{})}
-	srv := &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	return u
+	for _, line := range effLines[2:] {
+		if out, err := e.n.API.RunIn(t, e.dir, e.ns, strings.ReplaceAll(line, "DIR/", "plain/")); err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", line, err, out, e.detail(ctx))
+		}
+	}
+	var replica string
+	waitFor(ctx, t, "a ready replica without JR2_CA_FILE in the EndpointSlice", func() bool {
+		pods, err := e.n.API.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "jr2.dev/effector=" + e.name})
+		if err != nil {
+			return false
+		}
+		replica = ""
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && len(p.Spec.Containers) == 1 && !hasEnv(p.Spec.Containers[0], "JR2_CA_FILE") {
+				replica = p.Name
+			}
+		}
+		addrs, _ := e.endpoints(ctx)
+		for _, x := range addrs {
+			if replica != "" && x.pod == replica && x.ready && !x.terminating {
+				e.addr = x.addr
+				return true
+			}
+		}
+		return false
+	}, func() string {
+		addrs, err := e.endpoints(ctx)
+		return fmt.Sprintf("%+v %v\n%s", addrs, err, e.detail(ctx))
+	})
+	out := e.call(ctx, t, "untrusted", "/v1/echo")
+	st := e.answer(t, out)
+	if out.code != 3 || st.State != "settled" || st.Outcome.Kind != "unreachable" || !strings.HasPrefix(st.Outcome.Reason, "nothing was sent: ") ||
+		!strings.Contains(st.Outcome.Reason, "x509: certificate signed by unknown authority") {
+		t.Errorf("effector call without --ca-file: exit %d, %+v; want 3, settled, unreachable, nothing sent, the certificate signed by an unknown authority", out.code, st)
+	}
+	if got := e.up.Take(); len(got) != 0 {
+		t.Errorf("the upstream got %d requests from a replica that does not trust its CA; want none", len(got))
+	}
+}
+
+func hasEnv(c corev1.Container, name string) bool {
+	for _, v := range c.Env {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
 }
