@@ -60,6 +60,36 @@ import (
 type awsKey struct {
 	keyID, secret, token    string // the real parts; token "" when none
 	sKeyID, sSecret, sToken string // their stand-ins
+
+	// signers are the SDK's signers of this key, made once: [0] checks
+	// with the stand-in secret, [1] signs with the real one, each in the
+	// options of a service ([s3] or [other], signerOptions). A signer keeps
+	// the signing key it derived (four HMAC-SHA256) for a region and
+	// service and reuses it while the key id and the day are the same; one
+	// secret per signer makes that cache one of (secret, day, region,
+	// service), so a key derived with one secret never signs for another.
+	signers [2][2]*v4.Signer
+}
+
+// The signers of an awsKey: by secret, then by service's options.
+const (
+	signStandIn, signReal = 0, 1
+	signS3, signOther     = 0, 1
+)
+
+// newSigners makes k's signers.
+func (k *awsKey) newSigners() {
+	for i := range k.signers {
+		for j := range k.signers[i] {
+			s3 := j == signS3
+			k.signers[i][j] = v4.NewSigner(func(o *v4.SignerOptions) {
+				// S3 signs its path as sent, every other service escapes
+				// it once more.
+				o.DisableURIPathEscaping = s3
+				o.DisableHeaderHoisting = true
+			})
+		}
+	}
 }
 
 // awsPart is one part's name (its value file) and value.
@@ -92,6 +122,7 @@ func newAWSHeld(s *SecretConfig, values map[string][]byte) (*held, []awsPart, er
 	if len(parts) > 2 {
 		k.token = string(parts[2].Value)
 	}
+	k.newSigners()
 	h := &held{
 		name:    s.Name,
 		standIn: s.StandIn,
@@ -610,13 +641,13 @@ func (in *sigv4Input) request(rawPath, rawQuery string) *http.Request {
 	return req
 }
 
-// signer is the SDK's signer with the options of service: S3 signs its
-// path as sent, every other service escapes it once more.
-func (in *sigv4Input) signer() *v4.Signer {
-	return v4.NewSigner(func(o *v4.SignerOptions) {
-		o.DisableURIPathEscaping = in.service == "s3"
-		o.DisableHeaderHoisting = true
-	})
+// signer is k's signer with the secret of role (signStandIn, signReal)
+// and the options of in's service.
+func (in *sigv4Input) signer(k *awsKey, role int) *v4.Signer {
+	if in.service == "s3" {
+		return k.signers[role][signS3]
+	}
+	return k.signers[role][signOther]
 }
 
 // verify recomputes the agent's signature with the stand-in secret and
@@ -629,14 +660,14 @@ func (in *sigv4Input) verify(sr *sigv4Request, rawPath string, k *awsKey) bool {
 			cred.SessionToken = sr.p.token
 			q.Del("X-Amz-Security-Token")
 		}
-		sig, signedList, ok := in.presign(cred, rawPath, q)
+		sig, signedList, ok := in.presign(in.signer(k, signStandIn), cred, rawPath, q)
 		return ok && signedList == sr.p.signed && subtle.ConstantTimeCompare([]byte(sig), []byte(sr.p.signature)) == 1
 	}
 	if sr.p.hasToken && containsStr(in.signed, "x-amz-security-token") {
 		cred.SessionToken = sr.p.token
 	}
 	req := in.request(rawPath, in.rawQuery)
-	if err := in.signer().SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
+	if err := in.signer(k, signStandIn).SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
 		return false
 	}
 	got, ok := parseSigV4Auth(req.Header.Get("Authorization"))
@@ -654,13 +685,13 @@ func (in *sigv4Input) sign(sr *sigv4Request, newPath string, k *awsKey) (out, qu
 		q.Del("X-Amz-Security-Token")
 		up := *in
 		up.host = in.upstreamHost
-		rawQuery, _, ok := up.presignQuery(cred, newPath, q)
+		rawQuery, _, ok := up.presignQuery(in.signer(k, signReal), cred, newPath, q)
 		return rawQuery, "", ok
 	}
 	up := *in
 	up.host = in.upstreamHost
 	req := up.request(newPath, in.rawQuery)
-	if err := in.signer().SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
+	if err := in.signer(k, signReal).SignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when); err != nil {
 		return "", "", false
 	}
 	// The signer leaves its canonical query in the request: the query it
@@ -726,19 +757,19 @@ func (e *Engine) signedAsSent(r *Request, signed []string, presigned bool, query
 
 // presign presigns with cred and returns the signature and the signed
 // header list the signer wrote.
-func (in *sigv4Input) presign(cred aws.Credentials, rawPath string, q url.Values) (sig, signed string, ok bool) {
-	_, out, ok := in.presignQuery(cred, rawPath, q)
+func (in *sigv4Input) presign(s *v4.Signer, cred aws.Credentials, rawPath string, q url.Values) (sig, signed string, ok bool) {
+	_, out, ok := in.presignQuery(s, cred, rawPath, q)
 	if !ok {
 		return "", "", false
 	}
 	return out.Get("X-Amz-Signature"), out.Get("X-Amz-SignedHeaders"), true
 }
 
-// presignQuery presigns with cred and returns the signed raw query and
-// its values.
-func (in *sigv4Input) presignQuery(cred aws.Credentials, rawPath string, q url.Values) (string, url.Values, bool) {
+// presignQuery presigns with s and cred and returns the signed raw query
+// and its values.
+func (in *sigv4Input) presignQuery(s *v4.Signer, cred aws.Credentials, rawPath string, q url.Values) (string, url.Values, bool) {
 	req := in.request(rawPath, q.Encode())
-	uri, _, err := in.signer().PresignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when)
+	uri, _, err := s.PresignHTTP(context.Background(), cred, req, in.payload, in.service, in.region, in.when)
 	if err != nil {
 		return "", nil, false
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // An aws-chunked upload frames its body as chunks, each a line with its
@@ -128,6 +129,14 @@ type Chunks struct {
 	trailLen int
 	done     bool // the body's last line was read: it ends here
 	failed   bool // a refusal was returned
+
+	// hold is the signed chunks' share of the process's budget of held
+	// bytes (MaxHeldBodies): a chunk's data counts from its first byte
+	// until the bytes Write returned it in went on (the next Write), or
+	// the body ended (End), was refused, or the request ended (Close).
+	hold  Hold
+	sent  int         // bytes of hold in the chunks the last Write returned
+	spent atomic.Bool // the budget was spent: the refusal is HeldBudgetSpent
 }
 
 // SigV4ChunkText is the answer to an aws-chunked body that is not one its
@@ -135,8 +144,13 @@ type Chunks struct {
 const SigV4ChunkText = "the aws-chunked body is not framed as its x-amz-content-sha256 form says, or a chunk or trailer signature does not verify with the stand-in secret key (or the body ends before its last line); the request was cut"
 
 // ChunksRefused is a host's answer when Decision.Chunks refused the body
-// (Failed), if no answer went out yet: 403, reason signature.
-func (e *Engine) ChunksRefused(target string) *Reply {
+// (Failed), if no answer went out yet: 403, reason signature; or, when a
+// chunk would have taken the process past its budget of held bytes, the
+// 503 of HeldBudgetSpent, with Retry-After.
+func (e *Engine) ChunksRefused(target string, c *Chunks) *Reply {
+	if c != nil && c.spent.Load() {
+		return e.HeldBudgetSpent(target).Reply
+	}
 	return reply(403, ReasonSignature, SigV4ChunkText)
 }
 
@@ -146,6 +160,10 @@ func (c *Chunks) Failed() bool { return c.failed }
 // errChunks is every refusal of a chunked body: the host cuts the request,
 // and the answer is a reset or the engine's 502 (no value, no signature).
 var errChunks = errors.New("the aws-chunked body is malformed or does not verify with the stand-in secret key")
+
+// errChunkBudget is the refusal of a chunk the process's budget of held
+// bytes has no room for: the host cuts the request as for errChunks.
+var errChunkBudget = errors.New("the aws-chunked body's chunk would take the process past its budget of held bytes")
 
 // minChunk is the least data of a signed chunk but the last one with data:
 // AWS requires it ("Chunk size must be at least 8 KB … This chunk size
@@ -182,13 +200,26 @@ func newChunks(form chunkForm, inSecret, outSecret, amzDate, region, service, se
 // and its signature verified, with the real key's signature in its line;
 // unsigned, each line once read and data as it comes. An error means the
 // body is not one its form allows: nothing more may go upstream.
+//
+// A signed chunk's data counts in the process's budget of held bytes
+// (MaxHeldBodies) from its first byte until the bytes returned went on,
+// which the next Write, End or Close tells; a chunk the budget has no room
+// for is refused (errChunkBudget; ChunksRefused answers it 503).
 func (c *Chunks) Write(p []byte) ([]byte, error) {
+	c.hold.Give(c.sent) // what the last Write returned went on
+	c.sent = 0
 	out, err := c.write(p)
 	if err != nil {
 		c.failed = true
+		c.hold.Close()
 	}
 	return out, err
 }
+
+// Close gives back what c holds of the process's budget, for good: a host
+// calls it when the request ends (whole, reset or refused); Write after it
+// refuses every chunk held.
+func (c *Chunks) Close() { c.hold.Close() }
 
 func (c *Chunks) write(p []byte) ([]byte, error) {
 	var out []byte
@@ -238,6 +269,10 @@ func (c *Chunks) write(p []byte) ([]byte, error) {
 			c.size = -1
 		default: // a signed chunk's data and CRLF, held whole
 			n := int(min(int64(len(p)), c.size+2-int64(len(c.data))))
+			if !c.hold.Take(n) {
+				c.spent.Store(true)
+				return nil, errChunkBudget
+			}
 			c.data = append(c.data, p[:n]...)
 			p = p[n:]
 			if int64(len(c.data)) < c.size+2 {
@@ -326,6 +361,7 @@ func (c *Chunks) finish(out []byte) ([]byte, error) {
 		return nil, err
 	}
 	out = append(out, c.data...)
+	c.sent += len(c.data) // held until out went on
 	if c.size == 0 {
 		c.done = true // its CRLF is the body's last
 	}
@@ -429,7 +465,9 @@ func (c *Chunks) trailerBytes(sig string) []byte {
 
 // End reports whether the body ended where an aws-chunked body ends:
 // after its last line. A host calls it at the body's end.
+// What c held is given back either way.
 func (c *Chunks) End() error {
+	c.hold.Close()
 	if !c.done {
 		c.failed = true
 		return errChunks
@@ -475,4 +513,7 @@ func (cr *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (cr *chunkReader) Close() error { return cr.r.Close() }
+func (cr *chunkReader) Close() error {
+	cr.c.Close()
+	return cr.r.Close()
+}

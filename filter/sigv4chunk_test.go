@@ -284,3 +284,77 @@ func TestChunksUnsignedTrailer(t *testing.T) {
 		}
 	}
 }
+
+// TestChunksHeldBudget: a signed chunk held whole until its signature
+// verified counts in the process's budget of held bytes from its first
+// byte, is given back once the bytes it went out in went on (the next
+// Write) and at the body's end; a chunk past the budget is refused with
+// the budget's 503, and a body cut mid-chunk (Close) holds nothing after.
+func TestChunksHeldBudget(t *testing.T) {
+	base := HeldBytes()
+	body := chunkedBody(exampleChunks, exampleSigs)
+	const otherSeed = "1111111111111111111111111111111111111111111111111111111111111111"
+	newC := func() *Chunks {
+		return newChunks(formSigned, exampleSecret, "another-secret-key-Kq7Zr2Vw9Ty4", exampleDate, "us-east-1", "s3", exampleSeed, otherSeed)
+	}
+
+	c := newC()
+	half := 100 + 65536/2
+	if out, err := c.Write(body[:half]); err != nil || len(out) != 0 {
+		t.Fatalf("half a chunk: %d bytes out, %v", len(out), err)
+	}
+	if got := HeldBytes() - base; got != int64(half-len("10000;chunk-signature=")-64-2) {
+		t.Fatalf("half a chunk held: %d bytes counted", got)
+	}
+	first := len("10000;chunk-signature=") + 64 + 2 + 65536 + 2
+	if out, err := c.Write(body[half:first]); err != nil || len(out) != first {
+		t.Fatalf("the first chunk: %d bytes out, %v", len(out), err)
+	}
+	if got := HeldBytes() - base; got != 65536+2 {
+		t.Fatalf("the chunk being sent: %d bytes counted, want %d", got, 65536+2)
+	}
+	if _, err := c.Write(body[first : first+1]); err != nil || HeldBytes() != base {
+		t.Fatalf("after the chunk went on: %v, %d bytes counted", err, HeldBytes()-base)
+	}
+	if out, err := c.Write(body[first+1:]); err != nil || c.End() != nil || len(out) != len(body)-first { // the byte before is the next line's first
+		t.Fatalf("the rest: %d bytes, %v", len(out), err)
+	}
+	if HeldBytes() != base {
+		t.Fatalf("after the body's end: %d bytes counted", HeldBytes()-base)
+	}
+
+	// Cut mid-chunk: the host closes it.
+	c = newC()
+	if _, err := c.Write(body[:half]); err != nil || HeldBytes() == base {
+		t.Fatalf("half a chunk: %v, %d held", err, HeldBytes()-base)
+	}
+	c.Close()
+	if HeldBytes() != base {
+		t.Fatalf("after Close: %d bytes counted", HeldBytes()-base)
+	}
+	if _, err := c.Write(body[half:]); err == nil || HeldBytes() != base {
+		t.Fatalf("a Write after Close: %v, %d bytes counted", err, HeldBytes()-base)
+	}
+
+	// The budget spent by others: the chunk is refused, 503.
+	var other Hold
+	if !other.Take(MaxHeldBodies - int(HeldBytes()) - 1000) {
+		t.Fatal("the budget is taken already")
+	}
+	defer other.Release()
+	c = newC()
+	if _, err := c.Write(body[:half]); !errors.Is(err, errChunkBudget) || !c.Failed() {
+		t.Fatalf("a chunk past the budget: %v", err)
+	}
+	r := (&Engine{}).ChunksRefused("x:443", c)
+	if r.Status != 503 || r.Reason != ReasonHeldBudget || len(r.Headers) != 1 || r.Headers[0].Name != "retry-after" {
+		t.Fatalf("the refusal: %+v", r)
+	}
+	if r := (&Engine{}).ChunksRefused("x:443", newC()); r.Status != 403 || r.Reason != ReasonSignature {
+		t.Fatalf("a chunk that does not verify: %+v", r)
+	}
+	other.Release()
+	if HeldBytes() != base {
+		t.Fatalf("after the refusal: %d bytes counted", HeldBytes()-base)
+	}
+}

@@ -162,6 +162,9 @@ func (s *Stream) Reset(cfg *Config, host Host) {
 	if s.hold != nil {
 		s.hold.Release()
 	}
+	if s.chunks != nil {
+		s.chunks.Close()
+	}
 	if cfg == nil {
 		cfg = NoConfig
 	}
@@ -333,8 +336,11 @@ func (s *Stream) RequestData(b Body, endStream bool) (status Status) {
 }
 
 // chunkData re-signs one chunk of a signed aws-chunked body: what is whole
-// of it goes on, re-signed; a chunk that does not verify is the engine's
-// refusal, and Envoy cuts the request upstream.
+// of it goes on, re-signed; a chunk that does not verify, or that the
+// process's budget of held bytes has no room for, is the engine's refusal
+// (403, or 503 with Retry-After): Envoy resets the request upstream, which
+// never read the body whole, and sends the agent the refusal, or resets
+// the agent's stream too when the upstream's answer already began.
 func (s *Stream) chunkData(b Body, endStream bool) Status {
 	out, err := s.chunks.Write(b.Bytes())
 	if err == nil && endStream {
@@ -343,8 +349,8 @@ func (s *Stream) chunkData(b Body, endStream bool) Status {
 	if err != nil {
 		// The request went on: its action=intercept line, as custodian
 		// serve's, has the status the agent gets.
+		r := s.eng.ChunksRefused(s.target, s.chunks)
 		s.chunks, s.answered = nil, true
-		r := s.eng.ChunksRefused(s.target)
 		s.host.SendLocalReply(false, r.Status, s.redact(r.Body), "jr2_custodian_"+r.Reason, r.Headers)
 		return Answered
 	}
@@ -560,6 +566,9 @@ func (s *Stream) Done() {
 	defer func() { _ = recover() }()
 	if s.hold != nil {
 		s.hold.Release() // a held request that ended before its body did
+	}
+	if s.chunks != nil {
+		s.chunks.Close() // a chunked body that ended (or was reset) mid-chunk
 	}
 	if s.frames != nil {
 		s.frames.Close()

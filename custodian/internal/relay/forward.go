@@ -66,10 +66,15 @@ func Forward(w http.ResponseWriter, r *http.Request, x *Exchange) (status int) {
 	}
 	if x.Decision.Chunks != nil { // a signed aws-chunked body, re-signed as it goes
 		r.Body = x.Decision.Chunks.Reader(r.Body)
+		// The chunk it holds is given back when the request ends, however.
+		defer x.Decision.Chunks.Close()
 	}
 	fail := func(rep *filter.Reply, sent bool, err error) int {
 		if x.Decision.Chunks != nil && x.Decision.Chunks.Failed() {
-			rep = x.Engine.ChunksRefused(x.Target)
+			// The body was cut upstream (the transport aborts a body
+			// whose read failed), so the upstream never read it whole;
+			// the agent gets the refusal: 403, or the budget's 503.
+			rep = x.Engine.ChunksRefused(x.Target, x.Decision.Chunks)
 		}
 		if x.Fail != nil {
 			x.Fail(w, rep, sent, err)

@@ -123,9 +123,7 @@ func SigV4(t *testing.T, d Driver) {
 		if _, stop := s.RequestData([]byte(tc.Body), true); stop || len(s.Replies()) != 0 {
 			t.Fatalf("refused once the budget was back: %+v", s.Replies())
 		}
-		if n := filter.HeldBytes(); n != 0 {
-			t.Errorf("the process still holds %d bytes after the body went on", n)
-		}
+		nothingHeld(t, "after the body went on")
 	})
 	t.Run("a held request that ends before its body: its hold given back", func(t *testing.T) {
 		tc := invokeCase(t)
@@ -136,9 +134,45 @@ func SigV4(t *testing.T, d Driver) {
 			t.Fatal("the held bytes were not counted")
 		}
 		s.Destroy()
-		if n := filter.HeldBytes(); n != 0 {
-			t.Errorf("the process still holds %d bytes after the stream ended", n)
+		nothingHeld(t, "after the stream ended")
+	})
+	t.Run("a signed chunk past the process's budget of held bytes: 503 mid-stream, nothing held after", func(t *testing.T) {
+		tc := chunkCase(t)
+		other := spendBudget(t, 100) // what other streams hold
+		defer other.Release()
+		s := bodyStream(t, pod, tc.Host)
+		if _, stop := s.RequestHeadersEnd(requestHeaders(tc, len(tc.Body)), false); stop || len(s.Replies()) != 0 {
+			t.Fatalf("the chunked upload was not forwarded: %+v", s.Replies())
 		}
+		// The request went upstream with its headers: the refusal resets
+		// it there, and the agent gets the budget's 503.
+		_, stop := s.RequestData([]byte(tc.Body[:len(tc.Body)/2]), false)
+		rs := s.Replies()
+		if !stop || len(rs) != 1 || rs[0].Status != 503 || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
+			t.Fatalf("want the budget's 503 at the chunk, got stop %v, replies %+v", stop, rs)
+		}
+		s.Destroy()
+		other.Release()
+		nothingHeld(t, "after the refusal")
+	})
+	t.Run("a signed chunk held, the stream reset mid-chunk: nothing held after", func(t *testing.T) {
+		tc := chunkCase(t)
+		s := bodyStream(t, pod, tc.Host)
+		s.RequestHeadersEnd(requestHeaders(tc, len(tc.Body)), false)
+		if out, stop := s.RequestData([]byte(tc.Body[:len(tc.Body)/2]), false); stop || len(out) != 0 || filter.HeldBytes() == 0 {
+			t.Fatalf("half a chunk: stop %v, %d bytes on, %d held", stop, len(out), filter.HeldBytes())
+		}
+		s.Destroy()
+		nothingHeld(t, "after the stream ended")
+	})
+	t.Run("a signed chunked upload sent whole: nothing held after", func(t *testing.T) {
+		tc := chunkCase(t)
+		s := bodyStream(t, pod, tc.Host)
+		defer s.Destroy()
+		if _, stop, body := sendSigned(t, s, tc); stop || len(body) != len(tc.Body) {
+			t.Fatalf("stop %v, %d of %d bytes on, replies %+v", stop, len(body), len(tc.Body), s.Replies())
+		}
+		nothingHeld(t, "after the body went on")
 	})
 	t.Run("a held request that ends in trailers: 400", func(t *testing.T) {
 		tc := invokeCase(t)
@@ -156,6 +190,36 @@ func SigV4(t *testing.T, d Driver) {
 			t.Error("marked")
 		}
 	})
+}
+
+// spendBudget takes all but free bytes of the process's budget of held
+// bytes, as other streams would hold them.
+func spendBudget(t *testing.T, free int) *filter.Hold {
+	t.Helper()
+	other := new(filter.Hold)
+	if !other.Take(filter.MaxHeldBodies - int(filter.HeldBytes()) - free) {
+		t.Fatal("the budget is taken already")
+	}
+	return other
+}
+
+// nothingHeld fails when the process holds any byte of its budget.
+func nothingHeld(t *testing.T, after string) {
+	t.Helper()
+	if n := filter.HeldBytes(); n != 0 {
+		t.Errorf("the process still holds %d bytes %s", n, after)
+	}
+}
+
+// chunkCase is the table's signed aws-chunked upload that goes upstream.
+func chunkCase(t *testing.T) sigv4test.Case {
+	for _, c := range sigv4test.Cases(time.Now().UTC(), "") {
+		if c.Status == 0 && get(c.Headers, "X-Amz-Content-Sha256") == filter.StreamingSignedPayload {
+			return c
+		}
+	}
+	t.Fatal("the table has no signed aws-chunked forward")
+	return sigv4test.Case{}
 }
 
 // invokeCase is the table's request whose body the engine hashes.
