@@ -189,10 +189,13 @@ func TestLiveRefusesBadSets(t *testing.T) {
 				}
 				f.vals["GITHUB_TOKEN"] = randomValue(t)
 				valuedirtest.Write(t, f.dir, f.vals)
-				waitFor(t, "the next good set", func() bool { return f.value("GITHUB_TOKEN") == f.vals["GITHUB_TOKEN"] })
-				if l := f.lines(); l[len(l)-1] != "action reload result ok secrets 4" {
-					t.Fatalf("last line %q", l[len(l)-1])
-				}
+				// The engine is swapped before its reload line is written, so
+				// wait for both: the new value, and the line that says so.
+				ok := "action reload result ok secrets 4"
+				waitFor(t, "the next good set and its line", func() bool {
+					l := f.lines()
+					return f.value("GITHUB_TOKEN") == f.vals["GITHUB_TOKEN"] && l[len(l)-1] == ok
+				})
 				if n := strings.Count(strings.Join(f.lines(), "\n"), "refused"); n != 1 {
 					t.Fatalf("%d refused lines for one bad set, want 1: %q", n, f.lines())
 				}
