@@ -2,12 +2,13 @@ package kube
 
 import (
 	"bytes"
-	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"path"
 	"strconv"
+
+	"jr2.dev/boundary/controlplane/internal/pki"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -56,35 +57,31 @@ type EffectorOptions struct {
 // and whose last apply wins.
 func EffectorCAConfigMap(placement string) string { return EffectorName(placement) + "-ca" }
 
-// effectorCA reads --ca-file's bundle: at least one PEM block, every
-// block a certificate that parses, nothing but space after the last. A
-// private key or any other block is refused by its number and type, never
-// its bytes; and what the ConfigMap holds is the certificates encoded
+// effectorCA reads --ca-file's bundle with pki.ReadCerts, the reader of
+// render's --ca-bundle, and words each fault for this flag; what the
+// ConfigMap holds is the certificates encoded
 // again, so no byte of the file but theirs (text between blocks, which
 // PEM skips) can reach it.
 func effectorCA(b []byte) ([]byte, error) {
-	var out bytes.Buffer
-	n := 0
-	for {
-		block, rest := pem.Decode(b)
-		if block == nil {
-			break
+	certs, err := pki.ReadCerts(b)
+	var ce *pki.CertsError
+	if errors.As(err, &ce) {
+		switch ce.Fault {
+		case pki.NotCertificate:
+			return nil, fmt.Errorf("--ca-file: block %d is a %q block; a ConfigMap holds public certificates only: pass the CA's certificates, never its key", ce.Block, ce.Type)
+		case pki.NotParsed:
+			return nil, fmt.Errorf("--ca-file: certificate %d does not parse; pass the PEM certificates your https targets chain to", ce.Block)
+		case pki.NoCertificate:
+			return nil, errors.New("--ca-file: no PEM certificate found; pass a PEM file of the certificates your https targets chain to, or drop --ca-file")
 		}
-		b = rest
-		n++
-		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("--ca-file: block %d is a %q block; a ConfigMap holds public certificates only: pass the CA's certificates, never its key", n, block.Type)
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return nil, fmt.Errorf("--ca-file: certificate %d does not parse; pass the PEM certificates your https targets chain to", n)
-		}
-		pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: block.Bytes})
-	}
-	if n == 0 {
-		return nil, errors.New("--ca-file: no PEM certificate found; pass a PEM file of the certificates your https targets chain to, or drop --ca-file")
-	}
-	if len(bytes.TrimSpace(b)) != 0 {
 		return nil, errors.New("--ca-file: text after the last PEM block is not PEM; pass a PEM file of certificates only")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %v", err)
+	}
+	var out bytes.Buffer
+	for _, c := range certs {
+		pem.Encode(&out, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	return out.Bytes(), nil
 }

@@ -38,7 +38,7 @@ func Bundles(ca *CA, systemPEM, extraPEM []byte) (Trust, error) {
 	var extra []*x509.Certificate
 	if extraPEM != nil {
 		var err error
-		if extra, err = strictCerts(extraPEM); err != nil {
+		if extra, err = ReadCerts(extraPEM); err != nil {
 			return Trust{}, fmt.Errorf("--ca-bundle: %v", err)
 		}
 		for i, c := range extra {
@@ -79,10 +79,41 @@ func certsOf(b []byte) []*x509.Certificate {
 	}
 }
 
-// strictCerts reads a user's PEM bundle: at least one block, every block a
-// certificate that parses. A private key or anything else is refused by
-// its position and type, never its bytes.
-func strictCerts(b []byte) ([]*x509.Certificate, error) {
+// CertsFault is what ReadCerts found wrong with a user's PEM bundle.
+type CertsFault int
+
+const (
+	NotCertificate CertsFault = iota + 1 // a block of another type (a key): Block, Type
+	NotParsed                            // a CERTIFICATE block that does not parse: Block
+	NoCertificate                        // no PEM block at all
+	TrailingText                         // text after the last block that is not PEM
+)
+
+// CertsError names the fault and the block (1-based) it is in, never the
+// block's bytes; each reader of a bundle words its own fix for it.
+type CertsError struct {
+	Fault CertsFault
+	Block int
+	Type  string
+}
+
+func (e *CertsError) Error() string {
+	switch e.Fault {
+	case NotCertificate:
+		return fmt.Sprintf("block %d is a %q block; pass certificates only", e.Block, e.Type)
+	case NotParsed:
+		return fmt.Sprintf("certificate %d does not parse", e.Block)
+	case NoCertificate:
+		return "no PEM certificate found; pass a PEM file of root certificates"
+	}
+	return "text after the last PEM block is not PEM; pass a PEM file of root certificates"
+}
+
+// ReadCerts reads a user's PEM bundle: at least one block, every block a
+// certificate that parses, nothing after the last. A private key or
+// anything else is refused by its position and type (a *CertsError),
+// never its bytes.
+func ReadCerts(b []byte) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	for n := 1; ; n++ {
 		var block *pem.Block
@@ -91,19 +122,19 @@ func strictCerts(b []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("block %d is a %q block; pass certificates only", n, block.Type)
+			return nil, &CertsError{Fault: NotCertificate, Block: n, Type: block.Type}
 		}
 		c, err := x509.ParseCertificate(block.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("certificate %d does not parse", n)
+			return nil, &CertsError{Fault: NotParsed, Block: n}
 		}
 		out = append(out, c)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate found; pass a PEM file of root certificates")
+		return nil, &CertsError{Fault: NoCertificate}
 	}
 	if len(bytes.TrimSpace(b)) != 0 {
-		return nil, errors.New("text after the last PEM block is not PEM; pass a PEM file of root certificates")
+		return nil, &CertsError{Fault: TrailingText}
 	}
 	return out, nil
 }
