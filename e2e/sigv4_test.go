@@ -213,6 +213,11 @@ func testSigV4Clients(t *testing.T, host Host, py string) {
 		// The AWS SDK for JavaScript v3 puts a stream as the SDKs' flexible
 		// checksums do by default: aws-chunked, unsigned, with a CRC32
 		// trailer, which the upstream checks against the data.
+		// Every refusal of the shared table (filter/sigv4test) toward the
+		// two bound hosts, sent by Go's client through HTTPS_PROXY: the
+		// same status from core Envoy with the module as from custodian
+		// serve and the engine's own tests, and nothing upstream.
+		{"the shared table's refusals", exec.Command(bins.self, "refusals"), "", nil},
 		{"the AWS SDK for JavaScript", exec.Command(node24Bin(), append([]string{filepath.Join(suiteDir(), "node-aws", "aws_client.js")}, steps...)...), "hello from the js sdk",
 			map[string]int{"STREAMING-UNSIGNED-PAYLOAD-TRAILER": 1}},
 	} {
@@ -281,6 +286,14 @@ func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string)
 			t.Errorf("%s %s: %+v; want ok=%v status %d holding %q (upstream: %s)", name, c.step, r, c.ok, c.status, c.body, p.upErr.String())
 		}
 	}
+	if slices.Contains(cmd.Args[1:], "refusals") {
+		for _, c := range tableRefusals(p.port) {
+			r, ok := got["refusal "+c.Name]
+			if !ok || r.Status != c.Status || !strings.HasPrefix(r.Body, "jr2 custodian: ") {
+				t.Errorf("%s, %s: %+v; want the Custodian's %d", name, c.Name, r, c.Status)
+			}
+		}
+	}
 	if r, ran := got["invoke"]; ran && !strings.Contains(r.Body, "[secret:"+contract.AWSKeyID.Of(awsName)+"] [secret:"+contract.AWSToken.Of(awsName)+"]") {
 		t.Errorf("the upstream's echo of the real key id and token was not scrubbed: %q", r.Body)
 	}
@@ -309,6 +322,19 @@ func (p *awsPod) checkStats(t *testing.T, want int) map[string]int {
 	return s.Forms
 }
 
+// tableRefusals are the shared table's requests the Custodian refuses
+// before the upstream (a status, not a cut) toward the pod's two bound
+// hosts on port.
+func tableRefusals(port string) []sigv4test.Case {
+	var out []sigv4test.Case
+	for _, c := range sigv4test.Cases(time.Now().UTC(), port) {
+		if c.Status > 0 && (c.Host == awsS3+":"+port || c.Host == awsBedrock+":"+port) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func init() { roles["awsgoclient"] = awsGoClientMain }
 
 // awsGoClientMain is the AWS SDK for Go v2 as a Go tool in the Harness
@@ -333,29 +359,31 @@ func awsGoClientMain() int {
 	defer cancel()
 	bucket, key, data := aws.String("e2e-bucket"), aws.String("dir/go object.txt"), "hello from the go sdk"
 	read := func(rc io.ReadCloser) string { b, _ := io.ReadAll(rc); rc.Close(); return string(b) }
-	// tableCase sends the shared table's request of that name, signed with
-	// the same stand-ins, with Go's client through HTTPS_PROXY.
-	tableCase := func(name string) (int, string, error) {
-		u, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3"))
+	// send sends one of the shared table's requests, signed with the same
+	// stand-ins, with Go's client through HTTPS_PROXY.
+	send := func(c sigv4test.Case) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, c.Method, "https://"+c.Host+c.Path, strings.NewReader(c.Body))
 		if err != nil {
 			return 0, "", err
 		}
-		for _, c := range sigv4test.Cases(time.Now().UTC(), u.Port()) {
-			if c.Name != name {
-				continue
+		for _, h := range c.Headers {
+			req.Header[h.Name] = append(req.Header[h.Name], h.Value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		return resp.StatusCode, read(resp.Body), nil
+	}
+	port := ""
+	if u, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3")); err == nil {
+		port = u.Port()
+	}
+	tableCase := func(name string) (int, string, error) {
+		for _, c := range sigv4test.Cases(time.Now().UTC(), port) {
+			if c.Name == name {
+				return send(c)
 			}
-			req, err := http.NewRequestWithContext(ctx, c.Method, "https://"+c.Host+c.Path, strings.NewReader(c.Body))
-			if err != nil {
-				return 0, "", err
-			}
-			for _, h := range c.Headers {
-				req.Header[h.Name] = append(req.Header[h.Name], h.Value)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return 0, "", err
-			}
-			return resp.StatusCode, read(resp.Body), nil
 		}
 		return 0, "", errors.New("the table has no case " + name)
 	}
@@ -405,6 +433,17 @@ func awsGoClientMain() int {
 			}
 			return 200, read(out.Body), nil
 		},
+	}
+	if slices.Contains(os.Args[1:], "refusals") {
+		for _, c := range tableRefusals(port) {
+			status, body, err := send(c)
+			r := stepResult{Step: "refusal " + c.Name, Status: status, Body: body}
+			if err != nil {
+				r.Body = err.Error()
+			}
+			b, _ := json.Marshal(r)
+			fmt.Println(string(b))
+		}
 	}
 	for _, name := range os.Args[1:] {
 		f, ok := steps[name]

@@ -91,7 +91,20 @@ const ReasonHeldBudget = "held-budget"
 // HeldBudgetSpent is a host's answer to a request whose body it could not
 // hold (Hold.Take reported false): 503, with Retry-After.
 func (e *Engine) HeldBudgetSpent(target string) Decision {
-	r := reply(503, ReasonHeldBudget, "the Custodian holds "+strconv.Itoa(MaxHeldBodies)+" bytes of request bodies to hash for SigV4 signatures already; retry shortly, or send x-amz-content-sha256 so that the body is not held")
+	return Decision{Target: target, Reply: heldBudgetReply(HeldBodyText)}
+}
+
+// HeldBodyText is HeldBudgetSpent's text for a body held whole to hash:
+// a body whose hash the client sends is never held.
+var HeldBodyText = "the Custodian holds " + strconv.Itoa(MaxHeldBodies) + " bytes of request bodies to hash for SigV4 signatures already; retry shortly, or send x-amz-content-sha256 so that the body is not held"
+
+// HeldChunkText is the same answer for a signed aws-chunked upload, cut
+// at the chunk that did not fit: a chunk is held until its signature
+// verifies, so smaller chunks hold less.
+var HeldChunkText = "the Custodian holds " + strconv.Itoa(MaxHeldBodies) + " bytes of request bodies for SigV4 signatures already, and a signed aws-chunked chunk is held until its signature verifies; the upload was cut there: retry it shortly, or with smaller chunks"
+
+func heldBudgetReply(text string) *Reply {
+	r := reply(503, ReasonHeldBudget, text)
 	r.Headers = []Header{{Name: "retry-after", Value: strconv.Itoa(RetryAfter)}}
-	return Decision{Target: target, Reply: r}
+	return r
 }

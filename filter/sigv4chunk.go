@@ -149,7 +149,7 @@ const SigV4ChunkText = "the aws-chunked body is not framed as its x-amz-content-
 // 503 of HeldBudgetSpent, with Retry-After.
 func (e *Engine) ChunksRefused(target string, c *Chunks) *Reply {
 	if c != nil && c.spent.Load() {
-		return e.HeldBudgetSpent(target).Reply
+		return heldBudgetReply(HeldChunkText)
 	}
 	return reply(403, ReasonSignature, SigV4ChunkText)
 }

@@ -347,7 +347,7 @@ func TestChunksHeldBudget(t *testing.T) {
 		t.Fatalf("a chunk past the budget: %v", err)
 	}
 	r := (&Engine{}).ChunksRefused("x:443", c)
-	if r.Status != 503 || r.Reason != ReasonHeldBudget || len(r.Headers) != 1 || r.Headers[0].Name != "retry-after" {
+	if r.Status != 503 || r.Reason != ReasonHeldBudget || len(r.Headers) != 1 || r.Headers[0].Name != "retry-after" || r.Body != "jr2 custodian: "+HeldChunkText {
 		t.Fatalf("the refusal: %+v", r)
 	}
 	if r := (&Engine{}).ChunksRefused("x:443", newC()); r.Status != 403 || r.Reason != ReasonSignature {

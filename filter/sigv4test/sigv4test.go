@@ -217,6 +217,8 @@ func Cases(now time.Time, port string) []Case {
 	regional.region = "us-west-2"
 	chunked := put
 	chunked.sha = "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"
+	proto := get
+	proto.headers = map[string]string{"X-Forwarded-Proto": "https"}
 	named := func(n string, c Case) Case { c.Name = n; return c }
 	tampered := invoke.sign(StandIns, now)
 	tampered.Body = `{"prompt":"bye"}`
@@ -246,6 +248,8 @@ func Cases(now time.Time, port string) []Case {
 		named("s3 list, a query out of order with a '+', an empty pair and a bare name", query("prefix=a+b&list-type=2&&uploads")),
 		refuse(named("a query pair with a bad escape: 400", query("list-type=2&x=%zz")), 400, filter.ReasonSignature),
 		refuse(named("a query pair with a ';': 400", query("list-type=2&a=1;b=2")), 400, filter.ReasonSignature),
+		refuse(named("s3 put, signed aws-chunked, a first chunk under 8 KiB: cut", signedChunksOf(put, now, smallChunks, false)), -1, ""),
+		refuse(named("x-forwarded-proto signed (the Envoy routes remove it): 400", proto.sign(StandIns, now)), 400, filter.ReasonSignature),
 		refuse(named("x-amz-date twice: 400", twice(get.sign(StandIns, now), filter.Header{Name: "X-Amz-Date", Value: now.Add(-time.Second).UTC().Format("20060102T150405Z")})), 400, filter.ReasonSignature),
 		wrong,
 	}
@@ -280,10 +284,20 @@ func QueryCase(now time.Time, port, q string) Case {
 // chunk but the last with data.
 var chunkData = [][]byte{[]byte(strings.Repeat("chunk one ", 820)), []byte("chunk two"), {}}
 
-// signedChunks is u (a PUT) as an aws-chunked upload whose header
-// signature seeds the stand-ins' chunk chain; corrupt changes a byte of the
-// first chunk after signing.
+// smallChunks are signed chunks whose first, not the last with data, is
+// under AWS's 8 KiB minimum: a chain that verifies, in a framing AWS
+// refuses, so the Custodian cuts it.
+var smallChunks = [][]byte{[]byte("a chunk under 8 KiB"), []byte("chunk two"), {}}
+
+// signedChunks is u (a PUT) as an aws-chunked upload of chunkData whose
+// header signature seeds the stand-ins' chunk chain; corrupt changes a
+// byte of the first chunk after signing.
 func signedChunks(u unsigned, now time.Time, corrupt bool) Case {
+	return signedChunksOf(u, now, chunkData, corrupt)
+}
+
+// signedChunksOf is signedChunks of data.
+func signedChunksOf(u unsigned, now time.Time, chunkData [][]byte, corrupt bool) Case {
 	u.sha = filter.StreamingSignedPayload
 	decoded := 0
 	for _, d := range chunkData {

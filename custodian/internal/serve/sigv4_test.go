@@ -179,7 +179,7 @@ func TestSigV4ChunkHeldBudget(t *testing.T) {
 	}
 	defer other.Release()
 	resp, b := sendCase(t, f, c)
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != strconv.Itoa(filter.RetryAfter) || !strings.Contains(string(b), "retry shortly") {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != strconv.Itoa(filter.RetryAfter) || string(b) != "jr2 custodian: "+filter.HeldChunkText {
 		t.Fatalf("%d %v %.200q", resp.StatusCode, resp.Header, b)
 	}
 	waitLog(t, f.log, "action=intercept target="+c.Host+" secret=AWS method=PUT status=503\n")
@@ -256,7 +256,7 @@ func TestSigV4HeldBudget(t *testing.T) {
 	}
 	defer other.Release()
 	resp, b := postSigned(t, f, host, body)
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != strconv.Itoa(filter.RetryAfter) || !strings.Contains(string(b), "retry shortly") {
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != strconv.Itoa(filter.RetryAfter) || string(b) != "jr2 custodian: "+filter.HeldBodyText {
 		t.Fatalf("%d %v %.200q", resp.StatusCode, resp.Header, b)
 	}
 	waitLog(t, f.log, "action=refuse target="+host+" reason="+filter.ReasonHeldBudget+"\n")

@@ -79,9 +79,14 @@ func snapshotHost() (hostState, error) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(mi)), "\n") {
 		f := strings.Fields(line)
-		// Named network namespaces (/run/netns) are other tests' contained
-		// runs; a node makes none (containerd's are under its own state).
-		if len(f) > 5 && !strings.HasPrefix(f[4], "/run/netns/") {
+		// Named network namespaces (/run/netns/NAME) are other tests'
+		// contained runs; a node makes none (containerd's are under its own
+		// state). Nor is /run/netns itself: iproute2 makes it a shared
+		// bind mount of itself at the first `ip netns add` the machine
+		// sees and keeps it (so on a fresh machine the first contained run
+		// of a parallel package makes it mid-run), as it makes the
+		// directory; scripts/leftovers.sh takes the directory the same way.
+		if len(f) > 5 && f[4] != "/run/netns" && !strings.HasPrefix(f[4], "/run/netns/") {
 			s["mount "+f[4]] += f[3] + " " // the mount point, and the root each mount there shows
 		}
 	}

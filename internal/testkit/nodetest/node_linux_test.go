@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,5 +182,74 @@ func TestHostCheckRoutes(t *testing.T) {
 		if (a == b) != tc.same {
 			t.Errorf("%s: the same routes %v, want %v:\n%s\n--\n%s", tc.name, a == b, tc.same, a, b)
 		}
+	}
+}
+
+// TestHostCheckFirstNetns: on a machine that never ran `ip netns add`,
+// /run/netns is no mount; the first one (a contained run's, in a package
+// beside a node's) makes it a bind mount of itself and keeps it. The host
+// check takes that as the system's first use, as it takes the namespaces
+// under it, and still names another new mount. The fresh machine is made
+// in a mount namespace of the test's own (/run/netns unmounted there), so
+// the host's table is not touched.
+func TestHostCheckFirstNetns(t *testing.T) {
+	if os.Getenv("JR2_NODETEST_FRESH_NETNS") == "1" {
+		freshNetnsCheck(t)
+		return
+	}
+	defer rootAndLock(t, "a fresh /run/netns")()
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run=^TestHostCheckFirstNetns$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "JR2_NODETEST_FRESH_NETNS=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestHostCheckFirstNetns") {
+		t.Fatalf("the check in its own mount namespace: %v\n%s", err, out)
+	}
+}
+
+func freshNetnsCheck(t *testing.T) {
+	isMount := func() bool {
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, l := range strings.Split(string(mi), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[4] == "/run/netns" {
+				return true
+			}
+		}
+		return false
+	}
+	for isMount() {
+		if err := syscall.Unmount("/run/netns", syscall.MNT_DETACH); err != nil {
+			t.Fatalf("umount /run/netns in the test's namespace: %v", err)
+		}
+	}
+	before, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "jr2-fresh-" + strconv.Itoa(os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	defer exec.Command("ip", "netns", "delete", name).Run()
+	if !isMount() {
+		t.Fatal("ip netns add did not make /run/netns a mount: this machine's iproute2 does not do what the check allows for")
+	}
+	after, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(after); len(d) > 0 {
+		t.Errorf("the first ip netns add of a fresh machine, named by the host check: %s", strings.Join(d, "\n"))
+	}
+	other := t.TempDir()
+	if err := syscall.Mount("jr2-fresh", other, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Unmount(other, syscall.MNT_DETACH)
+	again, err := snapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := strings.Join(after.diff(again), "\n"); !strings.Contains(d, other) {
+		t.Errorf("a new tmpfs at %s, not named by the host check: %q", other, d)
 	}
 }
