@@ -287,7 +287,11 @@ func (p *awsPod) client(t *testing.T, name string, cmd *exec.Cmd, object string)
 		}
 	}
 	if slices.Contains(cmd.Args[1:], "refusals") {
-		for _, c := range tableRefusals(p.port) {
+		refusals := tableRefusals(p.port)
+		if len(refusals) < 10 {
+			t.Fatalf("the shared table gives %d refusals toward the AWS hosts, fewer than the 10 it had: did its hosts change?", len(refusals))
+		}
+		for _, c := range refusals {
 			r, ok := got["refusal "+c.Name]
 			if !ok || r.Status != c.Status || !strings.HasPrefix(r.Body, "jr2 custodian: ") {
 				t.Errorf("%s, %s: %+v; want the Custodian's %d", name, c.Name, r, c.Status)

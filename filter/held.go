@@ -17,6 +17,10 @@ import (
 // retries.
 const MaxHeldBodies = 128 << 20
 
+// maxHeldBodiesText is MaxHeldBodies in the answers' words; a test holds
+// the two equal, so that the texts can be constants.
+const maxHeldBodiesText = "134217728"
+
 // heldBytes is what every Hold of the process has taken.
 var heldBytes atomic.Int64
 
@@ -96,12 +100,12 @@ func (e *Engine) HeldBudgetSpent(target string) Decision {
 
 // HeldBodyText is HeldBudgetSpent's text for a body held whole to hash:
 // a body whose hash the client sends is never held.
-var HeldBodyText = "the Custodian holds " + strconv.Itoa(MaxHeldBodies) + " bytes of request bodies to hash for SigV4 signatures already; retry shortly, or send x-amz-content-sha256 so that the body is not held"
+const HeldBodyText = "the Custodian holds " + maxHeldBodiesText + " bytes of request bodies to hash for SigV4 signatures already; retry shortly, or send x-amz-content-sha256 so that the body is not held"
 
 // HeldChunkText is the same answer for a signed aws-chunked upload, cut
 // at the chunk that did not fit: a chunk is held until its signature
 // verifies, so smaller chunks hold less.
-var HeldChunkText = "the Custodian holds " + strconv.Itoa(MaxHeldBodies) + " bytes of request bodies for SigV4 signatures already, and a signed aws-chunked chunk is held until its signature verifies; the upload was cut there: retry it shortly, or with smaller chunks"
+const HeldChunkText = "the Custodian holds " + maxHeldBodiesText + " bytes of request bodies for SigV4 signatures already, and a signed aws-chunked chunk is held until its signature verifies; the upload was cut there: retry it shortly, or with smaller chunks"
 
 func heldBudgetReply(text string) *Reply {
 	r := reply(503, ReasonHeldBudget, text)
