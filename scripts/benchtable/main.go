@@ -20,6 +20,10 @@
 // measured, goal, mark, limit (tab separated; internal/testkit/benchgoal), the
 // lines make bench's summary prints.
 //
+// A benchmark run more than once (go test -count N) is one row: each
+// unit's median over its runs, so one slow moment of a shared machine
+// does not decide a goal.
+//
 // Lines that report a failure (FAIL, panic, --- FAIL) pass through to
 // stderr, so a failing benchmark still shows why. It only formats and
 // compares: a short goal does not fail it.
@@ -32,6 +36,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -236,7 +241,39 @@ func parse(r io.Reader, rest io.Writer) ([]row, []string, error) {
 		}
 		rows = append(rows, rw)
 	}
-	return rows, units, sc.Err()
+	return medians(rows), units, sc.Err()
+}
+
+// medians makes the runs of one benchmark one row, in the order of its
+// first run, each unit the median of the runs that reported it (of an
+// even count, the mean of the middle two).
+func medians(rows []row) []row {
+	var out []row
+	runs := map[string][]map[string]float64{}
+	for _, r := range rows {
+		if _, ok := runs[r.name]; !ok {
+			out = append(out, row{name: r.name})
+		}
+		runs[r.name] = append(runs[r.name], r.vals)
+	}
+	for i := range out {
+		byUnit := map[string][]float64{}
+		for _, vals := range runs[out[i].name] {
+			for u, v := range vals {
+				byUnit[u] = append(byUnit[u], v)
+			}
+		}
+		out[i].vals = map[string]float64{}
+		for u, vs := range byUnit {
+			slices.Sort(vs)
+			m := vs[len(vs)/2]
+			if len(vs)%2 == 0 {
+				m = (vs[len(vs)/2-1] + m) / 2
+			}
+			out[i].vals[u] = m
+		}
+	}
+	return out
 }
 
 func failure(line string) bool {

@@ -36,6 +36,32 @@ PASS
 	}
 }
 
+// go test -count N prints a benchmark N times: one row, the median of each
+// unit, in the order of the first run.
+func TestMedians(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     map[string]float64
+	}{
+		{"odd: the middle", "BenchmarkD-2 1 900 ns/op 0 allocs/op\nBenchmarkD-2 1 400 ns/op 0 allocs/op\nBenchmarkE-2 1 7 ns/op\nBenchmarkD-2 1 450 ns/op 2 allocs/op\n", map[string]float64{"ns/op": 450, "allocs/op": 0}},
+		{"even: the middle two's mean", "BenchmarkD-2 1 900 ns/op\nBenchmarkD-2 1 400 ns/op\nBenchmarkE-2 1 7 ns/op\nBenchmarkD-2 1 450 ns/op\nBenchmarkD-2 1 500 ns/op\n", map[string]float64{"ns/op": 475}},
+		{"one run: itself", "BenchmarkD-2 1 900 ns/op\nBenchmarkE-2 1 7 ns/op\n", map[string]float64{"ns/op": 900}},
+	} {
+		rows, _, err := parse(strings.NewReader(c.in), &bytes.Buffer{})
+		if err != nil || len(rows) != 2 || rows[0].name != "D" || rows[1].name != "E" || rows[1].vals["ns/op"] != 7 {
+			t.Fatalf("%s: rows %v err %v", c.name, rows, err)
+		}
+		if len(rows[0].vals) != len(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, rows[0].vals, c.want)
+		}
+		for u, v := range c.want {
+			if rows[0].vals[u] != v {
+				t.Errorf("%s: %s %v, want %v", c.name, u, rows[0].vals[u], v)
+			}
+		}
+	}
+}
+
 func TestGoals(t *testing.T) {
 	rows := []row{
 		{name: "Scrub/secrets=64", vals: map[string]float64{"MB/s": 1200}},
