@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"jr2.dev/boundary/internal/testkit/kubetest"
@@ -99,11 +99,11 @@ func TestOneNodeAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
 		t.Errorf("a second lock while the first is held: %v; want EWOULDBLOCK", err)
 	}
 	release()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Errorf("the lock after release: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func freshNetnsCheck(t *testing.T) {
 		return false
 	}
 	for isMount() {
-		if err := syscall.Unmount("/run/netns", syscall.MNT_DETACH); err != nil {
+		if err := unix.Unmount("/run/netns", unix.MNT_DETACH); err != nil {
 			t.Fatalf("umount /run/netns in the test's namespace: %v", err)
 		}
 	}
@@ -241,10 +241,10 @@ func freshNetnsCheck(t *testing.T) {
 		t.Errorf("the first ip netns add of a fresh machine, named by the host check: %s", strings.Join(d, "\n"))
 	}
 	other := t.TempDir()
-	if err := syscall.Mount("jr2-fresh", other, "tmpfs", 0, ""); err != nil {
+	if err := unix.Mount("jr2-fresh", other, "tmpfs", 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Unmount(other, syscall.MNT_DETACH)
+	defer unix.Unmount(other, unix.MNT_DETACH)
 	again, err := snapshotHost()
 	if err != nil {
 		t.Fatal(err)
