@@ -73,12 +73,11 @@ func snapshotHost() (hostState, error) {
 			}
 		}
 	}
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	mts, err := mountTable()
 	if err != nil {
 		return nil, err
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(mi)), "\n") {
-		f := strings.Fields(line)
+	for _, f := range mts {
 		// Named network namespaces (/run/netns/NAME) are other tests'
 		// contained runs; a node makes none (containerd's are under its own
 		// state). Nor is /run/netns itself: iproute2 makes it a shared
@@ -86,7 +85,7 @@ func snapshotHost() (hostState, error) {
 		// sees and keeps it (so on a fresh machine the first contained run
 		// of a parallel package makes it mid-run), as it makes the
 		// directory; scripts/leftovers.sh takes the directory the same way.
-		if len(f) > 5 && f[4] != "/run/netns" && !strings.HasPrefix(f[4], "/run/netns/") {
+		if f[4] != "/run/netns" && !strings.HasPrefix(f[4], "/run/netns/") {
 			s["mount "+f[4]] += f[3] + " " // the mount point, and the root each mount there shows
 		}
 	}
@@ -160,4 +159,21 @@ func (s hostState) diff(after hostState) []string {
 	}
 	sort.Strings(ds)
 	return ds
+}
+
+// mountTable is this mount namespace's /proc/self/mountinfo, a line's
+// fields each (ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS …), lines of fewer
+// than six fields left out.
+func mountTable() ([][]string, error) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, line := range strings.Split(strings.TrimSpace(string(mi)), "\n") {
+		if f := strings.Fields(line); len(f) > 5 {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }

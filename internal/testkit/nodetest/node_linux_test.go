@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,13 +209,11 @@ func TestHostCheckFirstNetns(t *testing.T) {
 
 func freshNetnsCheck(t *testing.T) {
 	isMount := func() bool {
-		mi, _ := os.ReadFile("/proc/self/mountinfo")
-		for _, l := range strings.Split(string(mi), "\n") {
-			if f := strings.Fields(l); len(f) > 4 && f[4] == "/run/netns" {
-				return true
-			}
+		mts, err := mountTable()
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
+		return slices.ContainsFunc(mts, func(f []string) bool { return f[4] == "/run/netns" })
 	}
 	for isMount() {
 		if err := unix.Unmount("/run/netns", unix.MNT_DETACH); err != nil {
