@@ -112,7 +112,7 @@ func SigV4(t *testing.T, d Driver) {
 			t.Fatal("the body went on past the budget")
 		}
 		rs := s.Replies()
-		if len(rs) != 1 || rs[0].Status != 503 || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
+		if len(rs) != 1 || rs[0].Status != 503 || rs[0].Body != "jr2 custodian: "+filter.HeldBodyText || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
 			t.Fatalf("replies %+v", rs)
 		}
 		s.Destroy()
@@ -148,7 +148,7 @@ func SigV4(t *testing.T, d Driver) {
 		// it there, and the agent gets the budget's 503.
 		_, stop := s.RequestData([]byte(tc.Body[:len(tc.Body)/2]), false)
 		rs := s.Replies()
-		if !stop || len(rs) != 1 || rs[0].Status != 503 || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
+		if !stop || len(rs) != 1 || rs[0].Status != 503 || rs[0].Body != "jr2 custodian: "+filter.HeldChunkText || rs[0].Details != "jr2_custodian_"+filter.ReasonHeldBudget || !slices.Contains(rs[0].Headers, filter.Header{Name: "retry-after", Value: strconv.Itoa(filter.RetryAfter)}) {
 			t.Fatalf("want the budget's 503 at the chunk, got stop %v, replies %+v", stop, rs)
 		}
 		s.Destroy()
